@@ -1,0 +1,34 @@
+// Entry point: parses argv and turns every outcome into an exit code (the only place that does).
+// 0 success, 1 some work failed, 2 usage error, 130 interrupted.
+
+import { CommanderError } from 'commander';
+import { RmbgError } from '../api/errors.js';
+import { buildProgram } from './program.js';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  program.exitOverride();
+  for (const command of program.commands) command.exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    process.exitCode = exitCodeFor(error);
+  }
+}
+
+function exitCodeFor(error: unknown): number {
+  if (error instanceof CommanderError) {
+    // --help and --version arrive here as "errors" with exit code 0.
+    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  if (error instanceof RmbgError) {
+    process.stderr.write(`rmbg: ${error.message} (${error.code})\n`);
+    if (error.code === 'usage_error' || error.code === 'invalid_option' || error.code === 'unsupported_parameter') return EXIT.usage;
+    if (error.code === 'interrupted') return EXIT.interrupted;
+    return EXIT.failed;
+  }
+  process.stderr.write(`rmbg: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  return EXIT.failed;
+}

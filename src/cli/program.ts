@@ -1,0 +1,163 @@
+// The commander program: every command's flags and help, and a lazy import of the code that runs it.
+// Nothing heavy (sharp, onnxruntime, fastify, SQLite) is imported here, so `rmbg --help` stays instant.
+
+import { Command, Option } from 'commander';
+import { OPTION_FIELDS, LIMITS } from '../api/options.js';
+
+/** CLI default size: a photographer expects full resolution (25 MP ceiling, never upscaled), not the API's preview. */
+export const CLI_DEFAULT_SIZE = 'full';
+
+const REMOVE_EXAMPLES = `
+Examples:
+  $ rmbg remove photo.jpg --local                    # writes ./rmbg-out/photo.png
+  $ rmbg remove ./shoot --local -o ./cutouts --recursive
+  $ rmbg remove ./shoot -o ./cutouts --api-url http://127.0.0.1:5000 --api-key $KEY
+  $ cat in.jpg | rmbg remove - --local --format png > out.png
+  $ rmbg remove ./shoot --local --json | jq -c 'select(.status=="failed")'
+  $ rmbg remove ./shoot -o ./cutouts --api-url https://api.example.com --dry-run
+
+Exit codes: 0 every file done (or skipped), 1 any file failed, 2 usage error, 130 interrupted (run again to resume).`;
+
+const ROOT_EXAMPLES = `
+Examples:
+  $ rmbg remove ./photos --local -o ./cutouts        # offline, on this computer, no account
+  $ rmbg serve --port 5000                           # the HTTP API on this machine
+  $ rmbg keys create --credits 100                   # an API key for that server
+  $ rmbg remove ./photos -o ./cutouts --api-url http://127.0.0.1:5000 --api-key KEY
+  $ rmbg models list
+
+Run 'rmbg <command> --help' for a command's options.`;
+
+type Runner = (opts: Record<string, unknown>, args: string[]) => Promise<number>;
+
+/** Wires a command to `./commands/<file>.js`, imported only when the command runs. */
+function lazyAction(file: string) {
+  return async function (this: Command, ...received: unknown[]) {
+    const command = received[received.length - 1] as Command;
+    const positional = received.slice(0, -2).flat() as string[];
+    const module = (await import(`./commands/${file}.js`)) as { run: Runner };
+    process.exitCode = await module.run(command.opts(), positional);
+  };
+}
+
+function parseInteger(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new Error(`${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got '${value}'`);
+    }
+    return n;
+  };
+}
+
+/** Flags for the image options, derived from the one schema in src/api/options.ts. */
+function addImageOptions(command: Command): void {
+  for (const field of OPTION_FIELDS) {
+    const flag = field.name.replace(/_/g, '-');
+    if (field.kind === 'boolean') {
+      command.addOption(new Option(`--${flag}`, field.description));
+    } else if (field.kind === 'color') {
+      command.addOption(new Option(`--${flag} <color>`, field.description));
+    } else if (field.name === 'size') {
+      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(CLI_DEFAULT_SIZE));
+    } else if (field.name === 'format') {
+      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(field.default));
+    }
+    // type, type_level and channels accept a single value with no effect: no flag for them.
+  }
+}
+
+function addApiOptions(command: Command): void {
+  command
+    .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
+    .option('--api-key <key>', 'API key (env RMBG_API_KEY)');
+}
+
+function addDataDirOption(command: Command): void {
+  command.option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)');
+}
+
+export function buildProgram(): Command {
+  const program = new Command('rmbg')
+    .description('Remove image backgrounds: on this computer (--local), through any compatible API, or as a local API server.')
+    .version('0.1.0')
+    .addHelpText('after', ROOT_EXAMPLES)
+    .showHelpAfterError('(run with --help for usage)');
+
+  const remove = program
+    .command('remove')
+    .description('remove the background of images (files, folders, or - for stdin to stdout)')
+    .argument('<inputs...>', 'image files, folders, or - for stdin')
+    .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
+    .option('--local', 'run on this computer: on-device model, no account, no network')
+    .option('-r, --recursive', 'descend into subfolders of input folders')
+    .option('--overwrite', 'replace existing outputs (default: skip them)');
+  addImageOptions(remove);
+  addApiOptions(remove);
+  remove
+    .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
+    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, 64)))
+    .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
+    .option('--retry-failed', 'retry files the journal records as failed')
+    .option('--dry-run', 'list what would be sent and the credits it would cost; send nothing')
+    .addOption(new Option('--confirm-over <credits>', 'ask before spending more than this many credits (refuse without a TTY)').argParser(parseInteger('--confirm-over', 0)))
+    .addOption(new Option('--timeout <seconds>', 'per-request timeout for remote calls').default(LIMITS.clientTimeoutMs / 1000).argParser(parseInteger('--timeout', 1)))
+    .addHelpText('after', REMOVE_EXAMPLES)
+    .action(lazyAction('remove'));
+
+  const serve = program
+    .command('serve')
+    .description('run the background-removal API (api-spec 1.0) on this machine')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(5000).argParser(parseInteger('--port', 0, 65535)));
+  addDataDirOption(serve);
+  serve
+    .addOption(new Option('--credits-per-image <n>', 'credits charged per processed image, any size').default(1).argParser(parseInteger('--credits-per-image', 0)))
+    .addOption(new Option('--rate-limit <n>', 'requests per minute per API key').default(60).argParser(parseInteger('--rate-limit', 1)))
+    .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(16).argParser(parseInteger('--max-queue', 0)))
+    .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(120).argParser(parseInteger('--processing-timeout', 1)))
+    .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(30).argParser(parseInteger('--body-timeout', 1)))
+    .option('--model <name|path>', 'model name or .onnx path')
+    .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
+    .addHelpText('after', `
+Examples:
+  $ rmbg serve --port 5000 --data-dir ./rmbg-data
+  $ rmbg keys create --data-dir ./rmbg-data --credits 50
+  $ curl -H "X-API-Key: $KEY" -F image_file=@photo.jpg http://127.0.0.1:5000/v1.0/removebg -o cutout.png`)
+    .action(lazyAction('serve'));
+
+  const keys = program.command('keys').description('manage API keys of the local service');
+  const keysCreate = keys
+    .command('create')
+    .description('create an account and API key (printed once)')
+    .addOption(new Option('--credits <n>', 'pay-as-you-go credits to grant').default(0).argParser(parseInteger('--credits', 0)))
+    .addOption(new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'))
+    .option('--json', 'print {"key","account","plan","credits"}');
+  addDataDirOption(keysCreate);
+  keysCreate.action(lazyAction('keys-create'));
+  const keysList = keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output');
+  addDataDirOption(keysList);
+  keysList.action(lazyAction('keys-list'));
+  const keysRevoke = keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`');
+  addDataDirOption(keysRevoke);
+  keysRevoke.action(lazyAction('keys-revoke'));
+
+  const credits = program.command('credits').description('manage credits of the local service');
+  const creditsAdd = credits
+    .command('add')
+    .description('add credits to the account of a key')
+    .argument('<n>', 'credits to add')
+    .requiredOption('--key <key>', 'API key of the account')
+    .option('--subscription', 'add subscription credits instead of pay-as-you-go');
+  addDataDirOption(creditsAdd);
+  creditsAdd.action(lazyAction('credits-add'));
+
+  const account = program.command('account').description('show the credit balance of an API account (GET /v1.0/account)').option('--json', 'JSON output');
+  addApiOptions(account);
+  account.action(lazyAction('account'));
+
+  const models = program.command('models').description('on-device models');
+  models.command('list').description('list models: name, size, verified, source, licence').option('--json', 'JSON output').action(lazyAction('models-list'));
+
+  return program;
+}

@@ -1,0 +1,31 @@
+// What the engine takes and gives: the contract between the image pipeline and its callers
+// (service, batch). It knows nothing of credits, keys or HTTP.
+
+import type { OutputFormat, RemoveOptions } from '../api/options.js';
+
+export interface ForegroundBox {
+  top: number;
+  left: number;
+  width: number;
+  height: number;
+}
+
+export interface EngineResult {
+  /** Encoded image bytes. */
+  data: Buffer;
+  format: OutputFormat;
+  /** image/png, image/jpeg or image/webp */
+  mimeType: string;
+  width: number;
+  height: number;
+  /** Foreground box on the normalized (EXIF-oriented) input canvas, in input pixels. */
+  foreground: ForegroundBox;
+  /** Milliseconds spent per stage, for the bench and --json output. */
+  timings: Record<string, number>;
+}
+
+export interface BackgroundRemover {
+  /** Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
+  removeBackground(input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
+  close(): Promise<void>;
+}
