@@ -65,11 +65,14 @@ export interface ErrorOptions {
   retryAfterSeconds?: number;
   /** Overrides the catalogue's status, for errors relayed from a remote server. */
   status?: number;
+  /** Response headers that belong to this error (e.g. X-RateLimit-*), set by the service. */
+  headers?: Record<string, string>;
 }
 
 export class RmbgError extends Error {
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
+  headers: Record<string, string>;
 
   constructor(
     readonly code: ErrorCode,
@@ -80,6 +83,7 @@ export class RmbgError extends Error {
     this.name = 'RmbgError';
     this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = { ...options.headers };
   }
 
   get title(): string {
