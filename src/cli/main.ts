@@ -1,11 +1,10 @@
-// Entry point: parses argv and turns every outcome into an exit code (the only place that does).
-// 0 success, 1 some work failed, 2 usage error, 130 interrupted.
+// Entry point: parses argv and turns every outcome into an exit code (commands return theirs;
+// errors that escape them are mapped here).
 
 import { CommanderError } from 'commander';
 import { RmbgError } from '../api/errors.js';
+import { EXIT } from './exit-codes.js';
 import { buildProgram } from './program.js';
-
-export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();

@@ -1,0 +1,61 @@
+// Input discovery: expands files and folders into a sorted list of images, each with the relative path
+// its output will keep. Files named explicitly are always taken (the engine decides by content);
+// inside folders only image extensions are taken, so sidecars (.xmp, .CR2, .txt) are not "failures".
+
+import { readdir, stat } from 'node:fs/promises';
+import { basename, join, relative, resolve, sep } from 'node:path';
+import { RmbgError } from '../api/errors.js';
+
+export const IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp']);
+
+export interface InputItem {
+  /** Absolute path of the source image. */
+  path: string;
+  /** Path relative to the output folder, without extension handling: `sub/photo.jpg`. */
+  relativePath: string;
+}
+
+function extensionOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot <= 0 ? '' : name.slice(dot).toLowerCase();
+}
+
+function isInside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+}
+
+async function walk(folder: string, root: string, recursive: boolean, exclude: string, found: InputItem[]): Promise<void> {
+  const entries = await readdir(folder, { withFileTypes: true });
+  for (const entry of entries) {
+    if (entry.name.startsWith('.')) continue; // hidden files, our journal and temp files
+    const path = join(folder, entry.name);
+    if (isInside(path, exclude)) continue; // never feed our own outputs back in
+    if (entry.isDirectory()) {
+      if (recursive) await walk(path, root, recursive, exclude, found);
+    } else if (entry.isFile() && IMAGE_EXTENSIONS.has(extensionOf(entry.name))) {
+      found.push({ path, relativePath: relative(root, path) });
+    }
+  }
+}
+
+export async function discoverInputs(inputs: string[], options: { recursive: boolean; outputDir: string }): Promise<InputItem[]> {
+  const outputDir = resolve(options.outputDir);
+  const found: InputItem[] = [];
+  for (const input of inputs) {
+    const path = resolve(input);
+    const info = await stat(path).catch(() => undefined);
+    if (!info) throw new RmbgError('usage_error', `input ${input} does not exist`);
+    if (info.isDirectory()) {
+      await walk(path, path, options.recursive, outputDir, found);
+    } else if (info.isFile()) {
+      found.push({ path, relativePath: basename(path) });
+    } else {
+      throw new RmbgError('usage_error', `input ${input} is neither a file nor a folder`);
+    }
+  }
+  // The same file named twice (or found through two inputs) is processed once.
+  const unique = new Map(found.map((item) => [item.path, item]));
+  return [...unique.values()].sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
+}
+
+export { extensionOf };

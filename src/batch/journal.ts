@@ -1,0 +1,126 @@
+// The resumable journal: one JSON line per state change of an input, appended and fsynced in the
+// output folder (.rmbg-journal.jsonl). The last line of an input wins. JSON lines rather than SQLite:
+// append-only survives SIGKILL at any byte (a torn last line is ignored), needs no native module in the
+// client path, and a person can read it. A lock file keeps two runs from writing one journal.
+
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RmbgError } from '../api/errors.js';
+
+export const JOURNAL_NAME = '.rmbg-journal.jsonl';
+const LOCK_NAME = '.rmbg-journal.lock';
+
+export type JournalState = 'sent' | 'done' | 'failed';
+
+export interface JournalRecord {
+  /** Absolute input path. */
+  input: string;
+  state: JournalState;
+  /** sha256 of the input bytes: a changed file is a new request. */
+  contentHash: string;
+  /** canonicalOptions() of the request. */
+  options: string;
+  idempotencyKey?: string;
+  /** Bumped when the server says a key expired or failed, to derive a fresh key. */
+  keyGeneration?: number;
+  output?: string;
+  credits?: number;
+  error?: { code: string; message: string; retryable: boolean };
+  at: string;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class Journal {
+  private readonly records = new Map<string, JournalRecord>();
+  private writes: Promise<void> = Promise.resolve();
+
+  private constructor(
+    readonly path: string,
+    private readonly lockPath: string,
+    private readonly handle: FileHandle,
+  ) {}
+
+  static async open(outputDir: string): Promise<Journal> {
+    await mkdir(outputDir, { recursive: true });
+    const lockPath = join(outputDir, LOCK_NAME);
+    acquireLock(lockPath);
+    const path = join(outputDir, JOURNAL_NAME);
+    const journal = new Journal(path, lockPath, await open(path, 'a'));
+    if (existsSync(path)) journal.load(readFileSync(path, 'utf8'));
+    return journal;
+  }
+
+  /** The journal's records without locking or writing, for --dry-run. */
+  static readRecords(outputDir: string): Map<string, JournalRecord> {
+    const path = join(outputDir, JOURNAL_NAME);
+    return existsSync(path) ? parseRecords(readFileSync(path, 'utf8')) : new Map();
+  }
+
+  private load(text: string): void {
+    for (const [input, record] of parseRecords(text)) this.records.set(input, record);
+  }
+
+  latest(input: string): JournalRecord | undefined {
+    return this.records.get(input);
+  }
+
+  /** Appends and fsyncs; resolves once the line is on disk. */
+  append(record: Omit<JournalRecord, 'at'>): Promise<void> {
+    const full: JournalRecord = { ...record, at: new Date().toISOString() };
+    this.records.set(full.input, full);
+    const line = JSON.stringify(full) + '\n';
+    this.writes = this.writes.then(async () => {
+      await this.handle.write(line);
+      await this.handle.sync();
+    });
+    return this.writes;
+  }
+
+  async close(): Promise<void> {
+    await this.writes.catch(() => undefined);
+    await this.handle.close();
+    rmSync(this.lockPath, { force: true });
+  }
+}
+
+function parseRecords(text: string): Map<string, JournalRecord> {
+  const records = new Map<string, JournalRecord>();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const record = JSON.parse(line) as JournalRecord;
+      if (record.input && record.state) records.set(record.input, record);
+    } catch {
+      // A line torn by a kill mid-write: the state before it still stands.
+    }
+  }
+  return records;
+}
+
+function acquireLock(lockPath: string): void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(readFileSync(lockPath, 'utf8'));
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+        throw new RmbgError('usage_error', `another rmbg run (pid ${owner}) is writing to this output folder; wait for it or use another -o`);
+      }
+      rmSync(lockPath, { force: true }); // left by a killed run
+    }
+  }
+  throw new RmbgError('io_error', `cannot lock ${lockPath}`);
+}

@@ -1,0 +1,25 @@
+// Decides, before any work, what happens to one input: skip (output exists, or failed before for a reason
+// a retry will not fix) or send. Shared by the batch and by --dry-run / --confirm-over, so the estimate
+// counts exactly the files the batch would send.
+
+import type { JournalRecord } from './journal.js';
+import { existingOutput, type OutputSlot } from './output-paths.js';
+
+export type ItemPlan =
+  | { action: 'send' }
+  | { action: 'skip'; reason: 'exists'; output: string }
+  | { action: 'skip'; reason: 'failed-before'; error: { code: string; message: string } | null };
+
+export function planItem(
+  slot: OutputSlot,
+  previous: JournalRecord | undefined,
+  optionsKey: string,
+  flags: { overwrite: boolean; retryFailed: boolean },
+): ItemPlan {
+  const existing = existingOutput(slot);
+  if (existing && !flags.overwrite) return { action: 'skip', reason: 'exists', output: existing };
+  if (previous?.state === 'failed' && previous.options === optionsKey && !previous.error?.retryable && !flags.retryFailed) {
+    return { action: 'skip', reason: 'failed-before', error: previous.error ? { code: previous.error.code, message: previous.error.message } : null };
+  }
+  return { action: 'send' };
+}

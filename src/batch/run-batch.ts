@@ -1,0 +1,188 @@
+// The batch: for each input decide skip / process / resume from the journal, run the remover with bounded
+// (adaptive) concurrency, write outputs atomically, and report progress as events. No terminal output
+// and no process.exit here: the CLI renders events and picks the exit code.
+
+import { createHash } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import pLimit from 'p-limit';
+import { RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
+import { canonicalOptions, type RemoveOptions } from '../api/options.js';
+import { idempotencyKeyFor } from '../client/idempotency-key.js';
+import { AdaptiveConcurrency } from './adaptive-concurrency.js';
+import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
+import type { InputItem } from './discover-inputs.js';
+import { Journal, type JournalRecord } from './journal.js';
+import { assignOutputSlots, EXTENSION, type OutputSlot } from './output-paths.js';
+import { planItem } from './plan-item.js';
+import type { Remover } from './remover.js';
+
+export type FileStatus = 'done' | 'skipped' | 'failed';
+
+export interface FileEvent {
+  type: 'file';
+  input: string;
+  output: string | null;
+  status: FileStatus;
+  width: number | null;
+  height: number | null;
+  ms: number;
+  credits: number;
+  replayed: boolean;
+  /** Why a file was skipped: 'exists' (output present) or 'failed-before' (journal, use --retry-failed). */
+  reason?: string;
+  error: { code: string; message: string } | null;
+}
+
+export interface BatchSummary {
+  type: 'summary';
+  total: number;
+  done: number;
+  skipped: number;
+  failed: number;
+  /** Inputs never started because the batch stopped (Ctrl-C, 402, 403). */
+  notStarted: number;
+  credits: number;
+  ms: number;
+  /** Set when the batch stopped early: 'interrupted', or the error code that stopped it. */
+  stoppedBy: string | null;
+  failedInputs: string[];
+}
+
+export type BatchEvent = { type: 'start'; total: number } | FileEvent | BatchSummary;
+
+export interface BatchOptions {
+  items: InputItem[];
+  outputDir: string;
+  options: RemoveOptions;
+  remover: Remover;
+  concurrency: number;
+  overwrite: boolean;
+  retryFailed: boolean;
+  /** Aborting stops scheduling; files in flight finish (their signal is not aborted). */
+  stop?: AbortSignal;
+  /** Aborting cancels files in flight too (second Ctrl-C). */
+  abort?: AbortSignal;
+  onEvent: (event: BatchEvent) => void;
+}
+
+/** Failures worth another attempt on the next run without --retry-failed. */
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'network_error',
+  'upstream_error',
+  'processing_failed',
+  'processing_timeout',
+  'service_busy',
+  'service_unavailable',
+  'rate_limited',
+  'insufficient_credits',
+  'idempotency_in_progress',
+  'interrupted',
+  'io_error',
+  'internal_error',
+]);
+
+/** Errors after which every other file would fail the same way: stop the batch. */
+const STOPS_BATCH: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['insufficient_credits', 'missing_api_key', 'invalid_api_key', 'plan_without_api_access', 'model_unavailable']);
+
+/** The server keeps a key reserved after these; a fresh key (next generation) is needed. */
+const NEEDS_NEW_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_expired', 'idempotency_key_failed', 'idempotency_key_mismatch']);
+
+export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
+  const started = performance.now();
+  const { items, outputDir, options, remover, onEvent } = batch;
+  await removeStaleTempFiles(outputDir);
+  const journal = await Journal.open(outputDir);
+  const slots = assignOutputSlots(items, outputDir, options.format);
+  const optionsKey = canonicalOptions(options);
+  const summary: BatchSummary = { type: 'summary', total: items.length, done: 0, skipped: 0, failed: 0, notStarted: 0, credits: 0, ms: 0, stoppedBy: null, failedInputs: [] };
+  const stopOnError = new AbortController();
+  const limit = pLimit(batch.concurrency);
+  const concurrency = new AdaptiveConcurrency(limit, batch.concurrency);
+  remover.onThrottle?.(() => concurrency.throttled());
+
+  const emit = (event: FileEvent) => {
+    summary[event.status] += 1;
+    summary.credits += event.credits;
+    if (event.status === 'failed') summary.failedInputs.push(event.input);
+    onEvent(event);
+  };
+
+  onEvent({ type: 'start', total: items.length });
+  try {
+    await Promise.all(
+      items.map((item) =>
+        limit(async () => {
+          if (batch.stop?.aborted || stopOnError.signal.aborted) {
+            summary.notStarted += 1;
+            return;
+          }
+          const event = await processOne(item, slots.get(item) as OutputSlot, journal, optionsKey, batch);
+          emit(event);
+          if (event.status === 'done') concurrency.succeeded();
+          const code = event.error?.code as ErrorCode | undefined;
+          if (code && STOPS_BATCH.has(code) && !stopOnError.signal.aborted) {
+            summary.stoppedBy = code;
+            stopOnError.abort();
+          }
+        }),
+      ),
+    );
+  } finally {
+    await journal.close();
+  }
+  if (!summary.stoppedBy && summary.notStarted > 0) summary.stoppedBy = 'interrupted';
+  summary.ms = Math.round(performance.now() - started);
+  onEvent(summary);
+  return summary;
+}
+
+async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, optionsKey: string, batch: BatchOptions): Promise<FileEvent> {
+  const started = performance.now();
+  const base = { type: 'file' as const, input: item.path, width: null, height: null, credits: 0, replayed: false, error: null };
+  const elapsed = () => Math.round(performance.now() - started);
+  const previous = journal.latest(item.path);
+  const plan = planItem(slot, previous, optionsKey, batch);
+  if (plan.action === 'skip' && plan.reason === 'exists') return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
+  if (plan.action === 'skip') return { ...base, output: null, status: 'skipped', reason: plan.reason, ms: elapsed(), error: plan.error };
+
+  let record: Omit<JournalRecord, 'at'> | undefined;
+  try {
+    const image = await readFile(item.path).catch((error: Error) => {
+      throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
+    });
+    const contentHash = createHash('sha256').update(image).digest('hex');
+    // Same content and options as an earlier run: keep its key generation, so a request the server already
+    // charged is replayed for free rather than charged again.
+    const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;
+    let generation = sameRequest ? (previous.keyGeneration ?? 0) : 0;
+    for (;;) {
+      const idempotencyKey = batch.remover.mode === 'remote' ? idempotencyKeyFor(image, batch.options, generation ? `g${generation}` : '') : undefined;
+      record = { input: item.path, state: 'sent', contentHash, options: optionsKey, idempotencyKey, keyGeneration: generation };
+      await journal.append(record);
+      try {
+        const result = await batch.remover.remove(image, batch.options, { idempotencyKey, signal: batch.abort, filename: item.relativePath });
+        const output = slot.base + EXTENSION[result.format];
+        await writeFileAtomic(output, result.data).catch((error: Error) => {
+          throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
+        });
+        // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
+        await Promise.all(slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })));
+        await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
+        const credits = result.replayed ? 0 : result.creditsCharged;
+        return { ...base, output, status: 'done', width: result.width, height: result.height, credits, replayed: result.replayed, ms: elapsed() };
+      } catch (error) {
+        const failure = toRmbgError(error);
+        if (NEEDS_NEW_KEY.has(failure.code) && generation < 3) {
+          generation += 1;
+          continue;
+        }
+        throw failure;
+      }
+    }
+  } catch (error) {
+    const failure = toRmbgError(error);
+    const retryable = RETRYABLE.has(failure.code);
+    if (record) await journal.append({ ...record, state: 'failed', error: { code: failure.code, message: failure.message, retryable } });
+    return { ...base, output: null, status: 'failed', ms: elapsed(), error: { code: failure.code, message: failure.message } };
+  }
+}

@@ -1,0 +1,119 @@
+// `rmbg remove`: wires flags to the batch (or to one stdin→stdout image), picks the renderer, handles
+// Ctrl-C (first: finish files in flight and stop; second: cancel them) and returns the exit code.
+
+import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
+import { RmbgError, toRmbgError } from '../../api/errors.js';
+import { discoverInputs } from '../../batch/discover-inputs.js';
+import type { Remover } from '../../batch/remover.js';
+import { runBatch, type BatchEvent } from '../../batch/run-batch.js';
+import { EXIT } from '../exit-codes.js';
+import { CLI_DEFAULT_SIZE } from '../program.js';
+import { jsonLinesRenderer } from '../render-json-lines.js';
+import { progressRenderer } from '../render-progress.js';
+import { createRemover, defaultConcurrency } from '../create-remover.js';
+import { planRemoteBatch } from '../plan-remote-batch.js';
+
+interface RemoveFlags {
+  output: string;
+  local?: boolean;
+  recursive?: boolean;
+  overwrite?: boolean;
+  size: string;
+  format: string;
+  crop?: boolean;
+  bgColor?: string;
+  apiUrl?: string;
+  apiKey?: string;
+  model?: string;
+  concurrency?: number;
+  json?: boolean;
+  retryFailed?: boolean;
+  dryRun?: boolean;
+  confirmOver?: number;
+  timeout: number;
+}
+
+function optionsFrom(flags: RemoveFlags): RemoveOptions {
+  try {
+    return parseRemoveOptions(
+      { size: flags.size, format: flags.format, crop: flags.crop ?? false, bg_color: flags.bgColor },
+      { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE },
+    );
+  } catch (error) {
+    throw new RmbgError('usage_error', (error as Error).message);
+  }
+}
+
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
+async function removeStdin(remover: Remover, options: RemoveOptions): Promise<number> {
+  if (process.stdout.isTTY) throw new RmbgError('usage_error', 'refusing to write image bytes to a terminal; redirect stdout (rmbg remove - … > out.png)');
+  const image = await readStdin();
+  try {
+    const result = await remover.remove(image, options, { filename: 'stdin' });
+    await new Promise<void>((resolve, reject) => process.stdout.write(result.data, (error) => (error ? reject(error) : resolve())));
+    return EXIT.ok;
+  } catch (error) {
+    const failure = toRmbgError(error);
+    process.stderr.write(`rmbg: stdin: ${failure.message} (${failure.code})\n`);
+    return EXIT.failed;
+  }
+}
+
+export async function run(opts: Record<string, unknown>, inputs: string[]): Promise<number> {
+  const flags = opts as unknown as RemoveFlags;
+  const options = optionsFrom(flags);
+  const stdinMode = inputs.length === 1 && inputs[0] === '-';
+  if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
+
+  const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
+  if (!stdinMode && items.length === 0) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
+
+  if (!flags.local) {
+    const proceed = await planRemoteBatch({ flags, items, options });
+    if (proceed !== undefined) return proceed;
+  }
+  const remover = await createRemover(flags);
+  try {
+    if (stdinMode) return await removeStdin(remover, options);
+    const json = Boolean(flags.json) || !process.stderr.isTTY;
+    const render: (event: BatchEvent) => void = json ? jsonLinesRenderer() : progressRenderer();
+    const stop = new AbortController();
+    const abort = new AbortController();
+    const onSignal = () => {
+      if (stop.signal.aborted) abort.abort();
+      else {
+        stop.abort();
+        process.stderr.write('\nrmbg: stopping after the files in flight (Ctrl-C again to cancel them)…\n');
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      const summary = await runBatch({
+        items,
+        outputDir: flags.output,
+        options,
+        remover,
+        concurrency: flags.concurrency ?? defaultConcurrency(remover.mode),
+        overwrite: Boolean(flags.overwrite),
+        retryFailed: Boolean(flags.retryFailed),
+        stop: stop.signal,
+        abort: abort.signal,
+        onEvent: render,
+      });
+      if (stop.signal.aborted) return EXIT.interrupted;
+      return summary.failed === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  } finally {
+    await remover.close();
+  }
+}

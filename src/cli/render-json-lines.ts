@@ -1,0 +1,16 @@
+// Machine output: one JSON object per file, then one summary object; for scripts and pipes.
+
+import type { BatchEvent } from '../batch/run-batch.js';
+
+export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line)) {
+  return (event: BatchEvent): void => {
+    if (event.type === 'start') return;
+    if (event.type === 'file') {
+      const { type: _type, ...file } = event;
+      write(JSON.stringify(file) + '\n');
+    } else {
+      const { type: _type, ...summary } = event;
+      write(JSON.stringify({ summary: true, ...summary }) + '\n');
+    }
+  };
+}

@@ -1,0 +1,117 @@
+// Applies the mask to the image pixels in one pass: alpha, optional background colour, flattening for JPG,
+// and the foreground's bounding box. Pure function on raw buffers, so it is cheap to test.
+
+import type { Rgba } from '../api/color.js';
+
+export interface ComposeInput {
+  /** Raw interleaved pixels, 3 (RGB) or 4 (RGBA) channels, width×height. */
+  pixels: Buffer;
+  channels: 3 | 4;
+  /** One byte per pixel, 0..255. */
+  mask: Buffer;
+  width: number;
+  height: number;
+  /** Colour to place under the foreground. */
+  background: Rgba | undefined;
+  /** JPG cannot keep transparency: whatever stays transparent is flattened onto white. */
+  opaque: boolean;
+}
+
+export interface ComposeOutput {
+  pixels: Buffer;
+  channels: 3 | 4;
+  /** Any pixel with alpha below 255 in the result. */
+  hasTransparency: boolean;
+}
+
+/** Inclusive pixel bounds. */
+export interface Bounds {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+/** Mask values at or above this count as foreground for the box and crop (a faint halo of 1..7 does not). */
+export const FOREGROUND_ALPHA = 8;
+
+/** Bounding box of the foreground in a one-byte-per-pixel mask; null when there is none. */
+export function maskBounds(mask: Buffer, width: number, height: number): Bounds | null {
+  let left = width;
+  let top = -1;
+  let right = -1;
+  let bottom = -1;
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    let first = -1;
+    let last = -1;
+    for (let x = 0; x < width; x++) {
+      if ((mask[row + x] as number) >= FOREGROUND_ALPHA) {
+        if (first < 0) first = x;
+        last = x;
+      }
+    }
+    if (first < 0) continue;
+    if (top < 0) top = y;
+    bottom = y;
+    if (first < left) left = first;
+    if (last > right) right = last;
+  }
+  return top < 0 ? null : { left, top, right, bottom };
+}
+
+export function compose(input: ComposeInput): ComposeOutput {
+  const { pixels, channels, mask, width, height, background, opaque } = input;
+  const pixelCount = width * height;
+  const outChannels: 3 | 4 = opaque ? 3 : 4;
+  const out = Buffer.allocUnsafe(pixelCount * outChannels);
+  const bgAlpha = background ? Math.round(background.alpha * 255) : 0;
+  const bgR = background?.r ?? 0;
+  const bgG = background?.g ?? 0;
+  const bgB = background?.b ?? 0;
+  let hasTransparency = false;
+
+  for (let i = 0; i < pixelCount; i++) {
+    const src = i * channels;
+    // An input that was already transparent stays transparent where it was.
+    let a = mask[i] as number;
+    if (channels === 4) a = ((a * (pixels[src + 3] as number)) / 255 + 0.5) | 0;
+    let r = pixels[src] as number;
+    let g = pixels[src + 1] as number;
+    let b = pixels[src + 2] as number;
+    if (a < 255 && bgAlpha > 0) {
+      // "over" operator: foreground (alpha a) over background (alpha bgAlpha), straight alpha out.
+      const under = (bgAlpha * (255 - a)) / 255;
+      const outA = a + under;
+      r = (r * a + bgR * under) / outA;
+      g = (g * a + bgG * under) / outA;
+      b = (b * a + bgB * under) / outA;
+      a = (outA + 0.5) | 0;
+    }
+    const dst = i * outChannels;
+    if (opaque) {
+      if (a < 255) {
+        r = (r * a + 255 * (255 - a)) / 255;
+        g = (g * a + 255 * (255 - a)) / 255;
+        b = (b * a + 255 * (255 - a)) / 255;
+      }
+      out[dst] = r + 0.5;
+      out[dst + 1] = g + 0.5;
+      out[dst + 2] = b + 0.5;
+    } else if (a === 0) {
+      // Colour under alpha 0 is invisible; zeroing it makes PNG compress ~20x faster (measured: 243 ms → 11 ms at 4 MP).
+      out[dst] = 0;
+      out[dst + 1] = 0;
+      out[dst + 2] = 0;
+      out[dst + 3] = 0;
+      hasTransparency = true;
+    } else {
+      out[dst] = r + 0.5;
+      out[dst + 1] = g + 0.5;
+      out[dst + 2] = b + 0.5;
+      out[dst + 3] = a;
+      if (a < 255) hasTransparency = true;
+    }
+  }
+  return { pixels: out, channels: outChannels, hasTransparency };
+}

@@ -1,0 +1,22 @@
+// Result dimensions: the size's pixel ceiling (and the 10 MP PNG/auto cap), aspect kept, never upscaled.
+
+import { PNG_MAX_PIXELS, SIZE_MAX_PIXELS, type Format, type Size } from '../api/options.js';
+
+export function maxResultPixels(size: Size, format: Format): number {
+  const ceiling = SIZE_MAX_PIXELS[size];
+  return format === 'png' || format === 'auto' ? Math.min(ceiling, PNG_MAX_PIXELS) : ceiling;
+}
+
+/** Largest width×height with the source's aspect that fits maxPixels; the source size when it already fits. */
+export function fitWithin(width: number, height: number, maxPixels: number): { width: number; height: number } {
+  if (width * height <= maxPixels) return { width, height };
+  const scale = Math.sqrt(maxPixels / (width * height));
+  let w = Math.max(1, Math.floor(width * scale));
+  let h = Math.max(1, Math.floor(height * scale));
+  // Floating-point rounding can leave the product one row over the ceiling.
+  while (w * h > maxPixels) {
+    if (w / width > h / height) w -= 1;
+    else h -= 1;
+  }
+  return { width: w, height: h };
+}

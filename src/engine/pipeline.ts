@@ -1,0 +1,190 @@
+// The image pipeline for one image: probe → decode + orient (sharp) → model → mask → compose → encode.
+// The model input and the output pixels are decoded by two sharp pipelines that run on libuv threads
+// while the model runs, so decoding overlaps inference (bench/ measures the overlap).
+
+import sharp, { type Sharp } from 'sharp';
+import { RmbgError } from '../api/errors.js';
+import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
+import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
+import { probeImage } from './image-probe.js';
+import type { ModelSession } from './model-session.js';
+import { fitWithin, maxResultPixels } from './output-size.js';
+import type { EngineResult, ForegroundBox } from './types.js';
+
+const MIME: Record<OutputFormat, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
+
+interface Raw {
+  data: Buffer;
+  width: number;
+  height: number;
+  channels: 3 | 4;
+}
+
+/** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data instead of returning grey pixels. */
+function decoder(input: Buffer): Sharp {
+  return sharp(input, { failOn: 'error', limitInputPixels: LIMITS.maxPixels, sequentialRead: true }).rotate();
+}
+
+async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
+  const oriented = pipeline.toColourspace('srgb');
+  const shaped = channels === 4 ? oriented.ensureAlpha() : oriented.removeAlpha();
+  try {
+    const { data, info } = await shaped.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+    return { data, width: info.width, height: info.height, channels };
+  } catch (error) {
+    throw new RmbgError('corrupt_image', `the image could not be decoded (truncated or corrupt): ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Planar CHW float tensor with the model's normalisation, from interleaved RGB bytes. */
+function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[]): Float32Array {
+  const tensor = new Float32Array(pixelCount * 3);
+  for (let c = 0; c < 3; c++) {
+    const m = mean[c] as number;
+    const s = std[c] as number;
+    const plane = c * pixelCount;
+    for (let i = 0; i < pixelCount; i++) tensor[plane + i] = ((rgb[i * 3 + c] as number) - m) / s;
+  }
+  return tensor;
+}
+
+function maskToBytes(mask: Float32Array): Buffer {
+  const bytes = Buffer.allocUnsafe(mask.length);
+  for (let i = 0; i < mask.length; i++) {
+    const v = mask[i] as number;
+    bytes[i] = v <= 0 ? 0 : v >= 1 ? 255 : v * 255 + 0.5;
+  }
+  return bytes;
+}
+
+/** A one-channel mask resized; its raw output stays one channel ('b-w': sharp would otherwise emit sRGB). */
+function resizeMask(mask: Buffer, size: number, width: number, height: number): Sharp {
+  return sharp(mask, { raw: { width: size, height: size, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w');
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new RmbgError('interrupted', 'processing was cancelled');
+}
+
+export class Timer {
+  readonly timings: Record<string, number> = {};
+  private last = performance.now();
+  lap(stage: string): void {
+    const now = performance.now();
+    this.timings[stage] = (this.timings[stage] ?? 0) + (now - this.last);
+    this.last = now;
+  }
+}
+
+export async function runPipeline(session: ModelSession, input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
+  const timer = new Timer();
+  const probe = await probeImage(input);
+  timer.lap('probe');
+  const canvas = { width: probe.orientedWidth, height: probe.orientedHeight };
+  const { width: modelW, height: modelH } = session.inputSize;
+  const { mean, std } = session.model.entry.normalization;
+  const channels: 3 | 4 = probe.hasAlpha ? 4 : 3;
+  const maxPixels = maxResultPixels(options.size, options.format);
+
+  // Without crop the output size is known now, so its decode overlaps inference.
+  const outputSize = fitWithin(canvas.width, canvas.height, maxPixels);
+  const outputPixels = options.crop ? undefined : toRaw(decoder(input).resize(outputSize.width, outputSize.height, { fit: 'fill' }), channels);
+  outputPixels?.catch(() => undefined); // awaited below; avoid an unhandled rejection if inference fails first
+
+  const modelInput = await toRaw(decoder(input).resize(modelW, modelH, { fit: 'fill' }).flatten({ background: '#ffffff' }), 3);
+  timer.lap('decode');
+  throwIfAborted(signal);
+  const maskFloats = await session.run(toTensor(modelInput.data, modelW * modelH, mean, std));
+  timer.lap('inference');
+  throwIfAborted(signal);
+  const mask = maskToBytes(maskFloats);
+
+  let pixels: Raw;
+  let resultMask: Buffer;
+  let foreground: ForegroundBox;
+  if (options.crop) {
+    // Exact box on the canvas, then cut both the pixels and the mask to it. With no foreground at all,
+    // nothing is trimmed (an empty image is not a valid result).
+    const canvasMask = await resizeMask(mask, modelW, canvas.width, canvas.height).raw().toBuffer();
+    const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
+    foreground = toBox(bounds);
+    const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
+    const size = fitWithin(region.width, region.height, maxPixels);
+    [pixels, resultMask] = await Promise.all([
+      toRaw(decoder(input).extract(region).resize(size.width, size.height, { fit: 'fill' }), channels),
+      sharp(canvasMask, { raw: { width: canvas.width, height: canvas.height, channels: 1 } })
+        .extract(region)
+        .resize(size.width, size.height, { fit: 'fill', kernel: 'linear' })
+        .toColourspace('b-w')
+        .raw()
+        .toBuffer(),
+    ]);
+  } else {
+    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, modelW, outputSize.width, outputSize.height).raw().toBuffer()]);
+    foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, canvas);
+  }
+  timer.lap('mask');
+
+  const background = options.bgColor;
+  const format = chooseFormat(options, background, resultMask);
+  const composed = compose({
+    pixels: pixels.data,
+    channels: pixels.channels,
+    mask: resultMask,
+    width: pixels.width,
+    height: pixels.height,
+    background,
+    opaque: format === 'jpg',
+  });
+  timer.lap('compose');
+  throwIfAborted(signal);
+
+  const data = await encode(composed, pixels.width, pixels.height, format);
+  timer.lap('encode');
+  return {
+    data,
+    format,
+    mimeType: MIME[format],
+    width: pixels.width,
+    height: pixels.height,
+    foreground,
+    timings: timer.timings,
+  };
+}
+
+/** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
+function chooseFormat(options: RemoveOptions, background: RemoveOptions['bgColor'], mask: Buffer): OutputFormat {
+  if (options.format !== 'auto') return options.format;
+  if (background && background.alpha === 1) return 'jpg';
+  if (background) return 'png';
+  return mask.every((a) => a === 255) ? 'jpg' : 'png';
+}
+
+function toBox(bounds: Bounds | null): ForegroundBox {
+  if (!bounds) return { top: 0, left: 0, width: 0, height: 0 };
+  return { top: bounds.top, left: bounds.left, width: bounds.right - bounds.left + 1, height: bounds.bottom - bounds.top + 1 };
+}
+
+/** Bounds found on the (scaled) result mapped back to canvas pixels, rounded outwards. */
+function scaleBox(bounds: Bounds | null, result: { width: number; height: number }, canvas: { width: number; height: number }): ForegroundBox {
+  if (!bounds) return toBox(null);
+  const sx = canvas.width / result.width;
+  const sy = canvas.height / result.height;
+  const left = Math.floor(bounds.left * sx);
+  const top = Math.floor(bounds.top * sy);
+  const right = Math.min(canvas.width, Math.ceil((bounds.right + 1) * sx));
+  const bottom = Math.min(canvas.height, Math.ceil((bounds.bottom + 1) * sy));
+  return { top, left, width: right - left, height: bottom - top };
+}
+
+async function encode(composed: ComposeOutput, width: number, height: number, format: OutputFormat): Promise<Buffer> {
+  const image = sharp(composed.pixels, { raw: { width, height, channels: composed.channels } });
+  switch (format) {
+    case 'png':
+      return image.png({ compressionLevel: 6, adaptiveFiltering: false }).toBuffer();
+    case 'jpg':
+      return image.jpeg({ quality: 90, chromaSubsampling: '4:4:4' }).toBuffer();
+    case 'webp':
+      return image.webp({ quality: 90, alphaQuality: 100, effort: 2 }).toBuffer();
+  }
+}

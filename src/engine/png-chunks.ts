@@ -1,0 +1,71 @@
+// PNG chunk framing: reads the chunk list of a PNG (with CRC and bounds checks) and writes chunks.
+// The probe needs it because libvips neither reports APNG animation nor checks the CRC of pixel data.
+
+import zlib from 'node:zlib';
+import { corruptImage } from './input-errors.js';
+
+export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+const corrupt = (reason: string) => corruptImage(`the PNG is corrupt: ${reason}`);
+
+export interface PngChunk {
+  type: string;
+  /** Offset of the chunk's length field in the file. */
+  offset: number;
+  data: Buffer;
+}
+
+// zlib.crc32 arrived in Node 20.15; older 20.x releases get the table version.
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function tableCrc32(data: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of data) crc = (CRC_TABLE[(crc ^ byte) & 0xff] as number) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+const crc32: (data: Uint8Array) => number =
+  typeof zlib.crc32 === 'function' ? (data) => zlib.crc32(data) : tableCrc32;
+
+/**
+ * Yields the chunks after the signature up to and including IEND; bytes after IEND are ignored, as decoders
+ * do. A list that stops cleanly at a chunk boundary without IEND is left to the decoder, which fails only if
+ * pixel data is missing. Throws corrupt_image when a chunk runs past the end of the data (a truncated
+ * file) or a CRC does not match: libvips decodes pixel chunks with a wrong CRC at every failOn level.
+ * A generator, so a hostile file of a million empty chunks is checked without holding a list of them.
+ */
+export function* pngChunks(png: Buffer): Generator<PngChunk> {
+  if (png.length < PNG_SIGNATURE.length || !png.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {
+    throw corrupt('the PNG signature is missing');
+  }
+  let offset = PNG_SIGNATURE.length;
+  while (offset < png.length) {
+    if (offset + 12 > png.length) throw corrupt(`the data ends inside a chunk header at byte ${offset} (truncated file)`);
+    const length = png.readUInt32BE(offset);
+    const type = png.toString('latin1', offset + 4, offset + 8);
+    const end = offset + 12 + length;
+    if (length > 0x7fffffff || end > png.length) {
+      throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} runs past the end of the data (truncated file)`);
+    }
+    if (crc32(png.subarray(offset + 4, end - 4)) !== png.readUInt32BE(end - 4)) {
+      throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} has a wrong CRC`);
+    }
+    yield { type, offset, data: png.subarray(offset + 8, end - 4) };
+    if (type === 'IEND') return;
+    offset = end;
+  }
+}
+
+/** Frames a chunk: length, type, data, CRC over type and data. */
+export function pngChunk(type: string, data: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+  return Buffer.concat([head, data, crc]);
+}
