@@ -102,3 +102,16 @@ export function toRmbgError(error: unknown, fallback: ErrorCode = 'internal_erro
   const message = error instanceof Error ? error.message : String(error);
   return new RmbgError(fallback, message, { cause: error });
 }
+
+/**
+ * The local-only codes (the catalogue's last group) and what the HTTP API answers instead if one reaches it,
+ * so a client only ever sees codes of the API (a cancelled request, a missing model: the service is unavailable).
+ */
+export const WIRE_CODE_OF_LOCAL = {
+  usage_error: 'invalid_request',
+  model_unavailable: 'service_unavailable',
+  io_error: 'internal_error',
+  network_error: 'processing_failed',
+  upstream_error: 'processing_failed',
+  interrupted: 'service_unavailable',
+} as const satisfies Partial<Record<ErrorCode, ErrorCode>>;

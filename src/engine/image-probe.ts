@@ -55,7 +55,8 @@ function detectFormat(input: Buffer): SupportedFormat {
 /**
  * libvips decodes only the first frame of an APNG and reports nothing, so the chunk list is read here.
  * An acTL (animation control) chunk counts only before the first IDAT, as in the APNG spec; a one-frame APNG
- * is a still image and passes. Walking every chunk also checks CRCs, which no failOn level of sharp does.
+ * is a still image and passes. Walking every chunk also checks CRCs: libvips never checks the last IDAT's CRC,
+ * whatever its failOn level.
  */
 function checkPngStructure(input: Buffer): void {
   let first = true;
@@ -66,7 +67,7 @@ function checkPngStructure(input: Buffer): void {
     }
     first = false;
     if (chunk.type === 'IDAT') seenIdat = true;
-    if (chunk.type === 'acTL' && !seenIdat && chunk.data.length >= 4) {
+    if (chunk.type === 'acTL' && !seenIdat && chunk.length >= 4) {
       const frames = chunk.data.readUInt32BE(0);
       if (frames > 1) throw animatedImage(`an animated PNG (APNG, ${count(frames)} frames)`);
     }
@@ -119,7 +120,7 @@ function checkDimensions(width: number, height: number): void {
   }
 }
 
-/** libvips ignores an EXIF orientation outside 1..8, and so does the rest of the pipeline. */
+/** A tag outside 1..8 names no transform: the image is taken as stored. */
 function validOrientation(tag: number | undefined): number {
   return tag !== undefined && Number.isInteger(tag) && tag >= 1 && tag <= 8 ? tag : 1;
 }

@@ -1,5 +1,5 @@
 // PNG chunk framing: reads the chunk list of a PNG (with CRC and bounds checks) and writes chunks.
-// The probe needs it because libvips neither reports APNG animation nor checks the CRC of pixel data.
+// The probe needs it because libvips neither reports APNG animation nor reliably checks the CRC of pixel data.
 
 import zlib from 'node:zlib';
 import { corruptImage } from './input-errors.js';
@@ -12,30 +12,47 @@ export interface PngChunk {
   type: string;
   /** Offset of the chunk's length field in the file. */
   offset: number;
-  data: Buffer;
+  /** Length of the chunk's data. */
+  length: number;
+  /** The chunk's data (a view, made when asked for: hostile files hold millions of empty chunks). */
+  readonly data: Buffer;
 }
 
-// zlib.crc32 arrived in Node 20.15; older 20.x releases get the table version.
+class ChunkView implements PngChunk {
+  constructor(
+    private readonly png: Buffer,
+    readonly type: string,
+    readonly offset: number,
+    readonly length: number,
+  ) {}
+
+  get data(): Buffer {
+    return this.png.subarray(this.offset + 8, this.offset + 8 + this.length);
+  }
+}
+
 const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
   return c >>> 0;
 });
 
-function tableCrc32(data: Uint8Array): number {
+// The table is faster for short chunks (no native call); zlib.crc32 (Node >= 20.15) for pixel data.
+const NATIVE_CRC_FROM = 256;
+
+/** CRC-32 of bytes start..end of data. */
+function crc32(data: Buffer, start = 0, end = data.length): number {
+  if (end - start >= NATIVE_CRC_FROM && typeof zlib.crc32 === 'function') return zlib.crc32(data.subarray(start, end));
   let crc = 0xffffffff;
-  for (const byte of data) crc = (CRC_TABLE[(crc ^ byte) & 0xff] as number) ^ (crc >>> 8);
+  for (let i = start; i < end; i++) crc = (CRC_TABLE[(crc ^ (data[i] as number)) & 0xff] as number) ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }
-
-const crc32: (data: Uint8Array) => number =
-  typeof zlib.crc32 === 'function' ? (data) => zlib.crc32(data) : tableCrc32;
 
 /**
  * Yields the chunks after the signature up to and including IEND; bytes after IEND are ignored, as decoders
  * do. A list that stops cleanly at a chunk boundary without IEND is left to the decoder, which fails only if
  * pixel data is missing. Throws corrupt_image when a chunk runs past the end of the data (a truncated
- * file) or a CRC does not match: libvips decodes pixel chunks with a wrong CRC at every failOn level.
+ * file) or a CRC does not match (libvips decodes a last IDAT with a wrong CRC at every failOn level).
  * A generator, so a hostile file of a million empty chunks is checked without holding a list of them.
  */
 export function* pngChunks(png: Buffer): Generator<PngChunk> {
@@ -46,15 +63,15 @@ export function* pngChunks(png: Buffer): Generator<PngChunk> {
   while (offset < png.length) {
     if (offset + 12 > png.length) throw corrupt(`the data ends inside a chunk header at byte ${offset} (truncated file)`);
     const length = png.readUInt32BE(offset);
-    const type = png.toString('latin1', offset + 4, offset + 8);
+    const type = String.fromCharCode(png[offset + 4]!, png[offset + 5]!, png[offset + 6]!, png[offset + 7]!);
     const end = offset + 12 + length;
     if (length > 0x7fffffff || end > png.length) {
       throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} runs past the end of the data (truncated file)`);
     }
-    if (crc32(png.subarray(offset + 4, end - 4)) !== png.readUInt32BE(end - 4)) {
+    if (crc32(png, offset + 4, end - 4) !== png.readUInt32BE(end - 4)) {
       throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} has a wrong CRC`);
     }
-    yield { type, offset, data: png.subarray(offset + 8, end - 4) };
+    yield new ChunkView(png, type, offset, length);
     if (type === 'IEND') return;
     offset = end;
   }

@@ -1,7 +1,7 @@
 // `rmbg account`: the credit balance of an API account (GET /v1.0/account) as text or the JSON record.
 
 import { RmbgError } from '../../api/errors.js';
-import { createApiClient } from '../../client/api-client.js';
+import { createApiClient, type ApiClient } from '../../client/api-client.js';
 import type { RetryInfo } from '../../client/retry-policy.js';
 import { loadConfig, requireSetting } from '../../config/load-config.js';
 import type { AccountRecord } from '../../service/types.js';
@@ -18,7 +18,7 @@ interface AccountFlags {
 
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
   const flags = opts as AccountFlags;
-  let client;
+  let client: ApiClient;
   try {
     const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
     client = createApiClient({

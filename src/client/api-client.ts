@@ -1,0 +1,193 @@
+// The HTTP client of any server that speaks the API spec (a remote service or `rmbg serve`): builds the
+// requests, reads the answers into typed results, and sends every call through the one retry layer.
+
+import { Blob } from 'node:buffer';
+import { FormData, request, type Dispatcher } from 'undici';
+import { RmbgError } from '../api/errors.js';
+import { HEADERS } from '../api/response-headers.js';
+import { LIMITS, optionsToFields, validateIdempotencyKey, type RemoveOptions } from '../api/options.js';
+import type { ForegroundBox } from '../engine/types.js';
+import type { AccountRecord, RateLimitInfo } from '../service/types.js';
+import { endpointUrl, parseBaseUrl } from './endpoint-url.js';
+import { errorFromNetwork, errorFromResponse } from './response-errors.js';
+import {
+  accountRecordFrom,
+  foregroundFrom,
+  isReplay,
+  mediaType,
+  rateLimitFrom,
+  requestIdOf,
+  requiredIntegerHeader,
+  type ResponseHeaders,
+} from './response-values.js';
+import { resolveRetryPolicy, type RetryInfo, type RetryPolicy } from './retry-policy.js';
+import { sniffImageType } from './sniff-image-type.js';
+import { withRetries } from './with-retries.js';
+
+export interface ApiClientOptions {
+  /** Base address; `/v1.0` is appended unless the path already ends with it. */
+  baseUrl: string;
+  apiKey: string;
+  /** Limit for one attempt, from sending to the last body byte (spec: 180 s recommended). */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  onRetry?: (info: RetryInfo) => void;
+  /** undici dispatcher, e.g. an Agent with other connection limits; default: undici's global one. */
+  dispatcher?: Dispatcher;
+}
+
+export interface RemoveCallOptions {
+  /** Makes the POST safe to repeat: retried with this same key, replayed by the server. */
+  idempotencyKey?: string;
+  /** File name of the multipart part; servers may show it in logs. */
+  filename?: string;
+  signal?: AbortSignal;
+}
+
+export interface RemoveResult {
+  data: Buffer;
+  mimeType: string;
+  width: number;
+  height: number;
+  creditsCharged: number;
+  requestId: string;
+  /** True when the server replayed an earlier success for this Idempotency-Key (no new charge). */
+  replayed: boolean;
+  /** Absent when the server does not send the X-Foreground-* headers. */
+  foreground: ForegroundBox | undefined;
+  rateLimit: RateLimitInfo | undefined;
+}
+
+export interface ApiClient {
+  /** The normalised base, ending in /v1.0. */
+  readonly baseUrl: string;
+  removeBackground(image: Buffer, options: RemoveOptions, call?: RemoveCallOptions): Promise<RemoveResult>;
+  getAccount(call?: { signal?: AbortSignal }): Promise<AccountRecord>;
+}
+
+interface Answer {
+  status: number;
+  headers: ResponseHeaders;
+  body: Buffer;
+}
+
+interface Call {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  /** A fresh body per attempt: a FormData stream cannot be sent twice. */
+  body?: () => FormData;
+  repeatable: boolean;
+  signal: AbortSignal | undefined;
+}
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const base = parseBaseUrl(options.baseUrl);
+  if (!options.apiKey) throw new RmbgError('usage_error', 'an API key is required: pass --api-key or set RMBG_API_KEY');
+  const timeoutMs = options.timeoutMs ?? LIMITS.clientTimeoutMs;
+  const policy = resolveRetryPolicy(options.retry);
+  const auth = { [HEADERS.apiKey]: options.apiKey };
+
+  async function attempt(call: Call, remainingMs: number): Promise<Answer> {
+    const limitMs = Math.min(timeoutMs, remainingMs);
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), limitMs);
+    const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
+    try {
+      const response = await request(call.url, {
+        method: call.method,
+        headers: call.headers,
+        body: call.body?.(),
+        signal,
+        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      });
+      const body = Buffer.from(await response.body.arrayBuffer());
+      const headers = flattenHeaders(response.headers);
+      if (response.statusCode >= 300 && response.statusCode < 400) {
+        throw new RmbgError(
+          'upstream_error',
+          `API server answered HTTP ${response.statusCode} (redirect to ${headers['location'] ?? 'nowhere'}); use the final address as the API URL`,
+          { status: response.statusCode },
+        );
+      }
+      if (response.statusCode >= 400) throw errorFromResponse(response.statusCode, headers, body.toString('utf8'), policy.now());
+      return { status: response.statusCode, headers, body };
+    } catch (error) {
+      if (error instanceof RmbgError) throw error;
+      if (call.signal?.aborted) throw new RmbgError('interrupted', `the request to ${call.url} was cancelled`, { cause: call.signal.reason });
+      throw errorFromNetwork(error, call.url, timeout.signal.aborted ? limitMs : undefined);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function send(call: Call): Promise<Answer> {
+    return withRetries((_n, remainingMs) => attempt(call, remainingMs), {
+      policy,
+      repeatable: call.repeatable,
+      onRetry: options.onRetry,
+      signal: call.signal,
+    });
+  }
+
+  return {
+    baseUrl: base.href,
+
+    async removeBackground(image, removeOptions, call = {}) {
+      const headers: Record<string, string> = { ...auth };
+      if (call.idempotencyKey !== undefined) headers[HEADERS.idempotencyKey] = validateIdempotencyKey(call.idempotencyKey);
+      const fields = optionsToFields(removeOptions);
+      const fileType = sniffImageType(image);
+      const body = () => {
+        const form = new FormData();
+        for (const [name, value] of Object.entries(fields)) form.append(name, value);
+        form.append('image_file', new Blob([image], { type: fileType }), call.filename ?? 'image');
+        return form;
+      };
+      const answer = await send({
+        method: 'POST',
+        url: endpointUrl(base, 'removebg'),
+        headers,
+        body,
+        repeatable: call.idempotencyKey !== undefined,
+        signal: call.signal,
+      });
+      const mimeType = mediaType(answer.headers);
+      if (!mimeType.startsWith('image/')) {
+        throw new RmbgError('upstream_error', `API server answered HTTP ${answer.status} with '${mimeType || 'no content type'}' instead of an image`, {
+          status: answer.status,
+        });
+      }
+      return {
+        data: answer.body,
+        mimeType,
+        width: requiredIntegerHeader(answer.headers, HEADERS.width),
+        height: requiredIntegerHeader(answer.headers, HEADERS.height),
+        creditsCharged: requiredIntegerHeader(answer.headers, HEADERS.creditsCharged),
+        requestId: requestIdOf(answer.headers),
+        replayed: isReplay(answer.headers),
+        foreground: foregroundFrom(answer.headers),
+        rateLimit: rateLimitFrom(answer.headers),
+      };
+    },
+
+    async getAccount(call = {}) {
+      const answer = await send({
+        method: 'GET',
+        url: endpointUrl(base, 'account'),
+        headers: { ...auth, accept: 'application/json' },
+        repeatable: true,
+        signal: call.signal,
+      });
+      return accountRecordFrom(answer.body.toString('utf8'));
+    },
+  };
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): ResponseHeaders {
+  const flat: ResponseHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}

@@ -1,0 +1,106 @@
+// When and how long to wait before another attempt: the one retry rule of the client.
+// Exponential backoff with full jitter, Retry-After obeyed, bounded attempts and total time, and no
+// blind re-sending of a POST that the server may already have charged (only with an Idempotency-Key).
+
+import { setTimeout as delay } from 'node:timers/promises';
+import type { RmbgError } from '../api/errors.js';
+import { LIMITS } from '../api/options.js';
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. 1 disables retries. */
+  maxAttempts: number;
+  /** Backoff before retry n (1-based) is random() * min(maxDelayMs, baseDelayMs * 2^(n-1)). */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** A Retry-After longer than this is not waited for: the error is returned so the caller can decide. */
+  maxRetryAfterMs: number;
+  /**
+   * Bound on the whole call, waits and attempts included. Kept under the server's 10-minute idempotent
+   * replay window, so every retry of a POST still meets its original Idempotency-Key.
+   */
+  maxTotalMs: number;
+  /** Injectable for tests: the clock, the wait and the jitter source. */
+  now: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random: () => number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  baseDelayMs: 500,
+  maxDelayMs: 20_000,
+  maxRetryAfterMs: 120_000,
+  maxTotalMs: LIMITS.replayWindowMs - 60_000,
+  now: () => Date.now(),
+  sleep: (ms, signal) => delay(ms, undefined, { signal }),
+  random: Math.random,
+};
+
+export function resolveRetryPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
+  const policy = { ...DEFAULT_RETRY_POLICY, ...overrides };
+  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) {
+    throw new RangeError(`retry.maxAttempts must be a whole number >= 1; got ${policy.maxAttempts}`);
+  }
+  return policy;
+}
+
+/** What the caller is told before each retry (the batch shows it and may slow down). */
+export interface RetryInfo {
+  /** The attempt that just failed, 1-based. */
+  attempt: number;
+  maxAttempts: number;
+  delayMs: number;
+  /** Why another attempt is made, e.g. "HTTP 503 service_busy" or "network error ECONNRESET". */
+  reason: string;
+  error: RmbgError;
+}
+
+export type RetryDecision = { retry: true; delayMs: number; reason: string } | { retry: false; reason: string };
+
+export interface RetryContext {
+  /** The attempt that just failed, 1-based. */
+  attempt: number;
+  elapsedMs: number;
+  /** GET, or a POST carrying an Idempotency-Key: repeating it cannot charge twice. */
+  repeatable: boolean;
+}
+
+/** Statuses that say "try again later" rather than "this request is wrong". */
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+
+/** Why an error is transient, or undefined when it is final. */
+function transientReason(error: RmbgError): string | undefined {
+  if (error.code === 'network_error') return `network error${networkCause(error)}`;
+  if (error.code === 'idempotency_in_progress') return 'HTTP 409 idempotency_in_progress (the first request with this key is still running)';
+  if (TRANSIENT_STATUSES.has(error.status)) return `HTTP ${error.status} ${error.code}`;
+  return undefined;
+}
+
+function networkCause(error: RmbgError): string {
+  const cause = error.cause as { code?: unknown } | undefined;
+  return typeof cause?.code === 'string' ? ` ${cause.code}` : '';
+}
+
+export function decideRetry(error: RmbgError, context: RetryContext, policy: RetryPolicy): RetryDecision {
+  const reason = transientReason(error);
+  if (reason === undefined) return { retry: false, reason: `HTTP ${error.status} ${error.code} is not retryable` };
+  if (!context.repeatable) {
+    return { retry: false, reason: `${reason}; a POST without Idempotency-Key is not repeated, the server may already have charged` };
+  }
+  if (context.attempt >= policy.maxAttempts) return { retry: false, reason: `${reason}; gave up after ${context.attempt} attempts` };
+
+  let delayMs: number;
+  if (error.retryAfterSeconds !== undefined) {
+    delayMs = Math.ceil(error.retryAfterSeconds * 1000);
+    if (delayMs > policy.maxRetryAfterMs) {
+      return { retry: false, reason: `${reason}; Retry-After ${error.retryAfterSeconds} s exceeds the ${policy.maxRetryAfterMs / 1000} s this client waits` };
+    }
+  } else {
+    const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (context.attempt - 1));
+    delayMs = Math.round(policy.random() * ceiling);
+  }
+  if (context.elapsedMs + delayMs >= policy.maxTotalMs) {
+    return { retry: false, reason: `${reason}; waiting ${delayMs} ms more would exceed the ${policy.maxTotalMs / 1000} s limit for one call` };
+  }
+  return { retry: true, delayMs, reason };
+}

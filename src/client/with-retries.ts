@@ -1,0 +1,55 @@
+// Runs one HTTP call as a series of attempts under the retry policy: the only retry loop in rmbg.
+// Callers describe the attempt; this layer waits, reports each retry and gives up within the bounds.
+
+import { RmbgError, toRmbgError } from '../api/errors.js';
+import { decideRetry, type RetryInfo, type RetryPolicy } from './retry-policy.js';
+
+export interface RetryRun {
+  policy: RetryPolicy;
+  /** GET, or a POST carrying an Idempotency-Key. */
+  repeatable: boolean;
+  onRetry?: ((info: RetryInfo) => void) | undefined;
+  /** The caller's cancellation: stops waiting and attempting at once. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * `attempt` gets the attempt number and the milliseconds left of the total bound (so one slow attempt
+ * cannot outlast it) and throws RmbgError for failures; anything else thrown is wrapped as internal_error.
+ */
+export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
+  const { policy } = run;
+  const started = policy.now();
+  for (let n = 1; ; n++) {
+    throwIfInterrupted(run.signal);
+    try {
+      return await attempt(n, Math.max(1, policy.maxTotalMs - (policy.now() - started)));
+    } catch (thrown) {
+      const error = toRmbgError(thrown);
+      if (error.code === 'interrupted') throw error;
+      const decision = decideRetry(error, { attempt: n, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
+      if (!decision.retry) throw n > 1 ? withAttemptCount(error, n) : error;
+      run.onRetry?.({ attempt: n, maxAttempts: policy.maxAttempts, delayMs: decision.delayMs, reason: decision.reason, error });
+      try {
+        await policy.sleep(decision.delayMs, run.signal);
+      } catch (sleepError) {
+        throwIfInterrupted(run.signal);
+        throw sleepError;
+      }
+    }
+  }
+}
+
+function throwIfInterrupted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new RmbgError('interrupted', 'the request was cancelled before it completed', { cause: signal.reason });
+}
+
+/** The final error keeps code, status and headers; its message says retries were made. */
+function withAttemptCount(error: RmbgError, attempts: number): RmbgError {
+  return new RmbgError(error.code, `${error.message} (after ${attempts} attempts)`, {
+    cause: error.cause,
+    status: error.status,
+    headers: error.headers,
+    retryAfterSeconds: error.retryAfterSeconds,
+  });
+}

@@ -1,0 +1,21 @@
+// Who is calling: the X-API-Key checked against the store, and whether the account's plan includes API access.
+
+import { RmbgError } from '../api/errors.js';
+import type { KeyOwner, Plan, Store } from '../store/index.js';
+
+/** Plans that include API access (api-spec: Pro and Enterprise; no free API allowance). */
+const API_PLANS: ReadonlySet<Plan> = new Set<Plan>(['pro', 'enterprise']);
+
+export function authenticate(store: Store, apiKey: string | undefined): KeyOwner {
+  if (apiKey === undefined || apiKey.trim() === '') {
+    throw new RmbgError('missing_api_key', 'send your API key in the X-API-Key header (create one with `rmbg keys create`)');
+  }
+  const owner = store.accountForKey(apiKey.trim());
+  if (!owner) {
+    throw new RmbgError('invalid_api_key', 'the X-API-Key is not a valid key of this service (unknown or revoked); keys of other services are not accepted');
+  }
+  if (!API_PLANS.has(owner.plan)) {
+    throw new RmbgError('plan_without_api_access', `the account's plan '${owner.plan}' has no API access; API access needs the ${[...API_PLANS].join(' or ')} plan`);
+  }
+  return owner;
+}

@@ -1,0 +1,123 @@
+// Builds the local API service from its collaborators: the two use cases (remove background, read
+// account) framed by authentication, rate limiting and usage records, plus the replay purge timer.
+
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { RmbgError } from '../api/errors.js';
+import type { BackgroundRemover } from '../engine/types.js';
+import type { Store } from '../store/index.js';
+import { EngineScheduler } from './engine-scheduler.js';
+import { accountRecord } from './get-account.js';
+import { RateLimiter } from './rate-limiter.js';
+import { removeBackground } from './remove-background.js';
+import { handleRequest } from './request-lifecycle.js';
+import type { ServiceContext } from './service-context.js';
+import type { AccountOutcome, RemoveOutcome, RemoveRequest } from './types.js';
+
+/** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
+const PURGE_INTERVAL_MS = 60_000;
+
+export interface ServiceDeps {
+  /** Owned by the caller, who closes it after Service.close(). */
+  store: Store;
+  /** Owned by the caller, like the store. */
+  engine: BackgroundRemover;
+  creditsPerImage: number;
+  rateLimitPerMinute: number;
+  /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
+  maxQueue: number;
+  processingTimeoutMs: number;
+  allowPrivateUrls: boolean;
+  now?: () => number;
+}
+
+export interface Service {
+  removeBackground(req: RemoveRequest): Promise<RemoveOutcome>;
+  /** requestId: the transport's X-Request-ID, for the usage record (one is made up when absent). */
+  getAccount(apiKey: string | undefined, requestId?: string): Promise<AccountOutcome>;
+  /** Stops the purge timer, refuses new requests, cancels waiting ones and waits for those in flight. */
+  close(): Promise<void>;
+}
+
+function assertWhole(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be a whole number of at least ${min}; got ${value}`);
+}
+
+export function createService(deps: ServiceDeps): Service {
+  assertWhole('creditsPerImage', deps.creditsPerImage, 0);
+  assertWhole('maxQueue', deps.maxQueue, 0);
+  assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
+  const now = deps.now ?? Date.now;
+  const shutdown = new AbortController();
+  // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
+  setMaxListeners(0, shutdown.signal);
+  const ctx: ServiceContext = {
+    store: deps.store,
+    engine: deps.engine,
+    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
+    limiter: new RateLimiter(deps.rateLimitPerMinute),
+    creditsPerImage: deps.creditsPerImage,
+    processingTimeoutMs: deps.processingTimeoutMs,
+    allowPrivateUrls: deps.allowPrivateUrls,
+    now,
+    shutdown: shutdown.signal,
+  };
+
+  // This process is the only one that charges: requests of an earlier run that were charged but never
+  // finished (a crash, a kill) are refunded now, and their keys marked failed instead of in progress for ever.
+  deps.store.recoverInterrupted(now());
+  const purge = () => {
+    try {
+      deps.store.purgeExpiredReplays(now());
+    } catch (error) {
+      process.emitWarning(`purge of expired idempotent replays failed: ${(error as Error).message}`);
+    }
+  };
+  purge();
+  const timer = setInterval(purge, PURGE_INTERVAL_MS);
+  timer.unref();
+
+  const inFlight = new Set<Promise<unknown>>();
+  function track<T>(promise: Promise<T>): Promise<T> {
+    inFlight.add(promise);
+    const forget = () => inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+  function assertOpen(): void {
+    if (shutdown.signal.aborted) throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', { retryAfterSeconds: 5 });
+  }
+
+  return {
+    removeBackground(req) {
+      return track(
+        (async () => {
+          assertOpen();
+          const usage = {
+            size: req.options.size,
+            inputBytes: req.source.kind === 'url' ? null : req.source.data.length,
+          };
+          return handleRequest(ctx, { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg', usage }, (caller, rateLimit, record) =>
+            removeBackground(ctx, req, caller, rateLimit, record),
+          );
+        })(),
+      );
+    },
+    getAccount(apiKey, requestId = randomUUID()) {
+      return track(
+        (async () => {
+          assertOpen();
+          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account' }, async (caller, rateLimit) => ({
+            account: accountRecord(ctx, caller),
+            rateLimit,
+          }));
+        })(),
+      );
+    },
+    async close() {
+      clearInterval(timer);
+      shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,123 @@
+// The removeBackground use case after authentication and rate limiting: idempotency, queue place,
+// charge, image fetch, engine, and on any failure after the charge a refund and a failed key.
+
+import { RmbgError, toRmbgError } from '../api/errors.js';
+import { LIMITS, validateIdempotencyKey } from '../api/options.js';
+import type { IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
+import type { SchedulerTicket } from './engine-scheduler.js';
+import { fetchImageUrl } from './image-url.js';
+import { fromStoredReplay, toStoredReplay } from './replay-record.js';
+import { requestFingerprint } from './request-fingerprint.js';
+import type { ServiceContext } from './service-context.js';
+import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveRequest } from './types.js';
+
+/** An image server that needs longer than this is broken; the engine's own limit covers processing. */
+const URL_FETCH_TIMEOUT_MS = 30_000;
+
+const REPLAY_MINUTES = LIMITS.replayWindowMs / 60_000;
+
+function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' }>, key: string): RmbgError {
+  const original = `request ${begun.requestId}`;
+  switch (begun.state) {
+    case 'in_progress':
+      return new RmbgError('idempotency_in_progress', `Idempotency-Key '${key}' belongs to ${original}, which is still running; repeat this request when it has finished to receive its result`);
+    case 'mismatch':
+      return new RmbgError('idempotency_key_mismatch', `Idempotency-Key '${key}' was used by ${original} with a different image or different options; use a new key for a different request`);
+    case 'expired':
+      return new RmbgError('idempotency_key_expired', `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${REPLAY_MINUTES} minutes ago and can no longer be replayed; use a new key for a new billable request`);
+    case 'failed':
+      return new RmbgError('idempotency_key_failed', `Idempotency-Key '${key}' belongs to ${original}, which failed and was refunded; use a new key to try again`);
+  }
+}
+
+async function loadImage(ctx: ServiceContext, source: ImageSource, signal: AbortSignal): Promise<Buffer> {
+  if (source.kind !== 'url') return source.data;
+  return fetchImageUrl(source.url, {
+    allowPrivate: ctx.allowPrivateUrls,
+    timeoutMs: Math.min(URL_FETCH_TIMEOUT_MS, ctx.processingTimeoutMs),
+    maxBytes: LIMITS.maxImageBytes,
+    signal,
+  });
+}
+
+export async function removeBackground(
+  ctx: ServiceContext,
+  req: RemoveRequest,
+  caller: KeyOwner,
+  rateLimit: RateLimitInfo,
+  usage: UsageRecord,
+): Promise<RemoveOutcome> {
+  const price = ctx.creditsPerImage;
+  let idempotency: IdempotencyRef | undefined;
+  if (req.idempotencyKey !== undefined) {
+    const key = validateIdempotencyKey(req.idempotencyKey);
+    const fingerprint = requestFingerprint(req.source, req.options);
+    const begun = ctx.store.beginIdempotent(caller.accountId, key, fingerprint, req.requestId, ctx.now());
+    if (begun.state === 'succeeded') {
+      const { image, creditsCharged } = fromStoredReplay(begun.replay);
+      usage.replayed = true;
+      describeResult(usage, image);
+      return { image, creditsCharged, requestId: begun.requestId, replayed: true, rateLimit };
+    }
+    if (begun.state !== 'new') throw conflict(begun, key);
+    idempotency = { accountId: caller.accountId, key, requestId: req.requestId };
+  }
+
+  // A caller with an Idempotency-Key collects the result by repeating the request, so its request runs
+  // to the end even when the connection drops; without a key, nobody could receive it: stop and refund.
+  const signal = idempotency || !req.signal ? ctx.shutdown : AbortSignal.any([req.signal, ctx.shutdown]);
+  let ticket: SchedulerTicket | undefined;
+  let charged = false;
+  try {
+    ticket = ctx.scheduler.admit();
+    const charge = ctx.store.charge(caller.accountId, price, req.requestId, ctx.now());
+    if (!charge.ok) {
+      const { total, subscription, payg } = charge.balance;
+      throw new RmbgError(
+        'insufficient_credits',
+        `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
+      );
+    }
+    charged = true;
+    const input = await loadImage(ctx, req.source, signal);
+    if (req.source.kind === 'url') usage.inputBytes = input.length;
+    const result = await ticket.run(
+      (engineSignal) => ctx.engine.removeBackground(input, req.options, engineSignal).catch((error: unknown) => {
+        throw toRmbgError(error, 'processing_failed');
+      }),
+      signal,
+    );
+    const image: ProcessedImage = {
+      data: result.data,
+      format: result.format,
+      mimeType: result.mimeType,
+      width: result.width,
+      height: result.height,
+      foreground: result.foreground,
+    };
+    if (idempotency) ctx.store.completeIdempotent(idempotency, toStoredReplay(image, price), ctx.now());
+    usage.credits = price;
+    describeResult(usage, image);
+    return { image, creditsCharged: price, requestId: req.requestId, replayed: false, rateLimit };
+  } catch (error) {
+    const failure = signal.aborted && !isTimeout(error)
+      ? new RmbgError('interrupted', 'the request was cancelled before its image was processed; any credits charged for it were refunded', { cause: error })
+      : toRmbgError(error);
+    // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
+    if (charged) ctx.store.failRequest(req.requestId, idempotency, ctx.now());
+    else if (idempotency) ctx.store.releaseIdempotent(idempotency);
+    throw failure;
+  } finally {
+    ticket?.release();
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof RmbgError && error.code === 'processing_timeout';
+}
+
+function describeResult(usage: UsageRecord, image: ProcessedImage): void {
+  usage.format = image.format;
+  usage.width = image.width;
+  usage.height = image.height;
+}

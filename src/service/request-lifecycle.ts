@@ -1,0 +1,66 @@
+// The frame of every API request: authenticate, count it against the key's rate limit, run the use
+// case, put the rate-limit headers on any error, and write the request's usage record whatever happens.
+
+import { toRmbgError } from '../api/errors.js';
+import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
+import { authenticate } from './authenticate.js';
+import { rateLimitHeaders } from './rate-limiter.js';
+import type { ServiceContext } from './service-context.js';
+import type { RateLimitInfo } from './types.js';
+
+export interface RequestFrame {
+  apiKey: string | undefined;
+  requestId: string;
+  endpoint: UsageEndpoint;
+  /** Usage fields known before the request runs (requested size, input bytes). */
+  usage?: Partial<UsageRecord>;
+}
+
+export async function handleRequest<T>(
+  ctx: ServiceContext,
+  frame: RequestFrame,
+  run: (caller: KeyOwner, rateLimit: RateLimitInfo, usage: UsageRecord) => Promise<T>,
+): Promise<T> {
+  const startedAt = ctx.now();
+  const usage: UsageRecord = {
+    requestId: frame.requestId,
+    accountId: null,
+    keyId: null,
+    endpoint: frame.endpoint,
+    status: 200,
+    code: null,
+    credits: 0,
+    replayed: false,
+    inputBytes: null,
+    size: null,
+    format: null,
+    width: null,
+    height: null,
+    durationMs: 0,
+    createdAt: startedAt,
+    ...frame.usage,
+  };
+  let rateLimit: RateLimitInfo | undefined;
+  try {
+    const caller = authenticate(ctx.store, frame.apiKey);
+    usage.accountId = caller.accountId;
+    usage.keyId = caller.keyId;
+    rateLimit = ctx.limiter.take(caller.keyId, startedAt);
+    return await run(caller, rateLimit, usage);
+  } catch (error) {
+    const failure = toRmbgError(error);
+    // Authentication errors come before any key is known, so only they go without rate-limit headers.
+    if (rateLimit) failure.headers = { ...failure.headers, ...rateLimitHeaders(rateLimit) };
+    usage.status = failure.status;
+    usage.code = failure.code;
+    throw failure;
+  } finally {
+    usage.durationMs = Math.max(0, ctx.now() - startedAt);
+    try {
+      ctx.store.recordUsage(usage);
+    } catch (error) {
+      // Usage is reporting, not billing (the ledger is): a failed write must not turn an answered request into an error.
+      process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
+    }
+  }
+}

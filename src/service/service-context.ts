@@ -1,0 +1,20 @@
+// What the use cases share: the store, the engine and its scheduler, the rate limiter, the price and
+// the clock. Built once by createService.
+
+import type { BackgroundRemover } from '../engine/types.js';
+import type { Store } from '../store/index.js';
+import type { EngineScheduler } from './engine-scheduler.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+export interface ServiceContext {
+  store: Store;
+  engine: BackgroundRemover;
+  scheduler: EngineScheduler;
+  limiter: RateLimiter;
+  creditsPerImage: number;
+  processingTimeoutMs: number;
+  allowPrivateUrls: boolean;
+  now: () => number;
+  /** Aborted by Service.close(): requests still waiting or running end as interrupted (and are refunded). */
+  shutdown: AbortSignal;
+}

@@ -1,0 +1,109 @@
+// The engine scheduler on its own: one job at a time in arrival order, a bounded waiting line, time
+// limits that never let two jobs overlap, and cancellation while waiting.
+
+import { describe, expect, it } from 'vitest';
+import { RmbgError } from '../../../src/api/errors.js';
+import { EngineScheduler } from '../../../src/service/engine-scheduler.js';
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    return error instanceof RmbgError ? error.code : String(error);
+  }
+}
+
+describe('EngineScheduler', () => {
+  it('runs jobs one at a time, first come first served', async () => {
+    const scheduler = new EngineScheduler(5, 5000);
+    const order: string[] = [];
+    let running = 0;
+    const job = (name: string) => async () => {
+      running += 1;
+      expect(running).toBe(1);
+      order.push(`start ${name}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      order.push(`end ${name}`);
+      running -= 1;
+      return name;
+    };
+    const results = await Promise.all(['a', 'b', 'c'].map((name) => scheduler.admit().run(job(name))));
+    expect(results).toEqual(['a', 'b', 'c']);
+    expect(order).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+    expect(scheduler.admitted).toBe(0);
+  });
+
+  it('admits one running and maxQueue waiting; the next gets 503 service_busy until a place is given back', async () => {
+    const scheduler = new EngineScheduler(1, 5000);
+    const gate = deferred();
+    const first = scheduler.admit();
+    const second = scheduler.admit();
+    const busy = (() => {
+      try {
+        scheduler.admit();
+        return undefined;
+      } catch (error) {
+        return error as RmbgError;
+      }
+    })();
+    expect([busy?.status, busy?.code]).toEqual([503, 'service_busy']);
+    expect(busy?.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+
+    second.release();
+    second.release();
+    const third = scheduler.admit();
+    expect(scheduler.admitted).toBe(2);
+    const running = first.run(() => gate.promise.then(() => 'first'));
+    const queued = third.run(async () => 'third');
+    gate.resolve();
+    expect(await Promise.all([running, queued])).toEqual(['first', 'third']);
+    third.release();
+    expect(scheduler.admitted).toBe(0);
+  });
+
+  it('a job over its time limit fails with 504, yet keeps the engine until it really stops', async () => {
+    const scheduler = new EngineScheduler(2, 50);
+    const stuck = deferred<string>();
+    let abortedWith: unknown;
+    const slow = scheduler.admit().run((signal) => {
+      signal.addEventListener('abort', () => (abortedWith = signal.reason));
+      return stuck.promise; // ignores the abort, as a native call might
+    });
+    const next = deferred();
+    let nextStarted = false;
+    const after = scheduler.admit().run(async () => {
+      nextStarted = true;
+      next.resolve();
+      return 'next';
+    });
+
+    expect(await codeOf(slow)).toBe('processing_timeout');
+    expect((abortedWith as RmbgError).code).toBe('processing_timeout');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(nextStarted).toBe(false);
+    stuck.resolve('late');
+    await next.promise;
+    expect(await after).toBe('next');
+  });
+
+  it('a request cancelled while waiting leaves the line with interrupted and frees its place', async () => {
+    const scheduler = new EngineScheduler(1, 5000);
+    const gate = deferred();
+    const running = scheduler.admit().run(() => gate.promise);
+    const controller = new AbortController();
+    const waiting = scheduler.admit().run(async () => 'never', controller.signal);
+    controller.abort();
+    expect(await codeOf(waiting)).toBe('interrupted');
+    expect(scheduler.admitted).toBe(1);
+    gate.resolve();
+    await running;
+    expect(scheduler.admitted).toBe(0);
+  });
+});
