@@ -81,7 +81,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[]): Prom
   const remover = await createRemover(flags);
   try {
     if (stdinMode) return await removeStdin(remover, options);
-    const json = Boolean(flags.json) || !process.stderr.isTTY;
+    // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
+    const json = Boolean(flags.json) || !process.stdout.isTTY;
     const render: (event: BatchEvent) => void = json ? jsonLinesRenderer() : progressRenderer();
     const stop = new AbortController();
     const abort = new AbortController();
