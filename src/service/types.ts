@@ -1,13 +1,11 @@
 // The service's contract with its transports (HTTP today, in-process callers later): what a
 // background-removal request and an account query carry in, and what comes back.
 
-import type { OutputFormat, RemoveOptions } from '../api/options.js';
-import type { ForegroundBox } from '../engine/types.js';
+import type { ImageSource } from '../api/image-source.js';
+import type { RemoveOptions } from '../api/options.js';
+import type { EngineResult } from '../engine/types.js';
 
-export type ImageSource =
-  | { kind: 'file'; data: Buffer }
-  | { kind: 'base64'; data: Buffer }
-  | { kind: 'url'; url: string };
+export type { ImageSource };
 
 export interface RemoveRequest {
   /** X-API-Key as received; undefined when the header is missing. */
@@ -29,14 +27,8 @@ export interface RateLimitInfo {
   resetSeconds: number;
 }
 
-export interface ProcessedImage {
-  data: Buffer;
-  format: OutputFormat;
-  mimeType: string;
-  width: number;
-  height: number;
-  foreground: ForegroundBox;
-}
+/** What the service keeps of an engine result (and replays): everything but the stage timings. */
+export type ProcessedImage = Omit<EngineResult, 'timings'>;
 
 export interface RemoveOutcome {
   image: ProcessedImage;

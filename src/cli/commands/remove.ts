@@ -5,11 +5,11 @@ import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../a
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
 import type { Remover } from '../../batch/remover.js';
-import { runBatch, type BatchEvent } from '../../batch/run-batch.js';
+import { runBatch, type BatchEvent, type BatchSummary } from '../../batch/run-batch.js';
 import { EXIT } from '../exit-codes.js';
 import { CLI_DEFAULT_SIZE } from '../program.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
-import { progressRenderer } from '../render-progress.js';
+import { progressRenderer, stopHint } from '../render-progress.js';
 import { createRemover, defaultConcurrency } from '../create-remover.js';
 import { planRemoteBatch } from '../plan-remote-batch.js';
 
@@ -65,6 +65,38 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
   }
 }
 
+/**
+ * After a batch that stopped early, says why and how to resume on stderr: JSON lines carry it only in
+ * fields a person may never look at. Out of credits, it asks the server for the balance (a GET, free).
+ */
+async function reportStop(summary: BatchSummary, context: { json: boolean; message: string | undefined; remover: Remover }): Promise<void> {
+  if (!summary.stoppedBy) return;
+  const creditsLeft = summary.stoppedBy === 'insufficient_credits' ? await context.remover.creditsLeft?.() : undefined;
+  if (context.json) process.stderr.write(`rmbg: ${stopHint(summary, { message: context.message, creditsLeft })}\n`);
+  else if (creditsLeft !== undefined) process.stderr.write(`rmbg: the account has ${creditsLeft} credits left.\n`);
+}
+
+/**
+ * Makes `handler` the only listener of SIGINT and SIGTERM until the returned function restores the others.
+ * They are set aside because one of them re-raises the signal: conf (through atomically's when-exit) hooks
+ * every signal at import and calls process.kill(pid, signal), so one Ctrl-C would count as two and cancel
+ * the files in flight. Its exit hook still runs, as the batch ends with a normal exit.
+ */
+function takeOverSignals(handler: () => void): () => void {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const setAside = signals.map((signal) => ({ signal, listeners: process.rawListeners(signal) as Array<(...args: unknown[]) => void> }));
+  for (const signal of signals) {
+    process.removeAllListeners(signal);
+    process.on(signal, handler);
+  }
+  return () => {
+    for (const { signal, listeners } of setAside) {
+      process.off(signal, handler);
+      for (const listener of listeners) process.on(signal, listener);
+    }
+  };
+}
+
 export async function run(opts: Record<string, unknown>, inputs: string[]): Promise<number> {
   const flags = opts as unknown as RemoveFlags;
   const options = optionsFrom(flags);
@@ -86,6 +118,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[]): Prom
     const render: (event: BatchEvent) => void = json ? jsonLinesRenderer() : progressRenderer();
     const stop = new AbortController();
     const abort = new AbortController();
+    const firstErrors = new Map<string, string>();
     const onSignal = () => {
       if (stop.signal.aborted) abort.abort();
       else {
@@ -93,8 +126,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[]): Prom
         process.stderr.write('\nrmbg: stopping after the files in flight (Ctrl-C again to cancel them)…\n');
       }
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const releaseSignals = takeOverSignals(onSignal);
     try {
       const summary = await runBatch({
         items,
@@ -106,13 +138,17 @@ export async function run(opts: Record<string, unknown>, inputs: string[]): Prom
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
-        onEvent: render,
+        onEvent: (event) => {
+          if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
+          render(event);
+        },
       });
+      await reportStop(summary, { json, message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined, remover });
       if (stop.signal.aborted) return EXIT.interrupted;
-      return summary.failed === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
+      // Files skipped because they failed before still have no output: a re-run must not report success.
+      return summary.failed === 0 && summary.failedBefore === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      releaseSignals();
     }
   } finally {
     await remover.close();

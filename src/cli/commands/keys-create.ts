@@ -1,0 +1,34 @@
+// `rmbg keys create`: a new account with its first API key and an optional pay-as-you-go grant.
+// The key is printed once (alone on stdout, so KEY=$(rmbg keys create) works); only its hash is stored.
+
+import type { Plan } from '../../store/index.js';
+import { EXIT } from '../exit-codes.js';
+import { withLocalStore } from '../local-store.js';
+
+interface KeysCreateFlags {
+  credits: number;
+  plan: Plan;
+  json?: boolean;
+  dataDir?: string;
+}
+
+export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
+  const flags = opts as unknown as KeysCreateFlags;
+  const { created, credits, path } = withLocalStore(flags.dataDir, (store) => {
+    const created = store.createAccountWithKey({ plan: flags.plan, credits: flags.credits });
+    return { created, credits: store.balance(created.accountId).total, path: store.path };
+  });
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ key: created.key, account: created.accountId, plan: created.plan, credits })}\n`);
+  } else {
+    process.stdout.write(`${created.key}\n`);
+    process.stderr.write(
+      `rmbg: created key ${created.id} for account ${created.accountId} (plan ${created.plan}, ${credits} credits) in ${path}\n` +
+        'rmbg: the key is shown only now; keep it in server-side configuration (e.g. RMBG_API_KEY)\n',
+    );
+  }
+  if (created.plan === 'free') {
+    process.stderr.write("rmbg: warning: the free plan has no API access; this key's requests will get 403 plan_without_api_access\n");
+  }
+  return EXIT.ok;
+}

@@ -1,0 +1,83 @@
+// The fastify app of the API, without listening: routes, content types, request ids, the one error
+// handler, 404/405 and load shedding while shutting down. Tests and `rmbg serve` both build it here.
+
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { RmbgError } from '../api/errors.js';
+import { openApiDocument } from '../api/openapi.js';
+import { HEADERS } from '../api/response-headers.js';
+import type { Service } from '../service/index.js';
+import { accountHandler } from './account-route.js';
+import { writeClientError } from './client-error.js';
+import { sendError } from './error-reply.js';
+import { removeBackgroundHandler } from './remove-route.js';
+
+export interface AppOptions {
+  service: Pick<Service, 'removeBackground' | 'getAccount'>;
+  /** Time a client has to send the whole request body before 408 request_timeout. */
+  bodyTimeoutMs: number;
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Seconds a client should wait when the server is shutting down. */
+const CLOSING_RETRY_SECONDS = 5;
+
+export function buildApp(options: AppOptions): FastifyInstance {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    genReqId: () => randomUUID(),
+    // A client-chosen request id would let one client's id show up in another's investigation.
+    requestIdHeader: false,
+    // fastify's own 503 while closing has a different body; onRequest below answers instead.
+    return503OnClosing: false,
+    clientErrorHandler: writeClientError,
+    frameworkErrors: (error, request, reply) => sendError(error, request, reply),
+  });
+
+  // Bodies are read by the route itself (src/api/request-parsing.ts), streamed and with our limits;
+  // fastify's parsers would answer unknown types and bad JSON with errors of their own.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(HEADERS.requestId, request.id);
+    if (closing) {
+      throw new RmbgError('service_unavailable', 'the server is shutting down; retry shortly', { retryAfterSeconds: CLOSING_RETRY_SECONDS });
+    }
+  });
+  // Answers still being worked on when close() began would otherwise keep their connection alive
+  // (and close() waiting) until the keep-alive timeout.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
+
+  const routes = [
+    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, options.bodyTimeoutMs) },
+    { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
+    { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
+  ];
+  for (const route of routes) app.route(route);
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0];
+    const allowed = routes.filter((route) => route.url === path).map((route) => route.method);
+    if (allowed.length === 0) {
+      return sendError(new RmbgError('not_found', `no endpoint ${request.method} ${path}; the API has POST /v1.0/removebg and GET /v1.0/account`), request, reply);
+    }
+    const allow = allowed.flatMap((method) => (method === 'GET' ? ['GET', 'HEAD'] : [method])).join(', ');
+    reply.header('Allow', allow);
+    return sendError(new RmbgError('method_not_allowed', `${path} accepts ${allow}; got ${request.method}`), request, reply);
+  });
+  return app;
+}
+
+function openApiHandler() {
+  const document = JSON.stringify(openApiDocument());
+  return async (_request: FastifyRequest, reply: FastifyReply) => reply.type('application/json; charset=utf-8').send(document);
+}

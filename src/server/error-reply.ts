@@ -1,0 +1,19 @@
+// The one way an error leaves the server: status, the spec's error body, X-Request-ID, rate-limit
+// headers and Retry-After; and a connection whose request body was cut off is closed rather than reused.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HEADERS } from '../api/response-headers.js';
+import { toWireError } from './wire-error.js';
+
+export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const failure = toWireError(error);
+  // A bug (500) is an error; a failed or timed-out image is worth a warning; the rest are the client's.
+  if (failure.status === 500) request.log.error({ err: error, code: failure.code }, failure.message);
+  else if (failure.status === 502 || failure.status === 504) request.log.warn({ code: failure.code }, failure.message);
+  reply.code(failure.status).headers(failure.headers);
+  if (!reply.hasHeader(HEADERS.requestId)) reply.header(HEADERS.requestId, request.id);
+  if (failure.retryAfterSeconds !== undefined) reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
+  // The unread rest of the body would be parsed as the next request on a kept-alive connection.
+  if (!request.raw.complete) reply.header('Connection', 'close');
+  return reply.type('application/json; charset=utf-8').send(failure.toBody());
+}

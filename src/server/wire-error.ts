@@ -1,0 +1,38 @@
+// Turns anything thrown while answering a request into the RmbgError the client sees: fastify's own
+// errors become catalogue codes, local-only codes become API codes, and unknown failures stay opaque.
+
+import { ERROR_CATALOGUE, RmbgError, WIRE_CODE_OF_LOCAL, type ErrorCode } from '../api/errors.js';
+
+/** Seconds a client should wait when the service is shutting down or cannot run its model. */
+const UNAVAILABLE_RETRY_SECONDS = 5;
+
+function fromFramework(error: Error & { statusCode?: number; code?: string }): RmbgError | undefined {
+  const byStatus: Partial<Record<number, ErrorCode>> = {
+    400: 'invalid_request',
+    404: 'not_found',
+    405: 'method_not_allowed',
+    408: 'request_timeout',
+    413: 'file_too_large',
+    415: 'unsupported_content_type',
+  };
+  const code = error.statusCode === undefined ? undefined : byStatus[error.statusCode];
+  return code === undefined ? undefined : new RmbgError(code, error.message, { cause: error });
+}
+
+export function toWireError(error: unknown): RmbgError {
+  if (error instanceof RmbgError) {
+    const wire = (WIRE_CODE_OF_LOCAL as Partial<Record<ErrorCode, ErrorCode>>)[error.code];
+    if (wire === undefined) return error;
+    const status = ERROR_CATALOGUE[wire].status;
+    return new RmbgError(wire, error.message, {
+      cause: error,
+      headers: error.headers,
+      retryAfterSeconds: error.retryAfterSeconds ?? (status === 503 ? UNAVAILABLE_RETRY_SECONDS : undefined),
+    });
+  }
+  if (error instanceof Error) {
+    const framework = fromFramework(error);
+    if (framework) return framework;
+  }
+  return new RmbgError('internal_error', 'the server failed unexpectedly; report this with the X-Request-ID of the response', { cause: error });
+}

@@ -1,0 +1,146 @@
+// Shared by the serve-*.test.ts files: builds dist/ when it is older than src/ (once, under a lock, as
+// test files run in parallel), spawns the real `rmbg` CLI, and starts `rmbg serve` on 127.0.0.1:0.
+
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type ResultPromise } from 'execa';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(ROOT, 'bin', 'rmbg.js');
+export const SAMPLES = join(ROOT, 'samples');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+function distIsStale(): boolean {
+  try {
+    return statSync(join(ROOT, 'dist', 'cli', 'main.js')).mtimeMs < newestMtime(join(ROOT, 'src'));
+  } catch {
+    return true;
+  }
+}
+
+/** `npm test` builds first (pretest); this covers `npx vitest run test/e2e/...` after an edit. */
+export async function ensureBuilt(): Promise<void> {
+  const lock = join(tmpdir(), `rmbg-e2e-build-${Buffer.from(ROOT).toString('hex').slice(-32)}.lock`);
+  for (;;) {
+    if (!distIsStale()) return;
+    try {
+      mkdirSync(lock);
+    } catch {
+      await new Promise((done) => setTimeout(done, 500));
+      continue;
+    }
+    try {
+      if (distIsStale()) {
+        const build = await execa('npx', ['tsc', '-p', '.'], { cwd: ROOT, reject: false });
+        // tsc still emits on type errors elsewhere in the tree; only a missing CLI stops the e2e tests.
+        if (build.exitCode !== 0) console.warn(`tsc exited ${build.exitCode}:\n${build.stdout}`);
+      }
+      return;
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+}
+
+export function tempDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'rmbg-e2e-'));
+}
+
+export function rmbg(args: string[]) {
+  return execa('node', [CLI, ...args], { cwd: ROOT, reject: false });
+}
+
+export interface CreatedKey {
+  key: string;
+  account: string;
+  plan: string;
+  credits: number;
+}
+
+export async function createKey(dataDir: string, credits = 10, plan = 'pro'): Promise<CreatedKey> {
+  const result = await rmbg(['keys', 'create', '--json', '--credits', String(credits), '--plan', plan, '--data-dir', dataDir]);
+  if (result.exitCode !== 0) throw new Error(`keys create failed: ${result.stderr}`);
+  return JSON.parse(result.stdout) as CreatedKey;
+}
+
+export interface ServeProcess {
+  url: string;
+  dataDir: string;
+  child: ResultPromise<{ reject: false; forceKillAfterDelay: false }>;
+  stderr(): string;
+  /** Sends the signal and resolves with the exit code once the process is gone. */
+  stop(signal?: NodeJS.Signals): Promise<number | undefined>;
+}
+
+export async function startServe(dataDir: string, flags: string[] = []): Promise<ServeProcess> {
+  const child = execa('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...flags], {
+    cwd: ROOT,
+    reject: false,
+    // Draining may take a while on a busy machine; execa's default SIGKILL after 5 s would cut it short.
+    forceKillAfterDelay: false,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolveUrl, rejectUrl) => {
+    const timer = setTimeout(() => rejectUrl(new Error(`rmbg serve did not report its URL in 90 s; stderr:\n${stderr}`)), 90_000);
+    const check = () => {
+      const match = /rmbg: listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) {
+        clearTimeout(timer);
+        resolveUrl(match[1] as string);
+      }
+    };
+    child.stdout.on('data', check);
+    void child.then((result) => {
+      clearTimeout(timer);
+      rejectUrl(new Error(`rmbg serve exited with ${result.exitCode} before listening; stderr:\n${stderr}`));
+    });
+  });
+  return {
+    url,
+    dataDir,
+    child,
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && !child.killed) child.kill(signal);
+      return (await child).exitCode;
+    },
+  };
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+export async function call(url: string, init: RequestInit = {}): Promise<HttpAnswer> {
+  const response = await fetch(url, init);
+  return { status: response.status, headers: response.headers, body: Buffer.from(await response.arrayBuffer()) };
+}
+
+export function errorCode(answer: HttpAnswer): string {
+  const body = JSON.parse(answer.body.toString()) as { errors: Array<{ code: string; title: string }> };
+  if (typeof body.errors[0]?.title !== 'string') throw new Error(`error body without title: ${answer.body.toString()}`);
+  return body.errors[0].code;
+}
+
+export async function balance(url: string, key: string): Promise<{ total: number; subscription: number; payg: number }> {
+  const answer = await call(`${url}/v1.0/account`, { headers: { 'X-API-Key': key } });
+  if (answer.status !== 200) throw new Error(`GET /v1.0/account answered ${answer.status}: ${answer.body.toString()}`);
+  const { credits } = (JSON.parse(answer.body.toString()) as { data: { attributes: { credits: { total: number; subscription: number; payg: number } } } }).data
+    .attributes;
+  return { total: credits.total, subscription: credits.subscription, payg: credits.payg };
+}
