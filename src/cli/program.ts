@@ -1,7 +1,7 @@
 // The commander program: every command's flags and help, and a lazy import of the code that runs it.
 // Nothing heavy (sharp, onnxruntime, fastify, SQLite) is imported here, so `rmbg --help` stays instant.
 
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { OPTION_FIELDS, LIMITS } from '../api/options.js';
 
 /** CLI default size: a photographer expects full resolution (25 MP ceiling, never upscaled), not the API's preview. */
@@ -44,7 +44,8 @@ function parseInteger(name: string, min: number, max = Number.MAX_SAFE_INTEGER) 
   return (value: string) => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min || n > max) {
-      throw new Error(`${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got '${value}'`);
+      // InvalidArgumentError: commander reports it as a usage error (exit 2), not a crash with a stack trace.
+      throw new InvalidArgumentError(`${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got '${value}'`);
     }
     return n;
   };
@@ -155,6 +156,21 @@ Examples:
   const account = program.command('account').description('show the credit balance of an API account (GET /v1.0/account)').option('--json', 'JSON output');
   addApiOptions(account);
   account.action(lazyAction('account'));
+
+  program
+    .command('config')
+    .description('user settings: API URL, API key, default image options')
+    .argument('<action>', 'set, get, unset or path')
+    .argument('[name]', 'api-url, api-key, or an option: size, format, crop, bg_color')
+    .argument('[value]', 'value for set')
+    .addHelpText('after', `
+Examples:
+  $ rmbg config set api-url https://api.example.com
+  $ rmbg config set api-key "$KEY"          # stored with mode 0600
+  $ rmbg config set size hd                 # default for rmbg remove; flags still win
+  $ rmbg config get
+  $ rmbg config unset size`)
+    .action(lazyAction('config'));
 
   const models = program.command('models').description('on-device models');
   models.command('list').description('list models: name, size, verified, source, licence').option('--json', 'JSON output').action(lazyAction('models-list'));
