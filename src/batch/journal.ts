@@ -50,12 +50,18 @@ export class Journal {
   ) {}
 
   static async open(outputDir: string): Promise<Journal> {
-    await mkdir(outputDir, { recursive: true });
+    await mkdir(outputDir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+      const reason = error.code === 'EEXIST' || error.code === 'ENOTDIR' ? 'a file is in the way' : error.message;
+      throw new RmbgError('io_error', `cannot use ${outputDir} as the output folder (${reason}); choose another -o`, { cause: error });
+    });
     const lockPath = join(outputDir, LOCK_NAME);
     acquireLock(lockPath);
     const path = join(outputDir, JOURNAL_NAME);
+    const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
     const journal = new Journal(path, lockPath, await open(path, 'a'));
-    if (existsSync(path)) journal.load(readFileSync(path, 'utf8'));
+    journal.load(text);
+    // A line torn by a kill has no newline: start on a fresh line, or the next record would be glued to it and lost.
+    if (text && !text.endsWith('\n')) await journal.handle.write('\n');
     return journal;
   }
 

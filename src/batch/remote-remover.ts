@@ -6,6 +6,9 @@ import type { OutputFormat } from '../api/options.js';
 import { RmbgError } from '../api/errors.js';
 import type { Remover } from './remover.js';
 
+/** A balance shown in a message is not worth a long wait. */
+const BALANCE_TIMEOUT_MS = 10_000;
+
 const FORMAT_OF_MIME: Record<string, OutputFormat> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
 
 export interface RemoteRemover extends Remover {
@@ -31,6 +34,11 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       if (!format) throw new RmbgError('upstream_error', `the API server answered with ${result.mimeType}, not a PNG, JPG or WebP image`);
       return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed };
     },
+    creditsLeft: () =>
+      client.getAccount({ signal: AbortSignal.timeout(BALANCE_TIMEOUT_MS) }).then(
+        (account) => account.data.attributes.credits.total,
+        () => undefined,
+      ),
     close: async () => undefined,
   };
 }

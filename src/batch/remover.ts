@@ -26,6 +26,8 @@ export interface Remover {
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Remote only: called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
+  /** Remote only: the account's balance, for messages; undefined when the server cannot tell. */
+  creditsLeft?(): Promise<number | undefined>;
   close(): Promise<void>;
 }
 

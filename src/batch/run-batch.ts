@@ -4,9 +4,11 @@
 
 import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { resolve } from 'node:path';
 import pLimit from 'p-limit';
 import { RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
-import { canonicalOptions, type RemoveOptions } from '../api/options.js';
+import { canonicalOptions, LIMITS, type RemoveOptions } from '../api/options.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
@@ -38,6 +40,8 @@ export interface BatchSummary {
   total: number;
   done: number;
   skipped: number;
+  /** Of the skipped: inputs an earlier run failed for a reason a retry will not fix, still without output. */
+  failedBefore: number;
   failed: number;
   /** Inputs never started because the batch stopped (Ctrl-C, 402, 403). */
   notStarted: number;
@@ -79,6 +83,11 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'interrupted',
   'io_error',
   'internal_error',
+  // Errors that stop the batch concern the account or the setup, not the file: once fixed, a re-run sends it.
+  'missing_api_key',
+  'invalid_api_key',
+  'plan_without_api_access',
+  'model_unavailable',
 ]);
 
 /** Errors after which every other file would fail the same way: stop the batch. */
@@ -87,14 +96,24 @@ const STOPS_BATCH: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['insufficient_cr
 /** The server keeps a key reserved after these; a fresh key (next generation) is needed. */
 const NEEDS_NEW_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_expired', 'idempotency_key_failed', 'idempotency_key_mismatch']);
 
+/**
+ * 409 in progress after the client's retries: the server is still working on this key (a killed run's
+ * request, or one whose connection dropped), already charged. The file keeps asking for that result instead
+ * of failing; bounded well inside the 10-minute replay window, and the server's processing limit ends it sooner.
+ */
+const IN_PROGRESS_WAIT_MS = 5 * 60_000;
+const IN_PROGRESS_PAUSE_MS = 2_000;
+
 export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const started = performance.now();
-  const { items, outputDir, options, remover, onEvent } = batch;
+  const { items, options, remover, onEvent } = batch;
+  // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
+  const outputDir = resolve(batch.outputDir);
   await removeStaleTempFiles(outputDir);
   const journal = await Journal.open(outputDir);
   const slots = assignOutputSlots(items, outputDir, options.format);
   const optionsKey = canonicalOptions(options);
-  const summary: BatchSummary = { type: 'summary', total: items.length, done: 0, skipped: 0, failed: 0, notStarted: 0, credits: 0, ms: 0, stoppedBy: null, failedInputs: [] };
+  const summary: BatchSummary = { type: 'summary', total: items.length, done: 0, skipped: 0, failedBefore: 0, failed: 0, notStarted: 0, credits: 0, ms: 0, stoppedBy: null, failedInputs: [] };
   const stopOnError = new AbortController();
   const limit = pLimit(batch.concurrency);
   const concurrency = new AdaptiveConcurrency(limit, batch.concurrency);
@@ -104,6 +123,7 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
     summary[event.status] += 1;
     summary.credits += event.credits;
     if (event.status === 'failed') summary.failedInputs.push(event.input);
+    if (event.reason === 'failed-before') summary.failedBefore += 1;
     onEvent(event);
   };
 
@@ -130,7 +150,8 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   } finally {
     await journal.close();
   }
-  if (!summary.stoppedBy && summary.notStarted > 0) summary.stoppedBy = 'interrupted';
+  // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
+  if (!summary.stoppedBy && (summary.notStarted > 0 || batch.stop?.aborted || batch.abort?.aborted)) summary.stoppedBy = 'interrupted';
   summary.ms = Math.round(performance.now() - started);
   onEvent(summary);
   return summary;
@@ -168,10 +189,28 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
         // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
         await Promise.all(slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })));
         await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
-        const credits = result.replayed ? 0 : result.creditsCharged;
+        // A replay of a key an earlier run sent was paid then; a replay of a key first sent by this run (its
+        // answer was lost and a retry collected it) was paid now, and the summary must say so.
+        const paidEarlier = result.replayed && previous?.idempotencyKey === idempotencyKey;
+        const credits = paidEarlier ? 0 : result.creditsCharged;
         return { ...base, output, status: 'done', width: result.width, height: result.height, credits, replayed: result.replayed, ms: elapsed() };
       } catch (error) {
         const failure = toRmbgError(error);
+        if (failure.code === 'idempotency_key_expired' && previous && previous.idempotencyKey === idempotencyKey && previous.state !== 'done' && !batch.retryFailed) {
+          // This folder's journal sent the key in an earlier run whose answer never became an output (killed,
+          // or lost); the server charged it and no longer keeps the result. A fresh key pays again: only on request.
+          throw new RmbgError(
+            'idempotency_key_expired',
+            `the server charged for this image in an earlier run more than ${LIMITS.replayWindowMs / 60_000} minutes ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
+            { status: failure.status, cause: failure },
+          );
+        }
+        if (failure.code === 'idempotency_in_progress' && performance.now() - started < IN_PROGRESS_WAIT_MS) {
+          await sleep(IN_PROGRESS_PAUSE_MS, undefined, { signal: batch.abort }).catch(() => {
+            throw new RmbgError('interrupted', 'cancelled while the server was still processing this image; run again to collect it without a new charge');
+          });
+          continue;
+        }
         if (NEEDS_NEW_KEY.has(failure.code) && generation < 3) {
           generation += 1;
           continue;

@@ -1,0 +1,52 @@
+// Result sizes of `rmbg remove --local`: --size preview caps a 1200x900 photo at 0.25 MP, the CLI's default
+// is full resolution (unlike the API's preview default), and --overwrite replaces an existing output.
+// Without --recursive, subfolders of an input folder are left alone.
+
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { expectCutout, JOURNAL, listFiles, writeTree } from './remove-local-files.js';
+
+let work: string;
+
+beforeAll(async () => {
+  ensureBuilt();
+  work = tempDir();
+  writeTree(path.join(work, 'in'), { 'big.jpg': await jpegPhoto(1200, 900), 'sub/small.jpg': await jpegPhoto(200, 150) });
+});
+
+afterAll(removeTempDirs);
+
+describe('rmbg remove --local: result size', () => {
+  const cutout = () => path.join(work, 'out/big.png');
+
+  it('--size preview caps the result at 250,000 pixels, keeping the aspect; without --recursive sub/ is ignored', async () => {
+    const result = await rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--json'], { cwd: work });
+    expect(result.exitCode).toBe(0);
+    const [line, summary] = jsonLines(result.stdout);
+    expect(summary).toMatchObject({ summary: true, total: 1, done: 1 });
+    const { width, height } = await sharp(cutout()).metadata();
+    expect(line).toMatchObject({ input: path.join(work, 'in/big.jpg'), status: 'done', width, height });
+    expect(width * height).toBeLessThanOrEqual(250_000);
+    expect(width * height).toBeGreaterThan(245_000);
+    expect(width / height).toBeCloseTo(4 / 3, 2);
+    await expectCutout(cutout(), width, height);
+    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'big.png']);
+    expect(existsSync(path.join(work, 'out/sub'))).toBe(false);
+  });
+
+  it('defaults to full resolution, and --overwrite replaces the preview-sized output (JSON lines without --json: stdout is a pipe)', async () => {
+    const before = statSync(cutout());
+    const result = await rmbg(['remove', 'in', '-o', 'out', '--local', '--overwrite'], { cwd: work });
+    expect(result.exitCode).toBe(0);
+    const [line, summary] = jsonLines(result.stdout);
+    expect(summary).toMatchObject({ summary: true, total: 1, done: 1, skipped: 0 });
+    expect(line).toMatchObject({ status: 'done', width: 1200, height: 900, output: cutout() });
+    await expectCutout(cutout(), 1200, 900);
+    expect(statSync(cutout()).size).not.toBe(before.size);
+    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'big.png']);
+  });
+});

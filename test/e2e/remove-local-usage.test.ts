@@ -1,0 +1,123 @@
+// What `rmbg remove` says before any image is touched: usage errors exit 2 with a message naming what is
+// allowed, and help shows examples and exits 0 without loading the heavy native modules.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { writeTree } from './remove-local-files.js';
+
+let work: string;
+
+beforeAll(async () => {
+  ensureBuilt();
+  work = tempDir();
+  writeTree(path.join(work, 'in'), { 'photo.jpg': await jpegPhoto(200, 150), 'sub/deep.jpg': await jpegPhoto(200, 150), 'notes.txt': 'x' });
+  writeTree(path.join(work, 'empty'), { 'readme.txt': 'no images here' });
+  writeTree(path.join(work, 'nested'), { 'sub/photo.jpg': await jpegPhoto(200, 150) });
+});
+
+afterAll(removeTempDirs);
+
+describe('rmbg remove: usage errors exit 2', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['an unknown flag', ['remove', 'in', '--local', '--bogus'], /unknown option '--bogus'/],
+    ['--size huge', ['remove', 'in', '--local', '--size', 'huge'], /'huge' is invalid.*preview, small, regular, medium, hd, full, 4k, auto, 50MP/],
+    ['--format gif', ['remove', 'in', '--local', '--format', 'gif'], /'gif' is invalid.*auto, png, jpg, webp/],
+    ['--bg-color notacolour', ['remove', 'in', '--local', '--bg-color', 'notacolour'], /CSS colou?r name.*hex with 3, 4, 6 or 8 digits.*got 'notacolour'/],
+    ['--concurrency 0', ['remove', 'in', '--local', '--concurrency', '0'], /--concurrency must be a whole number from 1 to 64; got '0'/],
+    ['no input at all', ['remove', '--local'], /missing required argument 'inputs'/],
+    ['an input path that does not exist', ['remove', 'no-such-folder', '--local'], /input no-such-folder does not exist/],
+    ['a folder without images', ['remove', 'empty', '--local'], /no images found in empty \(JPG, PNG or WebP; add --recursive for subfolders\)/],
+    ['images only in subfolders, without --recursive', ['remove', 'nested', '--local'], /no images found in nested .*add --recursive/],
+    ["'-' mixed with files", ['remove', '-', 'in', '--local'], /'-' \(stdin\) cannot be combined with other inputs/],
+  ];
+
+  it.each(cases)('%s', async (_name, args, message) => {
+    const result = await rmbg(args, { cwd: work });
+    expect(result.stderr).toMatch(message);
+    expect(result.stdout).toBe('');
+    expect(result.exitCode).toBe(2);
+  });
+
+  it('writes nothing when the command line is wrong', async () => {
+    await rmbg(['remove', 'in', '-o', 'never', '--local', '--size', 'huge'], { cwd: work });
+    await rmbg(['remove', 'in', '-o', 'never', '--local', '--bg-color', 'notacolour'], { cwd: work });
+    expect(() => readFileSync(path.join(work, 'never/photo.png'))).toThrow(/ENOENT/);
+  });
+});
+
+describe('help', () => {
+  /**
+   * Which packages a run loads, seen from inside node: a module-resolution hook (node:module register, loaded
+   * with --import before bin/rmbg.js) appends every resolved URL to a file. Every import of our ESM code goes
+   * through it, bare package names included: the log names commander for --help, so it would name sharp too.
+   */
+  function importRecorder(): { nodeArgs: string[]; loaded: () => string[] } {
+    const dir = tempDir('rmbg-imports-');
+    const log = path.join(dir, 'resolved.log');
+    writeFileSync(log, '');
+    writeFileSync(
+      path.join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
+let log;
+export function initialize(data) { log = data.log; }
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  appendFileSync(log, result.url + '\\n');
+  return result;
+}
+`,
+    );
+    writeFileSync(
+      path.join(dir, 'register.mjs'),
+      `import { register } from 'node:module';
+register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { data: { log: ${JSON.stringify(log)} } });
+`,
+    );
+    return { nodeArgs: ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href], loaded: () => readFileSync(log, 'utf8').split('\n').filter(Boolean) };
+  }
+
+  const packagesIn = (urls: string[]) => new Set(urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter(Boolean));
+
+  it('rmbg --help lists the commands with examples, exits 0 and loads neither sharp nor onnxruntime', async () => {
+    const recorder = importRecorder();
+    const result = await rmbg(['--help'], { nodeArgs: recorder.nodeArgs });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/Usage: rmbg/);
+    expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove \.\/photos --local/);
+    for (const command of ['remove', 'serve', 'keys', 'account']) expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+
+    const packages = packagesIn(recorder.loaded());
+    expect(packages.has('commander'), 'the recorder sees bare package imports').toBe(true);
+    for (const heavy of ['sharp', 'onnxruntime-node', 'onnxruntime-common', 'better-sqlite3', 'fastify', 'undici']) expect(packages.has(heavy), heavy).toBe(false);
+  });
+
+  it('the same recorder sees sharp and onnxruntime-node once a --local run loads the engine', async () => {
+    // One engine load serves two checks: an output "folder" that is a file fails after the load, with a
+    // one-line reason (exit 1, no stack trace), and the recorder must have seen the heavy modules by then.
+    writeTree(work, { taken: 'a file, not a folder' });
+    const recorder = importRecorder();
+    const result = await rmbg(['remove', 'in', '-o', 'taken', '--local'], { cwd: work, nodeArgs: recorder.nodeArgs });
+    expect(result.stderr).toBe(`rmbg: cannot use ${path.join(work, 'taken')} as the output folder (a file is in the way); choose another -o (io_error)`);
+    expect(result.exitCode).toBe(1);
+    expect(readFileSync(path.join(work, 'taken'), 'utf8')).toBe('a file, not a folder');
+    const packages = packagesIn(recorder.loaded());
+    expect(packages.has('sharp')).toBe(true);
+    expect(packages.has('onnxruntime-node')).toBe(true);
+  });
+
+  it('rmbg remove --help shows the flags, examples and exit codes, and exits 0', async () => {
+    const result = await rmbg(['remove', '--help']);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/Usage: rmbg remove \[options\] <inputs\.\.\.>/);
+    for (const flag of ['--local', '--recursive', '--overwrite', '--size <size>', '--format <format>', '--bg-color <color>', '--json', '-o, --output <dir>']) {
+      expect(result.stdout).toContain(flag);
+    }
+    expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove photo\.jpg --local/);
+    expect(result.stdout).toContain('cat in.jpg | rmbg remove - --local --format png > out.png');
+    expect(result.stdout).toMatch(/Exit codes: 0 .*1 .*2 usage error, 130 interrupted/s);
+  });
+});
