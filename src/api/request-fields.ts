@@ -2,6 +2,7 @@
 // validated options. The rules shared by multipart, JSON and urlencoded live here, once.
 
 import type { ImageSource } from './image-source.js';
+import { parseImageUrl } from './image-url-rules.js';
 import { RmbgError } from './errors.js';
 import { parseRemoveOptions, SOURCE_FIELDS, type RemoveOptions } from './options.js';
 import { decodeImageBase64 } from './request-base64.js';
@@ -64,7 +65,10 @@ export function toParsedRequest(fields: CollectedFields, encoding: RequestEncodi
 
   let source: ImageSource;
   if (file) source = { kind: 'file', data: file };
-  else if (url) source = { kind: 'url', url };
+  else if (url) {
+    parseImageUrl(url); // a URL that can never be fetched is refused now, before any charge
+    source = { kind: 'url', url };
+  }
   else source = { kind: 'base64', data: decodeImageBase64(base64 as string) };
   return { source, options };
 }

@@ -6,6 +6,7 @@ import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import { RmbgError } from '../api/errors.js';
+import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
 import { checkResolvedAddresses, type ResolvedAddress } from './address-policy.js';
 
 export interface FetchImageUrlOptions {
@@ -50,35 +51,6 @@ export async function fetchImageUrl(url: string, options: FetchImageUrlOptions):
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onCallerAbort);
   }
-}
-
-interface ImageUrlTarget {
-  url: URL;
-  /** Hostname without IPv6 brackets: what DNS, SNI and certificate checks see. */
-  host: string;
-}
-
-function parseImageUrl(raw: string): ImageUrlTarget {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new RmbgError('invalid_image_url', 'image_url is not a valid absolute URL; give a direct https:// URL to the image');
-  }
-  if (url.protocol !== 'https:') {
-    throw new RmbgError(
-      'invalid_image_url',
-      `image_url scheme ${url.protocol.replace(/:$/, '')} is not allowed; only https:// URLs on port 443 are fetched`,
-    );
-  }
-  // WHATWG URL drops the scheme's default port, so any port left here is not 443.
-  if (url.port !== '') {
-    throw new RmbgError('invalid_image_url', `image_url port ${url.port} is not allowed; only port 443 (the https default) is fetched`);
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new RmbgError('invalid_image_url', 'image_url must not carry credentials (user:password@); give a public URL that needs none');
-  }
-  return { url, host: url.hostname.replace(/^\[(.*)\]$/, '$1') };
 }
 
 /** The one resolution of the host; its checked addresses are pinned for the connection. */

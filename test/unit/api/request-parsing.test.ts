@@ -252,6 +252,20 @@ describe('application/json', () => {
     expect(nested.code).toBe('unsupported_parameter'); // the nested duplicate is not a top-level field
   });
 
+  it('refuses an image_url that can never be fetched while parsing, before any charge', async () => {
+    for (const [url, says] of [
+      ['http://a.example/x.jpg', 'scheme http'],
+      ['https://a.example:8443/x.jpg', 'port 8443'],
+      ['https://user:pw@a.example/x.jpg', 'credentials'],
+      ['not a url', 'not a valid absolute URL'],
+    ]) {
+      const error = await failure(json({ image_url: url }));
+      expect(error.code).toBe('invalid_image_url');
+      expect(error.status).toBe(400);
+      expect(error.message).toContain(says);
+    }
+  });
+
   it('refuses non-string sources', async () => {
     const error = await failure(json({ image_url: 42 }));
     expect(error.code).toBe('invalid_request');
