@@ -55,7 +55,9 @@ export async function discoverInputs(inputs: string[], options: { recursive: boo
   }
   // The same file named twice (or found through two inputs) is processed once.
   const unique = new Map(found.map((item) => [item.path, item]));
-  return [...unique.values()].sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
+  // Sorted by output path, then source path: the order (and so collision names) never depends on argument order.
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...unique.values()].sort((a, b) => compare(a.relativePath, b.relativePath) || compare(a.path, b.path));
 }
 
 export { extensionOf };

@@ -1,8 +1,9 @@
 // The one way an error leaves the server: status, the spec's error body, X-Request-ID, rate-limit
-// headers and Retry-After; and a connection whose request body was cut off is closed rather than reused.
+// headers and Retry-After; and the unread rest of a request body is discarded, or its connection closed.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HEADERS } from '../api/response-headers.js';
+import { closeOrDiscardUnreadBody } from './unread-body.js';
 import { toWireError } from './wire-error.js';
 
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -13,7 +14,6 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   reply.code(failure.status).headers(failure.headers);
   if (!reply.hasHeader(HEADERS.requestId)) reply.header(HEADERS.requestId, request.id);
   if (failure.retryAfterSeconds !== undefined) reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
-  // The unread rest of the body would be parsed as the next request on a kept-alive connection.
-  if (!request.raw.complete) reply.header('Connection', 'close');
+  if (closeOrDiscardUnreadBody(request.raw, failure)) reply.header('Connection', 'close');
   return reply.type('application/json; charset=utf-8').send(failure.toBody());
 }

@@ -39,8 +39,21 @@ function clientGoneSignal(reply: FastifyReply): AbortSignal {
   return gone.signal;
 }
 
+/**
+ * The fields are read from the body only. A query string (?size=hd, ?shadow=1) would otherwise be ignored
+ * without a word, which the closed schema forbids: it is refused rather than silently dropped.
+ */
+function refuseQueryString(url: string): void {
+  const mark = url.indexOf('?');
+  const query = mark === -1 ? '' : url.slice(mark + 1);
+  if (query === '') return;
+  const shown = query.length > 60 ? `${query.slice(0, 60)}…` : query;
+  throw new RmbgError('invalid_request', `POST /v1.0/removebg takes its fields in the request body, not in the query string; got '?${shown}'`);
+}
+
 export function removeBackgroundHandler(service: Pick<Service, 'removeBackground'>, bodyTimeoutMs: number) {
   return async function removeBackground(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    refuseQueryString(request.url);
     const { source, options } = await parseWithin(request, bodyTimeoutMs);
     const outcome = await service.removeBackground({
       apiKey: headerValue(request.headers, HEADERS.apiKey),

@@ -82,9 +82,11 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | undefined>;
 }
 
-export async function startServe(dataDir: string, flags: string[] = []): Promise<ServeProcess> {
+/** `env` is added to this process's environment for the server (e.g. NODE_EXTRA_CA_CERTS, NODE_OPTIONS). */
+export async function startServe(dataDir: string, flags: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
   const child = execa('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...flags], {
     cwd: ROOT,
+    env,
     reject: false,
     // Draining may take a while on a busy machine; execa's default SIGKILL after 5 s would cut it short.
     forceKillAfterDelay: false,

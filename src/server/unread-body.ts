@@ -1,0 +1,43 @@
+// What happens to the rest of a request body when the answer (an error) is sent before it was read:
+// it is read and thrown away, within limits, so the client can finish sending and then read the answer.
+
+import type { IncomingMessage } from 'node:http';
+import type { RmbgError } from '../api/errors.js';
+import { MAX_BODY_BYTES } from '../api/request-limits.js';
+
+/** No accepted request is larger; past this, the client is sending something no answer will change. */
+const DISCARD_MAX_BYTES = Math.max(...Object.values(MAX_BODY_BYTES));
+/** A bound on a client that keeps sending slowly after its answer; the connection is then cut. */
+const DISCARD_MAX_MS = 10_000;
+
+/**
+ * Returns true when the connection must be closed after the answer: the body was refused for its size or
+ * its slowness, or declares more than any request may carry. Otherwise starts discarding the rest of the
+ * body: closing at once would reset the connection while the client still sends, and many clients then
+ * report a broken pipe instead of the answer. Once the body has ended, the connection stays usable.
+ */
+export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgError): boolean {
+  if (raw.complete) return false;
+  const declared = Number(raw.headers['content-length']);
+  if (failure.code === 'file_too_large' || failure.code === 'request_timeout' || declared > DISCARD_MAX_BYTES) return true;
+
+  let discarded = 0;
+  const cut = (): void => {
+    raw.socket?.destroy();
+  };
+  const timer = setTimeout(cut, DISCARD_MAX_MS);
+  timer.unref();
+  const done = (): void => {
+    clearTimeout(timer);
+    raw.off('data', onData);
+  };
+  const onData = (chunk: Buffer): void => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_MAX_BYTES) cut();
+  };
+  raw.on('data', onData);
+  raw.once('end', done);
+  raw.once('close', done);
+  raw.resume();
+  return false;
+}
