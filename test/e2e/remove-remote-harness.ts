@@ -1,0 +1,269 @@
+// Shared by the remove-remote-*.test.ts files: a real `rmbg serve` (2 credits per image) with one account
+// per test, folders of distinct photos, the real `rmbg remove` CLI, and checks of what is left on disk.
+
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import sharp from 'sharp';
+import { expect } from 'vitest';
+import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { respond, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
+import { balance, CLI, createKey, ensureBuilt, ROOT, rmbg as rmbgCommand, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+
+export const PRICE = 2;
+
+/**
+ * Per test: the real model costs ~1–1.5 s per image on an idle 2-core machine, many times that on a busy
+ * one; nothing here depends on speed, so the bounds are wide.
+ */
+export const LONG = 600_000;
+
+export interface RemoteServer {
+  serve: ServeProcess;
+  url: string;
+  dataDir: string;
+  /** A fresh account (its own balance) with `credits`. */
+  account(credits: number): Promise<string>;
+  total(key: string): Promise<number>;
+  addCredits(key: string, credits: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startRemoteServer(flags: string[] = []): Promise<RemoteServer> {
+  await ensureBuilt();
+  const dataDir = tempDataDir();
+  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...flags]);
+  return {
+    serve,
+    url: serve.url,
+    dataDir,
+    account: async (credits) => (await createKey(dataDir, credits)).key,
+    total: async (key) => (await balance(serve.url, key)).total,
+    async addCredits(key, credits) {
+      const result = await rmbgCommand(['credits', 'add', String(credits), '--key', key, '--data-dir', dataDir]);
+      if (result.exitCode !== 0) throw new Error(`credits add failed: ${result.stderr}`);
+    },
+    async close() {
+      await serve.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Shoot {
+  dir: string;
+  inputs: string;
+  output: string;
+  /** File names of the photos, sorted. */
+  names: string[];
+  /** Input name → sha256 of its bytes. */
+  hashes: Map<string, string>;
+  configDir: string;
+  cleanup(): void;
+}
+
+export const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
+
+/** `count` JPEG photos of distinct sizes (so distinct bytes and keys), 160×120 and up: the model's cost is per image, not per pixel. */
+export async function makeShoot(count: number, prefix = 'photo'): Promise<Shoot> {
+  const dir = mkdtempSync(join(tmpdir(), 'rmbg-remote-e2e-'));
+  const inputs = join(dir, 'shoot');
+  const configDir = join(dir, 'config');
+  mkdirSync(inputs);
+  mkdirSync(configDir);
+  const names: string[] = [];
+  const hashes = new Map<string, string>();
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${String(i).padStart(2, '0')}.jpg`;
+    const data = await jpegPhoto(160 + 2 * i, 120 + i);
+    writeFileSync(join(inputs, name), data);
+    names.push(name);
+    hashes.set(name, sha256(data));
+  }
+  return { dir, inputs, output: join(dir, 'cutouts'), names, hashes, configDir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Adds photos to an existing shoot (a photographer's second card). */
+export async function addPhotos(shoot: Shoot, count: number, prefix: string): Promise<string[]> {
+  const added: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${String(i).padStart(2, '0')}.jpg`;
+    const data = await jpegPhoto(300 + 2 * i, 200 + i);
+    writeFileSync(join(shoot.inputs, name), data);
+    shoot.names.push(name);
+    shoot.hashes.set(name, sha256(data));
+    added.push(name);
+  }
+  shoot.names.sort();
+  return added;
+}
+
+/** `rmbg remove SHOOT -o CUTOUTS --api-url URL --api-key KEY --size preview …` with no inherited RMBG_* settings; not awaited. */
+export function removeRemote(shoot: Shoot, url: string, key: string, extra: string[] = [], options: { timeoutMs?: number } = {}) {
+  const env: Record<string, string | undefined> = { ...process.env, RMBG_API_URL: undefined, RMBG_API_KEY: undefined, RMBG_CONFIG_DIR: shoot.configDir };
+  return execa('node', [CLI, 'remove', shoot.inputs, '-o', shoot.output, '--api-url', url, '--api-key', key, '--size', 'preview', ...extra], {
+    cwd: ROOT,
+    env,
+    extendEnv: false,
+    reject: false,
+    timeout: options.timeoutMs ?? LONG - 60_000,
+  });
+}
+
+export interface FileLine {
+  input: string;
+  output: string | null;
+  status: 'done' | 'skipped' | 'failed';
+  credits: number;
+  replayed: boolean;
+  reason?: string;
+  error: { code: string; message: string } | null;
+}
+
+export interface SummaryLine {
+  summary: true;
+  total: number;
+  done: number;
+  skipped: number;
+  failed: number;
+  notStarted: number;
+  credits: number;
+  stoppedBy: string | null;
+}
+
+/** The JSON lines a non-TTY run prints on stdout: file lines, then a summary (absent when killed). */
+export function jsonLines(stdout: string): { files: FileLine[]; summary: SummaryLine | undefined } {
+  const lines = stdout
+    .split('\n')
+    .filter((line) => line.trim().startsWith('{'))
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as FileLine | SummaryLine];
+      } catch {
+        return []; // a line cut by SIGKILL
+      }
+    });
+  return {
+    files: lines.filter((line): line is FileLine => !('summary' in line)),
+    summary: lines.find((line): line is SummaryLine => 'summary' in line),
+  };
+}
+
+export const outputName = (input: string): string => input.replace(/\.jpg$/, '.png');
+
+/** PNG cutouts present in the output folder (names only). */
+export function cutoutsIn(shoot: Shoot): string[] {
+  if (!existsSync(shoot.output)) return [];
+  return readdirSync(shoot.output).filter((name) => name.endsWith('.png')).sort();
+}
+
+/**
+ * The folder holds exactly one valid cutout per photo and the journal: no temp file, no lock, nothing else.
+ * Valid: a complete PNG of the input's size with alpha, the backdrop transparent and the disc opaque.
+ */
+export async function expectCompleteCutouts(shoot: Shoot): Promise<void> {
+  const expected = shoot.names.map(outputName).sort();
+  expect(readdirSync(shoot.output).sort()).toEqual(['.rmbg-journal.jsonl', ...expected].sort());
+  for (const name of shoot.names) {
+    const input = await sharp(join(shoot.inputs, name)).metadata();
+    const { data, info } = await sharp(join(shoot.output, outputName(name))).raw().toBuffer({ resolveWithObject: true });
+    expect({ name, width: info.width, height: info.height, channels: info.channels }).toEqual({ name, width: input.width, height: input.height, channels: 4 });
+    const alpha = (x: number, y: number) => data[(y * info.width + x) * 4 + 3] as number;
+    expect(alpha(1, 1), `${name}: corner alpha`).toBeLessThan(32);
+    expect(alpha(Math.floor(info.width / 2), Math.floor(info.height / 2)), `${name}: centre alpha`).toBeGreaterThan(224);
+  }
+}
+
+/** Waits until `check` holds, polling; throws after `timeoutMs`. */
+export async function waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+/** POSTs to /removebg in the fault server's log. */
+export const posts = (requests: RecordedRequest[]): RecordedRequest[] => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/removebg'));
+
+export const keyOf = (request: RecordedRequest): string | undefined => request.headers['idempotency-key'] as string | undefined;
+
+export const imageHashOf = (request: RecordedRequest): string => {
+  const file = request.files['image_file'];
+  if (!file) throw new Error(`request to ${request.path} has no image_file part`);
+  return sha256(file.data);
+};
+
+/**
+ * Every POST carries an Idempotency-Key; one image always travels with one key, and no two images share
+ * one. Returns image hash → its requests, in arrival order.
+ */
+export function expectOneKeyPerImage(requests: RecordedRequest[]): Map<string, RecordedRequest[]> {
+  const byImage = new Map<string, RecordedRequest[]>();
+  for (const request of posts(requests)) {
+    expect(keyOf(request), 'Idempotency-Key header').toMatch(/^rmbg-[0-9a-f]{64}$/);
+    const hash = imageHashOf(request);
+    byImage.set(hash, [...(byImage.get(hash) ?? []), request]);
+  }
+  const keyOwners = new Map<string, string>();
+  for (const [hash, sent] of byImage) {
+    expect(new Set(sent.map(keyOf)).size, `distinct keys sent for one image`).toBe(1);
+    const key = keyOf(sent[0] as RecordedRequest) as string;
+    expect(keyOwners.get(key) ?? hash, 'one key shared by two images').toBe(hash);
+    keyOwners.set(key, hash);
+  }
+  return byImage;
+}
+
+export interface UpstreamAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * Sends a recorded request on to the real server, as the fault server's proxy step does, for steps that
+ * let the server do the work and then lose the answer.
+ */
+export function forwardTo(upstream: string, recorded: RecordedRequest): Promise<UpstreamAnswer> {
+  const target = new URL(upstream);
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(
+      { hostname: target.hostname, port: target.port, path: recorded.path, method: recorded.method, headers: { ...recorded.headers, host: target.host } },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => resolve({ status: answer.statusCode ?? 0, headers: answer.headers, body: Buffer.concat(chunks) }));
+        answer.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(recorded.body);
+  });
+}
+
+/** A request the recording proxy passed on, with the server's status and when its answer went back. */
+export interface Relayed {
+  request: RecordedRequest;
+  status: number;
+  answeredAt: number;
+}
+
+/**
+ * A fault-server step that forwards to the real server and relays its answer, noting the status and the
+ * moment it was answered (the fault server's own log has only arrivals).
+ */
+export function relayStep(upstream: string, relayed: Relayed[]): FaultStep {
+  return async (request) => {
+    const answer = await forwardTo(upstream, request);
+    relayed.push({ request, status: answer.status, answeredAt: Date.now() });
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length') headers[name] = String(value);
+    }
+    return respond(answer.status, { headers, body: answer.body });
+  };
+}

@@ -1,0 +1,171 @@
+// Stopping `rmbg remove` mid-batch against a real `rmbg serve` and running the same command again: SIGKILL,
+// Ctrl-C (finish the files in flight) and Ctrl-C twice (cancel them). The re-run finishes the job, leaves
+// no broken file, and the balance says each photo was charged exactly once.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import {
+  cutoutsIn,
+  expectCompleteCutouts,
+  expectOneKeyPerImage,
+  imageHashOf,
+  jsonLines,
+  keyOf,
+  LONG,
+  makeShoot,
+  outputName,
+  posts,
+  PRICE,
+  removeRemote,
+  startRemoteServer,
+  waitFor,
+  type RemoteServer,
+  type Shoot,
+} from './remove-remote-harness.js';
+
+let server: RemoteServer;
+const cleanups: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  server = await startRemoteServer();
+}, LONG);
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  await server?.close();
+});
+
+async function setUp(count: number, credits: number): Promise<{ shoot: Shoot; key: string; proxy: FaultServer }> {
+  const shoot = await makeShoot(count);
+  cleanups.push(() => shoot.cleanup());
+  const proxy = await createFaultServer({ upstream: server.url });
+  cleanups.push(() => proxy.close());
+  return { shoot, key: await server.account(credits), proxy };
+}
+
+interface JournalLine {
+  input: string;
+  state: string;
+  idempotencyKey?: string;
+}
+
+function journalOf(shoot: Shoot): Map<string, JournalLine> {
+  const lines = readFileSync(join(shoot.output, '.rmbg-journal.jsonl'), 'utf8').split('\n');
+  const last = new Map<string, JournalLine>();
+  for (const line of lines) {
+    try {
+      const record = JSON.parse(line) as JournalLine;
+      last.set(record.input, record);
+    } catch {
+      // a torn last line
+    }
+  }
+  return last;
+}
+
+/** Photos whose request reached the server but whose cutout was never written: the server has (or will have) charged them. */
+function inFlight(shoot: Shoot, proxy: FaultServer): string[] {
+  const reached = new Set(posts(proxy.requests).map(imageHashOf));
+  const written = new Set(cutoutsIn(shoot));
+  return shoot.names.filter((name) => reached.has(shoot.hashes.get(name) as string) && !written.has(outputName(name)));
+}
+
+describe('SIGKILL mid-batch', () => {
+  it('re-running finishes all 20, resending the killed requests under their keys (replayed free): exactly 20 × the price', async () => {
+    const { shoot, key, proxy } = await setUp(20, 100);
+    const first = removeRemote(shoot, proxy.url, key);
+    await waitFor(() => cutoutsIn(shoot).length >= 5, LONG - 120_000, '5 cutouts');
+    first.kill('SIGKILL');
+    const killed = await first;
+    expect(killed.signal).toBe('SIGKILL');
+
+    const writtenBefore = cutoutsIn(shoot);
+    expect(writtenBefore.length).toBeLessThan(20);
+    const pending = inFlight(shoot, proxy);
+    expect(pending.length, 'requests in flight at the kill').toBeGreaterThanOrEqual(1);
+    // The journal says why they must not be paid for again: 'sent', with the key that went out.
+    const journal = journalOf(shoot);
+    const sentKeys = new Map(posts(proxy.requests).map((request) => [imageHashOf(request), keyOf(request)]));
+    for (const name of pending) {
+      expect(journal.get(join(shoot.inputs, name))).toMatchObject({ state: 'sent', idempotencyKey: sentKeys.get(shoot.hashes.get(name) as string) });
+    }
+
+    const again = await removeRemote(shoot, proxy.url, key);
+    expect(again.exitCode, again.stderr).toBe(0);
+    const { files, summary } = jsonLines(again.stdout);
+    expect(summary).toMatchObject({ total: 20, done: 20 - writtenBefore.length, skipped: writtenBefore.length, failed: 0 });
+    const replayed = files.filter((file) => file.replayed).map((file) => file.input);
+    // Every request the killed run had in flight came back as the server's replay, not a new charge.
+    expect(replayed.sort()).toEqual(pending.map((name) => join(shoot.inputs, name)).sort());
+    expect(files.filter((file) => file.replayed).every((file) => file.credits === 0)).toBe(true);
+
+    expect(await server.total(key)).toBe(100 - 20 * PRICE);
+    await expectCompleteCutouts(shoot);
+    expectOneKeyPerImage(proxy.requests);
+  }, LONG);
+});
+
+describe('Ctrl-C mid-batch', () => {
+  it('once: finishes the files in flight, exits 130 with a resume hint; the re-run completes, each photo charged once', async () => {
+    const { shoot, key, proxy } = await setUp(6, 50);
+    const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+    await waitFor(() => cutoutsIn(shoot).length >= 2, LONG - 120_000, '2 cutouts');
+    first.kill('SIGINT');
+    const stopped = await first;
+    expect(stopped.exitCode).toBe(130);
+    expect(stopped.stderr).toContain('stopping after the files in flight');
+    expect(stopped.stderr).toContain('interrupted: run the same command again to resume');
+    const { summary } = jsonLines(stopped.stdout);
+    expect(summary).toMatchObject({ total: 6, failed: 0, stoppedBy: 'interrupted' });
+    expect(summary!.notStarted).toBeGreaterThanOrEqual(1);
+    // Files in flight were finished, not abandoned: everything sent has its cutout.
+    expect(inFlight(shoot, proxy)).toEqual([]);
+    expect(cutoutsIn(shoot)).toHaveLength(summary!.done);
+    expect(await server.total(key)).toBe(50 - summary!.done * PRICE);
+
+    const again = await removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(jsonLines(again.stdout).summary).toMatchObject({ total: 6, done: 6 - summary!.done, skipped: summary!.done, failed: 0 });
+    expect(await server.total(key)).toBe(50 - 6 * PRICE);
+    await expectCompleteCutouts(shoot);
+    expectOneKeyPerImage(proxy.requests);
+    expect(posts(proxy.requests)).toHaveLength(6);
+  }, LONG);
+
+  it('twice: cancels the files in flight (exit 130); the re-run collects them from the server without a new charge', async () => {
+    const { shoot, key, proxy } = await setUp(6, 50);
+    const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+    await waitFor(() => cutoutsIn(shoot).length >= 1 && inFlight(shoot, proxy).length >= 1, LONG - 120_000, 'a cutout and a request in flight');
+    let stderr = '';
+    first.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    first.kill('SIGINT');
+    await waitFor(() => stderr.includes('stopping after the files in flight'), 30_000, 'the first Ctrl-C to be taken');
+    first.kill('SIGINT');
+    const cancelled = await first;
+    expect(cancelled.exitCode).toBe(130);
+    expect(cancelled.stderr).toContain('interrupted: run the same command again to resume');
+    const { files } = jsonLines(cancelled.stdout);
+    // Cancelled files whose request had reached the server: it finishes them anyway (they carry a key).
+    const reached = new Set(posts(proxy.requests).map(imageHashOf));
+    const interrupted = files
+      .filter((file) => file.error?.code === 'interrupted')
+      .map((file) => file.input)
+      .filter((input) => reached.has(shoot.hashes.get(input.split('/').pop() as string) as string));
+    expect(interrupted.length, 'files cancelled in flight').toBeGreaterThanOrEqual(1);
+    const written = new Set(cutoutsIn(shoot));
+    expect(interrupted.filter((input) => written.has(outputName(input.split('/').pop() as string)))).toEqual([]);
+
+    const again = await removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    const rerun = jsonLines(again.stdout);
+    // The cancelled requests had reached the server, which finished and charged them: the re-run gets replays.
+    const replayed = rerun.files.filter((file) => file.replayed);
+    expect(replayed.map((file) => file.input).sort()).toEqual(interrupted.sort());
+    expect(replayed.every((file) => file.credits === 0)).toBe(true);
+    expect(await server.total(key)).toBe(50 - 6 * PRICE);
+    await expectCompleteCutouts(shoot);
+    expectOneKeyPerImage(proxy.requests);
+  }, LONG);
+});
