@@ -4,7 +4,6 @@
 
 import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import pLimit from 'p-limit';
 import { RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
@@ -95,14 +94,6 @@ const STOPS_BATCH: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['insufficient_cr
 
 /** The server keeps a key reserved after these; a fresh key (next generation) is needed. */
 const NEEDS_NEW_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_expired', 'idempotency_key_failed', 'idempotency_key_mismatch']);
-
-/**
- * 409 in progress after the client's retries: the server is still working on this key (a killed run's
- * request, or one whose connection dropped), already charged. The file keeps asking for that result instead
- * of failing; bounded well inside the 10-minute replay window, and the server's processing limit ends it sooner.
- */
-const IN_PROGRESS_WAIT_MS = 5 * 60_000;
-const IN_PROGRESS_PAUSE_MS = 2_000;
 
 export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const started = performance.now();
@@ -204,12 +195,6 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
             `the server charged for this image in an earlier run more than ${LIMITS.replayWindowMs / 60_000} minutes ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
             { status: failure.status, cause: failure },
           );
-        }
-        if (failure.code === 'idempotency_in_progress' && performance.now() - started < IN_PROGRESS_WAIT_MS) {
-          await sleep(IN_PROGRESS_PAUSE_MS, undefined, { signal: batch.abort }).catch(() => {
-            throw new RmbgError('interrupted', 'cancelled while the server was still processing this image; run again to collect it without a new charge');
-          });
-          continue;
         }
         if (NEEDS_NEW_KEY.has(failure.code) && generation < 3) {
           generation += 1;

@@ -19,6 +19,13 @@ export interface RetryPolicy {
    * replay window, so every retry of a POST still meets its original Idempotency-Key.
    */
   maxTotalMs: number;
+  /**
+   * 409 idempotency_in_progress: the first request with this key is still running and already charged, so
+   * waiting for its result is the point. Bounded by this time, not by maxAttempts; 0 disables the wait.
+   */
+  maxInProgressWaitMs: number;
+  /** Longest backoff between two in-progress checks without Retry-After: the result is usually seconds away. */
+  maxInProgressDelayMs: number;
   /** Injectable for tests: the clock, the wait and the jitter source. */
   now: () => number;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -31,6 +38,8 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 20_000,
   maxRetryAfterMs: 120_000,
   maxTotalMs: LIMITS.replayWindowMs - 60_000,
+  maxInProgressWaitMs: 5 * 60_000,
+  maxInProgressDelayMs: 4_000,
   now: () => Date.now(),
   sleep: (ms, signal) => delay(ms, undefined, { signal }),
   random: Math.random,
@@ -87,7 +96,11 @@ export function decideRetry(error: RmbgError, context: RetryContext, policy: Ret
   if (!context.repeatable) {
     return { retry: false, reason: `${reason}; a POST without Idempotency-Key is not repeated, the server may already have charged` };
   }
-  if (context.attempt >= policy.maxAttempts) return { retry: false, reason: `${reason}; gave up after ${context.attempt} attempts` };
+  const waitingForFirst = error.code === 'idempotency_in_progress';
+  if (waitingForFirst && context.elapsedMs >= policy.maxInProgressWaitMs) {
+    return { retry: false, reason: `${reason}; still running after ${policy.maxInProgressWaitMs / 1000} s` };
+  }
+  if (!waitingForFirst && context.attempt >= policy.maxAttempts) return { retry: false, reason: `${reason}; gave up after ${context.attempt} attempts` };
 
   let delayMs: number;
   if (error.retryAfterSeconds !== undefined) {
@@ -96,7 +109,8 @@ export function decideRetry(error: RmbgError, context: RetryContext, policy: Ret
       return { retry: false, reason: `${reason}; Retry-After ${error.retryAfterSeconds} s exceeds the ${policy.maxRetryAfterMs / 1000} s this client waits` };
     }
   } else {
-    const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (context.attempt - 1));
+    const cap = waitingForFirst ? Math.min(policy.maxDelayMs, policy.maxInProgressDelayMs) : policy.maxDelayMs;
+    const ceiling = Math.min(cap, policy.baseDelayMs * 2 ** (context.attempt - 1));
     delayMs = Math.round(policy.random() * ceiling);
   }
   if (context.elapsedMs + delayMs >= policy.maxTotalMs) {

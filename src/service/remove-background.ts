@@ -16,11 +16,16 @@ const URL_FETCH_TIMEOUT_MS = 30_000;
 
 const REPLAY_MINUTES = LIMITS.replayWindowMs / 60_000;
 
+/** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
+const IN_PROGRESS_RETRY_SECONDS = 2;
+
 function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' }>, key: string): RmbgError {
   const original = `request ${begun.requestId}`;
   switch (begun.state) {
     case 'in_progress':
-      return new RmbgError('idempotency_in_progress', `Idempotency-Key '${key}' belongs to ${original}, which is still running; repeat this request when it has finished to receive its result`);
+      return new RmbgError('idempotency_in_progress', `Idempotency-Key '${key}' belongs to ${original}, which is still running; repeat this request when it has finished to receive its result`, {
+        retryAfterSeconds: IN_PROGRESS_RETRY_SECONDS,
+      });
     case 'mismatch':
       return new RmbgError('idempotency_key_mismatch', `Idempotency-Key '${key}' was used by ${original} with a different image or different options; use a new key for a different request`);
     case 'expired':

@@ -36,6 +36,15 @@ describe('decideRetry', () => {
     expect(decideRetry(network, ctx, policy)).toMatchObject({ retry: true, reason: 'network error ECONNRESET' });
   });
 
+  it('keeps waiting for a request in progress past maxAttempts, bounded by maxInProgressWaitMs', () => {
+    const inProgress = httpError(409, 'idempotency_in_progress', 2);
+    const bounded = resolveRetryPolicy({ ...policy, maxInProgressWaitMs: 60_000 });
+    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 30_000 }, bounded)).toMatchObject({ retry: true, delayMs: 2000 });
+    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 60_000 }, bounded)).toMatchObject({ retry: false });
+    // Other transient errors still stop at maxAttempts.
+    expect(decideRetry(httpError(503, 'service_busy', 2), { ...ctx, attempt: 5, elapsedMs: 30_000 }, bounded)).toMatchObject({ retry: false });
+  });
+
   it('never repeats a call that is not repeatable (a POST without Idempotency-Key)', () => {
     const decision = decideRetry(httpError(503, 'service_busy', 1), { ...ctx, repeatable: false }, policy);
     expect(decision).toMatchObject({ retry: false });
