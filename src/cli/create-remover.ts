@@ -4,7 +4,7 @@
 import type { RemoveOptions } from '../api/options.js';
 import { localRemover, type Remover } from '../batch/remover.js';
 import { remoteRemover } from '../batch/remote-remover.js';
-import { loadConfig, requireSetting } from '../config/load-config.js';
+import { requireSetting, type Config } from '../config/load-config.js';
 
 export interface RemoverFlags {
   local?: boolean;
@@ -23,12 +23,11 @@ export function defaultConcurrency(mode: Remover['mode']): number {
   return mode === 'local' ? 2 : 4;
 }
 
-export async function createRemover(flags: RemoverFlags): Promise<Remover> {
+export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   if (flags.local) {
     const { createEngine } = await import('../engine/index.js');
     return localRemover(await createEngine({ model: flags.model }));
   }
-  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }
 

@@ -28,7 +28,7 @@ Examples:
 
 Run 'rmbg <command> --help' for a command's options.`;
 
-type Runner = (opts: Record<string, unknown>, args: string[]) => Promise<number>;
+type Runner = (opts: Record<string, unknown>, args: string[], command: Command) => Promise<number>;
 
 /** Wires a command to `./commands/<file>.js`, imported only when the command runs. */
 function lazyAction(file: string) {
@@ -36,7 +36,7 @@ function lazyAction(file: string) {
     const command = received[received.length - 1] as Command;
     const positional = received.slice(0, -2).flat() as string[];
     const module = (await import(`./commands/${file}.js`)) as { run: Runner };
-    process.exitCode = await module.run(command.opts(), positional);
+    process.exitCode = await module.run(command.opts(), positional, command);
   };
 }
 

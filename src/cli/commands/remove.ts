@@ -1,11 +1,13 @@
 // `rmbg remove`: wires flags to the batch (or to one stdin→stdout image), picks the renderer, handles
 // Ctrl-C (first: finish files in flight and stop; second: cancel them) and returns the exit code.
 
+import type { Command } from 'commander';
 import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
 import type { Remover } from '../../batch/remover.js';
 import { runBatch, type BatchEvent, type BatchSummary } from '../../batch/run-batch.js';
+import { loadConfig, type Config } from '../../config/load-config.js';
 import { EXIT } from '../exit-codes.js';
 import { CLI_DEFAULT_SIZE } from '../program.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
@@ -33,12 +35,17 @@ interface RemoveFlags {
   timeout: number;
 }
 
-function optionsFrom(flags: RemoveFlags): RemoveOptions {
+/** Image options: flags the user typed > defaults in the settings file (`rmbg config set size hd`) > CLI defaults. */
+function optionsFrom(flags: RemoveFlags, command: Command, stored: Config['defaultFields']): RemoveOptions {
+  const typed = (name: keyof RemoveFlags) => command.getOptionValueSource(name) === 'cli';
+  const fromFlags = {
+    ...(typed('size') && { size: flags.size }),
+    ...(typed('format') && { format: flags.format }),
+    ...(typed('crop') && { crop: true }),
+    ...(typed('bgColor') && { bg_color: flags.bgColor }),
+  };
   try {
-    return parseRemoveOptions(
-      { size: flags.size, format: flags.format, crop: flags.crop ?? false, bg_color: flags.bgColor },
-      { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE },
-    );
+    return parseRemoveOptions({ ...stored, ...fromFlags }, { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE });
   } catch (error) {
     throw new RmbgError('usage_error', (error as Error).message);
   }
@@ -97,9 +104,10 @@ function takeOverSignals(handler: () => void): () => void {
   };
 }
 
-export async function run(opts: Record<string, unknown>, inputs: string[]): Promise<number> {
+export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
   const flags = opts as unknown as RemoveFlags;
-  const options = optionsFrom(flags);
+  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
+  const options = optionsFrom(flags, command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
@@ -110,7 +118,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[]): Prom
     const proceed = await planRemoteBatch({ flags, items, options });
     if (proceed !== undefined) return proceed;
   }
-  const remover = await createRemover(flags);
+  const remover = await createRemover(flags, config);
   try {
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
