@@ -4,8 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { describe, expect, it } from 'vitest';
 import {
   addPhotos,
   cutoutsIn,
@@ -15,54 +14,32 @@ import {
   jsonLines,
   keyOf,
   LONG,
-  makeShoot,
   outputName,
   posts,
   PRICE,
   removeRemote,
-  startRemoteServer,
-  type RemoteServer,
+  useRemoteServer,
   type Shoot,
 } from './remove-remote-harness.js';
 
-let server: RemoteServer;
-const cleanups: Array<() => unknown> = [];
+const suite = useRemoteServer();
 
-beforeAll(async () => {
-  server = await startRemoteServer();
-}, LONG);
 
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  await server?.close();
-});
-
-async function faultProxy(): Promise<FaultServer> {
-  const proxy = await createFaultServer({ upstream: server.url });
-  cleanups.push(() => proxy.close());
-  return proxy;
-}
-
-async function shootOf(count: number): Promise<Shoot> {
-  const shoot = await makeShoot(count);
-  cleanups.push(() => shoot.cleanup());
-  return shoot;
-}
 
 describe('a folder of 20 photos, then dry runs and --confirm-over on the same folder', () => {
   let shoot: Shoot;
   let key: string;
 
   it('processes all 20, charging exactly 20 × the price, and writes 20 valid cutouts', async () => {
-    shoot = await shootOf(20);
-    key = await server.account(100);
-    const result = await removeRemote(shoot, server.url, key);
+    shoot = await suite.shoot(20);
+    key = await suite.server.account(100);
+    const result = await removeRemote(shoot, suite.server.url, key);
     expect(result.exitCode, result.stderr).toBe(0);
 
     const { files, summary } = jsonLines(result.stdout);
     expect(summary).toMatchObject({ total: 20, done: 20, skipped: 0, failed: 0, notStarted: 0, credits: 20 * PRICE, stoppedBy: null });
     expect(files.map((file) => [file.status, file.credits, file.replayed])).toEqual(Array(20).fill(['done', PRICE, false]));
-    expect(await server.total(key)).toBe(100 - 20 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 20 * PRICE);
     await expectCompleteCutouts(shoot);
 
     // The journal's last word on every photo is 'done', with the charge the server reported.
@@ -73,7 +50,7 @@ describe('a folder of 20 photos, then dry runs and --confirm-over on the same fo
 
   it('--dry-run lists only the new photos with their credits, at the price last charged, and sends nothing', async () => {
     const added = await addPhotos(shoot, 2, 'card2');
-    const proxy = await faultProxy();
+    const proxy = await suite.faultServer();
 
     const human = await removeRemote(shoot, proxy.url, key, ['--dry-run']);
     expect(human.exitCode, human.stderr).toBe(0);
@@ -91,17 +68,17 @@ describe('a folder of 20 photos, then dry runs and --confirm-over on the same fo
     ]);
 
     expect(proxy.requests).toEqual([]);
-    expect(await server.total(key)).toBe(100 - 20 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 20 * PRICE);
     expect(cutoutsIn(shoot)).toHaveLength(20);
   }, LONG);
 
   it('--confirm-over below the estimate refuses without a terminal (exit 1, nothing sent); at the estimate it proceeds', async () => {
-    const proxy = await faultProxy();
+    const proxy = await suite.faultServer();
     const refused = await removeRemote(shoot, proxy.url, key, ['--confirm-over', String(2 * PRICE - 1)]);
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr).toContain(`refusing: 2 images would cost about ${2 * PRICE} credits, over --confirm-over ${2 * PRICE - 1}, and there is no terminal to ask`);
     expect(proxy.requests).toEqual([]);
-    expect(await server.total(key)).toBe(100 - 20 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 20 * PRICE);
     expect(cutoutsIn(shoot)).toHaveLength(20);
 
     const allowed = await removeRemote(shoot, proxy.url, key, ['--confirm-over', String(2 * PRICE)]);
@@ -112,16 +89,16 @@ describe('a folder of 20 photos, then dry runs and --confirm-over on the same fo
     expect(sent).toHaveLength(2);
     const newHashes = shoot.names.filter((name) => name.startsWith('card2')).map((name) => shoot.hashes.get(name));
     expect(sent.map(imageHashOf).sort()).toEqual(newHashes.sort());
-    expect(await server.total(key)).toBe(100 - 22 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 22 * PRICE);
     await expectCompleteCutouts(shoot);
   }, LONG);
 });
 
 describe('a bad API key', () => {
   it('stops the batch at the first 403 (exit 1, the reason on stderr, no retries), and a re-run with the right key finishes it', async () => {
-    const shoot = await shootOf(6);
-    const key = await server.account(20);
-    const proxy = await faultProxy();
+    const shoot = await suite.shoot(6);
+    const key = await suite.server.account(20);
+    const proxy = await suite.faultServer();
 
     const started = Date.now();
     const bad = await removeRemote(shoot, proxy.url, 'rmbg_not-a-key-of-this-server', ['--concurrency', '2']);
@@ -144,7 +121,7 @@ describe('a bad API key', () => {
     const good = await removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
     expect(good.exitCode, good.stderr).toBe(0);
     expect(jsonLines(good.stdout).summary).toMatchObject({ total: 6, done: 6, failed: 0, skipped: 0, credits: 6 * PRICE });
-    expect(await server.total(key)).toBe(20 - 6 * PRICE);
+    expect(await suite.server.total(key)).toBe(20 - 6 * PRICE);
     expect(shoot.names.map(outputName)).toEqual(cutoutsIn(shoot));
     await expectCompleteCutouts(shoot);
     // The files the bad run tried went again under the same key (the server had not charged them).

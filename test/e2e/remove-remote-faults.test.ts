@@ -3,8 +3,8 @@
 // 402 mid-batch; and a key the server no longer replays. Each photo is charged once, by the balance.
 
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiError, createFaultServer, drop, hang, proxy, respond, type FaultServer, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
+import { describe, expect, it } from 'vitest';
+import { apiError, drop, hang, proxy, respond, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
 import {
   cutoutsIn,
   expectCompleteCutouts,
@@ -14,42 +14,19 @@ import {
   jsonLines,
   keyOf,
   LONG,
-  makeShoot,
   outputName,
   posts,
   PRICE,
   relayStep,
   removeRemote,
-  startRemoteServer,
+  useRemoteServer,
   waitFor,
   type Relayed,
-  type RemoteServer,
-  type Shoot,
 } from './remove-remote-harness.js';
 
-let server: RemoteServer;
-const cleanups: Array<() => unknown> = [];
+const suite = useRemoteServer();
 
-beforeAll(async () => {
-  server = await startRemoteServer();
-}, LONG);
 
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  await server?.close();
-});
-
-async function shootOf(count: number): Promise<Shoot> {
-  const shoot = await makeShoot(count);
-  cleanups.push(() => shoot.cleanup());
-  return shoot;
-}
-
-async function faultServer(fallback: FaultStep): Promise<FaultServer> {
-  const faults = await createFaultServer({ upstream: server.url, fallback });
-  cleanups.push(() => faults.close());
-  return faults;
-}
 
 /** One scripted fault, applied to one request; `retryAfter` in seconds when the answer carries Retry-After. */
 interface Fault {
@@ -82,9 +59,9 @@ const fault = {
 
 describe('faults between rmbg and the server', () => {
   it('retries 429/503 no sooner than Retry-After, 500s, drops and delays under one key per photo; all done, each charged once', async () => {
-    const shoot = await shootOf(12);
-    const key = await server.account(100);
-    const upstream = server.url;
+    const shoot = await suite.shoot(12);
+    const key = await suite.server.account(100);
+    const upstream = suite.server.url;
     const lostAnswers: string[] = [];
 
     // Faults per photo, in the order photos first reach the proxy; later requests of a photo go through.
@@ -122,7 +99,7 @@ describe('faults between rmbg and the server', () => {
     ];
     const planOf = new Map<string, Fault[]>();
     const applied: Array<{ key: string; fault: Fault; request: RecordedRequest }> = [];
-    const faults = await faultServer((request) => {
+    const faults = await suite.faultServer((request) => {
       const requestKey = keyOf(request) ?? '';
       if (!planOf.has(requestKey)) planOf.set(requestKey, [...(plans[planOf.size] ?? [])]);
       const next = (planOf.get(requestKey) as Fault[]).shift();
@@ -138,7 +115,7 @@ describe('faults between rmbg and the server', () => {
     // Every photo done, each charged exactly once: the balance, and the summary agrees with it.
     const { files, summary } = jsonLines(result.stdout);
     expect(summary).toMatchObject({ total: 12, done: 12, failed: 0, credits: 12 * PRICE });
-    expect(await server.total(key)).toBe(100 - 12 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 12 * PRICE);
     await expectCompleteCutouts(shoot);
 
     // Each retry went out under the photo's one Idempotency-Key.
@@ -171,10 +148,10 @@ describe('faults between rmbg and the server', () => {
 
 describe('402 mid-batch', () => {
   it('stops with exit 1 and the balance, sends nothing new after the 402, and after `rmbg credits add` the re-run completes: one charge per photo', async () => {
-    const shoot = await shootOf(10);
-    const key = await server.account(3 * PRICE);
+    const shoot = await suite.shoot(10);
+    const key = await suite.server.account(3 * PRICE);
     const relayed: Relayed[] = [];
-    const recording = await faultServer(relayStep(server.url, relayed));
+    const recording = await suite.faultServer(relayStep(suite.server.url, relayed));
 
     const first = await removeRemote(shoot, recording.url, key, ['--concurrency', '2']);
     expect(first.exitCode).toBe(1);
@@ -182,7 +159,7 @@ describe('402 mid-batch', () => {
     const { files, summary } = jsonLines(first.stdout);
     expect(summary).toMatchObject({ total: 10, done: 3, stoppedBy: 'insufficient_credits' });
     expect(files.filter((file) => file.status === 'failed').every((file) => file.error?.code === 'insufficient_credits')).toBe(true);
-    expect(await server.total(key)).toBe(0);
+    expect(await suite.server.total(key)).toBe(0);
 
     // Nothing new went out once the 402 was answered: at most the other request in flight (concurrency 2).
     const firstRefusal = relayed.find((r) => r.status === 402) as Relayed;
@@ -194,11 +171,11 @@ describe('402 mid-batch', () => {
     // A 402 is final: no photo was sent twice.
     expect(new Set(posts(recording.requests).map(keyOf)).size).toBe(posts(recording.requests).length);
 
-    await server.addCredits(key, 20);
+    await suite.server.addCredits(key, 20);
     const second = await removeRemote(shoot, recording.url, key, ['--concurrency', '2']);
     expect(second.exitCode, second.stderr).toBe(0);
     expect(jsonLines(second.stdout).summary).toMatchObject({ total: 10, done: 7, skipped: 3, failed: 0, credits: 7 * PRICE });
-    expect(await server.total(key)).toBe(20 - 7 * PRICE);
+    expect(await suite.server.total(key)).toBe(20 - 7 * PRICE);
     await expectCompleteCutouts(shoot);
     // The photos refused with 402 went again under the same key (the server had not charged them).
     expectOneKeyPerImage(recording.requests);
@@ -207,11 +184,11 @@ describe('402 mid-batch', () => {
 
 describe('a key the server no longer replays (409 idempotency_key_expired)', () => {
   it('is not paid for again silently: the photo fails with the reason until --retry-failed, which sends it under a new key', async () => {
-    const shoot = await shootOf(3);
-    const key = await server.account(20);
+    const shoot = await suite.shoot(3);
+    const key = await suite.server.account(20);
 
     // Run 1: every request hangs (the server never sees them), and the CLI is killed: the journal says 'sent'.
-    const hanging = await faultServer(hang());
+    const hanging = await suite.faultServer(hang());
     const killedRun = removeRemote(shoot, hanging.url, key);
     await waitFor(() => posts(hanging.requests).length === 3, LONG - 120_000, '3 requests');
     killedRun.kill('SIGKILL');
@@ -221,7 +198,7 @@ describe('a key the server no longer replays (409 idempotency_key_expired)', () 
     const victimKey = firstKeys.get(shoot.hashes.get(victim) as string) as string;
 
     // Later runs: the server answers that photo's old key as expired (it "charged it 10+ minutes ago").
-    const expiring = await faultServer((request) =>
+    const expiring = await suite.faultServer((request) =>
       keyOf(request) === victimKey ? apiError(409, 'idempotency_key_expired', 'Idempotency-Key expired') : proxy(),
     );
     const second = await removeRemote(shoot, expiring.url, key);
@@ -230,7 +207,7 @@ describe('a key the server no longer replays (409 idempotency_key_expired)', () 
     expect(victimLine).toMatchObject({ status: 'failed', error: { code: 'idempotency_key_expired' } });
     expect(victimLine!.error!.message).toContain('run again with --retry-failed to pay for it again');
     expect(posts(expiring.requests).filter((r) => imageHashOf(r) === shoot.hashes.get(victim))).toHaveLength(1);
-    expect(await server.total(key)).toBe(20 - 2 * PRICE);
+    expect(await suite.server.total(key)).toBe(20 - 2 * PRICE);
 
     const third = await removeRemote(shoot, expiring.url, key);
     expect(third.exitCode).toBe(1);
@@ -242,7 +219,7 @@ describe('a key the server no longer replays (409 idempotency_key_expired)', () 
     expect(fourth.exitCode, fourth.stderr).toBe(0);
     const victimSends = posts(expiring.requests).filter((r) => imageHashOf(r) === shoot.hashes.get(victim));
     expect(victimSends.map(keyOf)).toEqual([victimKey, victimKey, expect.not.stringMatching(victimKey)]);
-    expect(await server.total(key)).toBe(20 - 3 * PRICE);
+    expect(await suite.server.total(key)).toBe(20 - 3 * PRICE);
     expect(cutoutsIn(shoot)).toEqual(shoot.names.map(outputName));
     await expectCompleteCutouts(shoot);
   }, LONG);
@@ -250,12 +227,12 @@ describe('a key the server no longer replays (409 idempotency_key_expired)', () 
 
 describe('a key the server is still working on (409 idempotency_in_progress)', () => {
   it('keeps asking under the same key past the client retries until the result comes, instead of failing the photo', async () => {
-    const shoot = await shootOf(2);
-    const key = await server.account(20);
+    const shoot = await suite.shoot(2);
+    const key = await suite.server.account(20);
     // Seven answers "in progress" (more than the client's 5 attempts of one call), as for a long job a killed run left.
     let busyAnswers = 0;
     let slowKey: string | undefined;
-    const faults = await faultServer((request) => {
+    const faults = await suite.faultServer((request) => {
       slowKey ??= keyOf(request);
       if (keyOf(request) === slowKey && busyAnswers < 7) {
         busyAnswers += 1;
@@ -270,7 +247,7 @@ describe('a key the server is still working on (409 idempotency_in_progress)', (
     const slowSends = posts(faults.requests).filter((r) => keyOf(r) === slowKey);
     expect(slowSends).toHaveLength(8);
     expectOneKeyPerImage(faults.requests);
-    expect(await server.total(key)).toBe(20 - 2 * PRICE);
+    expect(await suite.server.total(key)).toBe(20 - 2 * PRICE);
     await expectCompleteCutouts(shoot);
   }, LONG);
 });

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import sharp from 'sharp';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
-import { respond, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
+import { createFaultServer, respond, type FaultServer, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
 import { balance, CLI, createKey, ensureBuilt, ROOT, rmbg as rmbgCommand, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
 export const PRICE = 2;
@@ -51,6 +51,40 @@ export async function startRemoteServer(flags: string[] = []): Promise<RemoteSer
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One real server per test file (started before its tests, stopped after them), and the shoots and fault
+ * servers its tests make, closed after the file in reverse order.
+ */
+export function useRemoteServer() {
+  const cleanups: Array<() => unknown> = [];
+  let started: RemoteServer | undefined;
+  beforeAll(async () => {
+    started = await startRemoteServer();
+  }, LONG);
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    await started?.close();
+  });
+  const suite = {
+    get server(): RemoteServer {
+      if (!started) throw new Error('the remote server has not started');
+      return started;
+    },
+    async shoot(count: number): Promise<Shoot> {
+      const shoot = await makeShoot(count);
+      cleanups.push(() => shoot.cleanup());
+      return shoot;
+    },
+    /** A fault server in front of the real one: a plain proxy unless `fallback` scripts its answers. */
+    async faultServer(fallback?: FaultStep): Promise<FaultServer> {
+      const faults = await createFaultServer({ upstream: suite.server.url, ...(fallback ? { fallback } : {}) });
+      cleanups.push(() => faults.close());
+      return faults;
+    },
+  };
+  return suite;
 }
 
 export interface Shoot {

@@ -4,8 +4,8 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { describe, expect, it } from 'vitest';
+import type { FaultServer } from '../helpers/fault-server.js';
 import {
   cutoutsIn,
   expectCompleteCutouts,
@@ -14,35 +14,21 @@ import {
   jsonLines,
   keyOf,
   LONG,
-  makeShoot,
   outputName,
   posts,
   PRICE,
   removeRemote,
-  startRemoteServer,
+  useRemoteServer,
   waitFor,
-  type RemoteServer,
   type Shoot,
 } from './remove-remote-harness.js';
 
-let server: RemoteServer;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  server = await startRemoteServer();
-}, LONG);
-
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  await server?.close();
-});
+const suite = useRemoteServer();
 
 async function setUp(count: number, credits: number): Promise<{ shoot: Shoot; key: string; proxy: FaultServer }> {
-  const shoot = await makeShoot(count);
-  cleanups.push(() => shoot.cleanup());
-  const proxy = await createFaultServer({ upstream: server.url });
-  cleanups.push(() => proxy.close());
-  return { shoot, key: await server.account(credits), proxy };
+  const shoot = await suite.shoot(count);
+  const proxy = await suite.faultServer();
+  return { shoot, key: await suite.server.account(credits), proxy };
 }
 
 interface JournalLine {
@@ -101,7 +87,7 @@ describe('SIGKILL mid-batch', () => {
     expect(replayed.sort()).toEqual(pending.map((name) => join(shoot.inputs, name)).sort());
     expect(files.filter((file) => file.replayed).every((file) => file.credits === 0)).toBe(true);
 
-    expect(await server.total(key)).toBe(100 - 20 * PRICE);
+    expect(await suite.server.total(key)).toBe(100 - 20 * PRICE);
     await expectCompleteCutouts(shoot);
     expectOneKeyPerImage(proxy.requests);
   }, LONG);
@@ -123,12 +109,12 @@ describe('Ctrl-C mid-batch', () => {
     // Files in flight were finished, not abandoned: everything sent has its cutout.
     expect(inFlight(shoot, proxy)).toEqual([]);
     expect(cutoutsIn(shoot)).toHaveLength(summary!.done);
-    expect(await server.total(key)).toBe(50 - summary!.done * PRICE);
+    expect(await suite.server.total(key)).toBe(50 - summary!.done * PRICE);
 
     const again = await removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
     expect(again.exitCode, again.stderr).toBe(0);
     expect(jsonLines(again.stdout).summary).toMatchObject({ total: 6, done: 6 - summary!.done, skipped: summary!.done, failed: 0 });
-    expect(await server.total(key)).toBe(50 - 6 * PRICE);
+    expect(await suite.server.total(key)).toBe(50 - 6 * PRICE);
     await expectCompleteCutouts(shoot);
     expectOneKeyPerImage(proxy.requests);
     expect(posts(proxy.requests)).toHaveLength(6);
@@ -164,7 +150,7 @@ describe('Ctrl-C mid-batch', () => {
     const replayed = rerun.files.filter((file) => file.replayed);
     expect(replayed.map((file) => file.input).sort()).toEqual(interrupted.sort());
     expect(replayed.every((file) => file.credits === 0)).toBe(true);
-    expect(await server.total(key)).toBe(50 - 6 * PRICE);
+    expect(await suite.server.total(key)).toBe(50 - 6 * PRICE);
     await expectCompleteCutouts(shoot);
     expectOneKeyPerImage(proxy.requests);
   }, LONG);
