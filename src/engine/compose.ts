@@ -35,37 +35,74 @@ export interface Bounds {
 /** Mask values at or above this count as foreground for the box and crop (a faint halo of 1..7 does not). */
 export const FOREGROUND_ALPHA = 8;
 
-/** Bounding box of the foreground in a one-byte-per-pixel mask; null when there is none. */
+const hasForeground = (mask: Buffer, from: number, to: number): boolean => {
+  for (let i = from; i < to; i++) if ((mask[i] as number) >= FOREGROUND_ALPHA) return true;
+  return false;
+};
+
+/**
+ * Bounding box of the foreground in a one-byte-per-pixel mask; null when there is none. Each row is scanned
+ * only outside the box found so far (from the left up to `left`, from the right down to `right`), so the
+ * subject's interior is never read: at 10 MP that is most of the pixels.
+ */
 export function maskBounds(mask: Buffer, width: number, height: number): Bounds | null {
+  let top = 0;
+  while (top < height && !hasForeground(mask, top * width, (top + 1) * width)) top++;
+  if (top === height) return null;
+  let bottom = height - 1;
+  while (!hasForeground(mask, bottom * width, (bottom + 1) * width)) bottom--;
   let left = width;
-  let top = -1;
   let right = -1;
-  let bottom = -1;
-  for (let y = 0; y < height; y++) {
+  for (let y = top; y <= bottom; y++) {
     const row = y * width;
-    let first = -1;
-    let last = -1;
-    for (let x = 0; x < width; x++) {
+    for (let x = 0; x < left; x++) {
       if ((mask[row + x] as number) >= FOREGROUND_ALPHA) {
-        if (first < 0) first = x;
-        last = x;
+        left = x;
+        break;
       }
     }
-    if (first < 0) continue;
-    if (top < 0) top = y;
-    bottom = y;
-    if (first < left) left = first;
-    if (last > right) right = last;
+    for (let x = width - 1; x > right; x--) {
+      if ((mask[row + x] as number) >= FOREGROUND_ALPHA) {
+        right = x;
+        break;
+      }
+    }
   }
-  return top < 0 ? null : { left, top, right, bottom };
+  return { left, top, right, bottom };
+}
+
+/**
+ * The default result (transparent background, no colour) on its own loop: the same pixels as compose's general
+ * loop, with no colour arithmetic, and background pixels left as the zero-filled buffer has them
+ * (measured in bench/: 10 MP in about half the time).
+ */
+function cutout(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: number): ComposeOutput {
+  const out = Buffer.alloc(pixelCount * 4);
+  let hasTransparency = false;
+  for (let i = 0; i < pixelCount; i++) {
+    const src = i * channels;
+    let a = mask[i] as number;
+    if (channels === 4) a = ((a * (pixels[src + 3] as number)) / 255 + 0.5) | 0;
+    if (a < 255) {
+      hasTransparency = true;
+      if (a === 0) continue;
+    }
+    const dst = i * 4;
+    out[dst] = pixels[src] as number;
+    out[dst + 1] = pixels[src + 1] as number;
+    out[dst + 2] = pixels[src + 2] as number;
+    out[dst + 3] = a;
+  }
+  return { pixels: out, channels: 4, hasTransparency };
 }
 
 export function compose(input: ComposeInput): ComposeOutput {
   const { pixels, channels, mask, width, height, background, opaque } = input;
   const pixelCount = width * height;
+  const bgAlpha = background ? Math.round(background.alpha * 255) : 0;
+  if (!opaque && bgAlpha === 0) return cutout(pixels, channels, mask, pixelCount);
   const outChannels: 3 | 4 = opaque ? 3 : 4;
   const out = Buffer.allocUnsafe(pixelCount * outChannels);
-  const bgAlpha = background ? Math.round(background.alpha * 255) : 0;
   const bgR = background?.r ?? 0;
   const bgG = background?.g ?? 0;
   const bgB = background?.b ?? 0;

@@ -8,8 +8,13 @@ import { RmbgError } from '../api/errors.js';
 import type { ResolvedModel } from './model-registry.js';
 
 export interface SessionOptions {
-  /** Threads for one inference (intra-op). Default: all cores, measured fastest on 2 cores (bench/). */
+  /** Threads for one inference (intra-op). Default: all cores (on 2 loaded cores 2 and 1 tie; bench/RESULTS.md). */
   threads?: number;
+  /**
+   * Let idle ORT worker threads spin between operators instead of sleeping. Default off: on 2 cores a spinning
+   * thread takes the core that sharp needs to decode/encode the other image in flight (bench/RESULTS.md).
+   */
+  spinWait?: boolean;
 }
 
 export class ModelSession {
@@ -30,6 +35,7 @@ export class ModelSession {
         executionMode: 'sequential',
         intraOpNumThreads: options.threads ?? availableParallelism(),
         interOpNumThreads: 1,
+        extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
       });
       return new ModelSession(session, ort, model);
     } catch (error) {

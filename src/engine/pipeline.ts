@@ -36,14 +36,20 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
   }
 }
 
-/** Planar CHW float tensor with the model's normalisation, from interleaved RGB bytes. */
+/**
+ * Planar CHW float tensor with the model's normalisation, from interleaved RGB bytes. One pass with a
+ * 768-entry lookup table: the same float values as computing (v - mean) / std per pixel, without the division.
+ */
 function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[]): Float32Array {
+  const lut = new Float32Array(768);
+  for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v - (mean[c] as number)) / (std[c] as number);
   const tensor = new Float32Array(pixelCount * 3);
-  for (let c = 0; c < 3; c++) {
-    const m = mean[c] as number;
-    const s = std[c] as number;
-    const plane = c * pixelCount;
-    for (let i = 0; i < pixelCount; i++) tensor[plane + i] = ((rgb[i * 3 + c] as number) - m) / s;
+  const green = pixelCount;
+  const blue = pixelCount * 2;
+  for (let i = 0, j = 0; i < pixelCount; i++, j += 3) {
+    tensor[i] = lut[rgb[j] as number] as number;
+    tensor[green + i] = lut[256 + (rgb[j + 1] as number)] as number;
+    tensor[blue + i] = lut[512 + (rgb[j + 2] as number)] as number;
   }
   return tensor;
 }
@@ -181,7 +187,8 @@ async function encode(composed: ComposeOutput, width: number, height: number, fo
   const image = sharp(composed.pixels, { raw: { width, height, channels: composed.channels } });
   switch (format) {
     case 'png':
-      return image.png({ compressionLevel: 6, adaptiveFiltering: false }).toBuffer();
+      // zlib level 3: up to 3x faster than level 6 and never meaningfully slower, files at most 0.3 % larger (bench/RESULTS.md).
+      return image.png({ compressionLevel: 3, adaptiveFiltering: false }).toBuffer();
     case 'jpg':
       return image.jpeg({ quality: 90, chromaSubsampling: '4:4:4' }).toBuffer();
     case 'webp':

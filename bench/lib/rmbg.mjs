@@ -1,0 +1,33 @@
+// rmbg as the bench drives it: the built engine (dist/) and the real folder batch, with the CLI's options.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT } from './inputs.mjs';
+
+const dist = (path) => pathToFileURL(join(ROOT, 'dist', path)).href;
+
+/** What `rmbg remove DIR --local` uses: the CLI's default size (full) and format (auto). Set by loadRmbg. */
+export let BENCH_OPTIONS;
+
+export async function loadRmbg() {
+  if (!existsSync(join(ROOT, 'dist', 'engine', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+  const [{ createEngine }, { runBatch }, { localRemover }, { discoverInputs }, { DEFAULT_OPTIONS }, { CLI_DEFAULT_SIZE }, { defaultConcurrency }] = await Promise.all([
+    import(dist('engine/index.js')),
+    import(dist('batch/run-batch.js')),
+    import(dist('batch/remover.js')),
+    import(dist('batch/discover-inputs.js')),
+    import(dist('api/options.js')),
+    import(dist('cli/program.js')),
+    import(dist('cli/create-remover.js')),
+  ]);
+  BENCH_OPTIONS = { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE };
+  return {
+    createEngine,
+    defaultConcurrency: defaultConcurrency('local'),
+    /** The whole folder through runBatch (read, process, atomic write, journal), as `rmbg remove DIR` does. */
+    async runFolder(engine, dir, outputDir, concurrency) {
+      const items = await discoverInputs([dir], { recursive: false, outputDir });
+      return runBatch({ items, outputDir, options: BENCH_OPTIONS, remover: localRemover(engine), concurrency, overwrite: true, retryFailed: false, onEvent: () => {} });
+    },
+  };
+}
