@@ -3,10 +3,11 @@
 // append-only survives SIGKILL at any byte (a torn last line is ignored), needs no native module in the
 // client path, and a person can read it. A lock file keeps two runs from writing one journal.
 
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
+import { acquirePidLock } from './pid-lock.js';
 
 export const JOURNAL_NAME = '.rmbg-journal.jsonl';
 const LOCK_NAME = '.rmbg-journal.lock';
@@ -30,22 +31,13 @@ export interface JournalRecord {
   at: string;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class Journal {
   private readonly records = new Map<string, JournalRecord>();
   private writes: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly path: string,
-    private readonly lockPath: string,
+    private readonly releaseLock: () => void,
     private readonly handle: FileHandle,
   ) {}
 
@@ -54,11 +46,13 @@ export class Journal {
       const reason = error.code === 'EEXIST' || error.code === 'ENOTDIR' ? 'a file is in the way' : error.message;
       throw new RmbgError('io_error', `cannot use ${outputDir} as the output folder (${reason}); choose another -o`, { cause: error });
     });
-    const lockPath = join(outputDir, LOCK_NAME);
-    acquireLock(lockPath);
+    const releaseLock = acquirePidLock(
+      join(outputDir, LOCK_NAME),
+      (owner) => `another rmbg run (pid ${owner}) is writing to this output folder; wait for it or use another -o`,
+    );
     const path = join(outputDir, JOURNAL_NAME);
     const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
-    const journal = new Journal(path, lockPath, await open(path, 'a'));
+    const journal = new Journal(path, releaseLock, await open(path, 'a'));
     journal.load(text);
     // A line torn by a kill has no newline: start on a fresh line, or the next record would be glued to it and lost.
     if (text && !text.endsWith('\n')) await journal.handle.write('\n');
@@ -94,7 +88,7 @@ export class Journal {
   async close(): Promise<void> {
     await this.writes.catch(() => undefined);
     await this.handle.close();
-    rmSync(this.lockPath, { force: true });
+    this.releaseLock();
   }
 }
 
@@ -110,23 +104,4 @@ function parseRecords(text: string): Map<string, JournalRecord> {
     }
   }
   return records;
-}
-
-function acquireLock(lockPath: string): void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(lockPath, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number(readFileSync(lockPath, 'utf8'));
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
-        throw new RmbgError('usage_error', `another rmbg run (pid ${owner}) is writing to this output folder; wait for it or use another -o`);
-      }
-      rmSync(lockPath, { force: true }); // left by a killed run
-    }
-  }
-  throw new RmbgError('io_error', `cannot lock ${lockPath}`);
 }

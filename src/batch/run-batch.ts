@@ -82,6 +82,8 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'interrupted',
   'io_error',
   'internal_error',
+  // A 5xx retried under the same key meets the key the server failed (and refunded): the cause was transient.
+  'idempotency_key_failed',
   // Errors that stop the batch concern the account or the setup, not the file: once fixed, a re-run sends it.
   'missing_api_key',
   'invalid_api_key',
@@ -100,8 +102,9 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const { items, options, remover, onEvent } = batch;
   // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
   const outputDir = resolve(batch.outputDir);
-  await removeStaleTempFiles(outputDir);
   const journal = await Journal.open(outputDir);
+  // Only after taking the journal's lock: another run's temp files are live, a killed run's are debris.
+  await removeStaleTempFiles(outputDir);
   const slots = assignOutputSlots(items, outputDir, options.format);
   const optionsKey = canonicalOptions(options);
   const summary: BatchSummary = { type: 'summary', total: items.length, done: 0, skipped: 0, failedBefore: 0, failed: 0, notStarted: 0, credits: 0, ms: 0, stoppedBy: null, failedInputs: [] };
@@ -155,14 +158,24 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
   const previous = journal.latest(item.path);
   const plan = planItem(slot, previous, optionsKey, batch);
   if (plan.action === 'skip' && plan.reason === 'exists') return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
-  if (plan.action === 'skip') return { ...base, output: null, status: 'skipped', reason: plan.reason, ms: elapsed(), error: plan.error };
+  const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+  let known: Buffer | undefined;
+  if (plan.action === 'skip') {
+    // Failed before for a reason a retry will not fix, unless the photo was replaced since: then it is new.
+    known = await readFile(item.path).catch(() => undefined);
+    if (!known || sha256(known) === previous?.contentHash) {
+      return { ...base, output: null, status: 'skipped', reason: plan.reason, ms: elapsed(), error: plan.error };
+    }
+  }
 
   let record: Omit<JournalRecord, 'at'> | undefined;
   try {
-    const image = await readFile(item.path).catch((error: Error) => {
-      throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
-    });
-    const contentHash = createHash('sha256').update(image).digest('hex');
+    const image =
+      known ??
+      (await readFile(item.path).catch((error: Error) => {
+        throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
+      }));
+    const contentHash = sha256(image);
     // Same content and options as an earlier run: keep its key generation, so a request the server already
     // charged is replayed for free rather than charged again.
     const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;

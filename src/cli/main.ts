@@ -1,15 +1,19 @@
 // Entry point: parses argv and turns every outcome into an exit code (commands return theirs;
 // errors that escape them are mapped here).
 
-import { CommanderError } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { RmbgError } from '../api/errors.js';
 import { EXIT } from './exit-codes.js';
 import { buildProgram } from './program.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
-  program.exitOverride();
-  for (const command of program.commands) command.exitOverride();
+  // Every level (keys create, credits add, …): a usage error must reach exitCodeFor, not commander's exit(1).
+  const overrideExit = (command: Command): void => {
+    command.exitOverride();
+    command.commands.forEach(overrideExit);
+  };
+  overrideExit(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {

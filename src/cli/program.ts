@@ -16,7 +16,8 @@ Examples:
   $ rmbg remove ./shoot --local --json | jq -c 'select(.status=="failed")'
   $ rmbg remove ./shoot -o ./cutouts --api-url https://api.example.com --dry-run
 
-Exit codes: 0 every file done (or skipped), 1 any file failed, 2 usage error, 130 interrupted (run again to resume).`;
+Exit codes: 0 every file done (or its output already there), 1 any file failed (now or in an earlier run),
+2 usage error, 130 interrupted (run again to resume).`;
 
 const ROOT_EXAMPLES = `
 Examples:

@@ -132,7 +132,7 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
   timer.lap('mask');
 
   const background = options.bgColor;
-  const format = chooseFormat(options, background, resultMask);
+  const format = chooseFormat(options, background, resultMask, pixels);
   const composed = compose({
     pixels: pixels.data,
     channels: pixels.channels,
@@ -159,11 +159,16 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
 }
 
 /** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
-function chooseFormat(options: RemoveOptions, background: RemoveOptions['bgColor'], mask: Buffer): OutputFormat {
+function chooseFormat(options: RemoveOptions, background: RemoveOptions['bgColor'], mask: Buffer, pixels: Raw): OutputFormat {
   if (options.format !== 'auto') return options.format;
   if (background && background.alpha === 1) return 'jpg';
   if (background) return 'png';
-  return mask.every((a) => a === 255) ? 'jpg' : 'png';
+  if (!mask.every((a) => a === 255)) return 'png';
+  // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
+  if (pixels.channels === 4) {
+    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return 'png';
+  }
+  return 'jpg';
 }
 
 function toBox(bounds: Bounds | null): ForegroundBox {

@@ -21,6 +21,8 @@ function fromFramework(error: Error & { statusCode?: number; code?: string }): R
 
 export function toWireError(error: unknown): RmbgError {
   if (error instanceof RmbgError) {
+    // An unexpected failure's message may name files or SQL: the client gets the generic text, the log the cause.
+    if (error.code === 'internal_error') return opaqueInternalError(error);
     const wire = (WIRE_CODE_OF_LOCAL as Partial<Record<ErrorCode, ErrorCode>>)[error.code];
     if (wire === undefined) return error;
     const status = ERROR_CATALOGUE[wire].status;
@@ -34,5 +36,9 @@ export function toWireError(error: unknown): RmbgError {
     const framework = fromFramework(error);
     if (framework) return framework;
   }
-  return new RmbgError('internal_error', 'the server failed unexpectedly; report this with the X-Request-ID of the response', { cause: error });
+  return opaqueInternalError(error);
+}
+
+function opaqueInternalError(cause: unknown): RmbgError {
+  return new RmbgError('internal_error', 'the server failed unexpectedly; report this with the X-Request-ID of the response', { cause });
 }

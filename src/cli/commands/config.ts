@@ -34,6 +34,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     }
     return EXIT.ok;
   }
+  if (action !== 'set' && action !== 'unset') throw new RmbgError('usage_error', `unknown action '${action}'; use set, get, unset or path`);
   if (!name) throw new RmbgError('usage_error', `rmbg config ${action} needs a setting name`);
   const kind = known(name);
   if (action === 'set' && value === undefined) throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);

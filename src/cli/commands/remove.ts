@@ -13,7 +13,7 @@ import { CLI_DEFAULT_SIZE } from '../program.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { progressRenderer, stopHint } from '../render-progress.js';
 import { createRemover, defaultConcurrency } from '../create-remover.js';
-import { planRemoteBatch } from '../plan-remote-batch.js';
+import { planBatch } from '../plan-batch.js';
 
 interface RemoveFlags {
   output: string;
@@ -114,10 +114,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
   const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
   if (!stdinMode && items.length === 0) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
 
-  if (!flags.local) {
-    const proceed = await planRemoteBatch({ flags, items, options });
-    if (proceed !== undefined) return proceed;
-  }
+  const planned = await planBatch({ flags, items, options });
+  if (planned !== undefined) return planned;
   const remover = await createRemover(flags, config);
   try {
     if (stdinMode) return await removeStdin(remover, options);

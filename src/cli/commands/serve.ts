@@ -1,7 +1,9 @@
 // `rmbg serve`: the API on this machine. Opens the store and the model, listens, prints the URL, and on
 // SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0.
 
+import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
+import { acquirePidLock } from '../../batch/pid-lock.js';
 import { createService } from '../../service/index.js';
 import { startServer } from '../../server/start-server.js';
 import { openStore } from '../../store/index.js';
@@ -45,6 +47,14 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
   const dataDir = dataDirOf(flags.dataDir);
   const store = openStore(dataDir);
   const closers: Array<() => unknown> = [() => store.close()];
+  // One server per data directory: on start the service refunds charges that never finished, which would
+  // refund a second server's requests in flight.
+  try {
+    closers.push(acquirePidLock(join(dataDir, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the data directory ${dataDir}; stop it or choose another --data-dir`));
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
   };

@@ -1,5 +1,5 @@
-// --dry-run and --confirm-over for remote batches: counts the images the batch would send (same planning
-// as the batch itself) and the credits that would cost, and asks before spending more than allowed.
+// --dry-run and --confirm-over: counts the images the batch would process (same planning as the batch
+// itself) and, for a remote batch, the credits that would cost, and asks before spending more than allowed.
 
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
@@ -11,6 +11,7 @@ import { planItem } from '../batch/plan-item.js';
 import { EXIT } from './exit-codes.js';
 
 interface PlanFlags {
+  local?: boolean;
   output: string;
   overwrite?: boolean;
   retryFailed?: boolean;
@@ -40,7 +41,7 @@ async function ask(question: string): Promise<boolean> {
 }
 
 /** Returns an exit code when the command should end here, undefined to go on with the batch. */
-export async function planRemoteBatch({ flags, items, options }: { flags: PlanFlags; items: InputItem[]; options: RemoveOptions }): Promise<number | undefined> {
+export async function planBatch({ flags, items, options }: { flags: PlanFlags; items: InputItem[]; options: RemoveOptions }): Promise<number | undefined> {
   if (!flags.dryRun && flags.confirmOver === undefined) return undefined;
   const outputDir = resolve(flags.output);
   const records = Journal.readRecords(outputDir);
@@ -49,17 +50,19 @@ export async function planRemoteBatch({ flags, items, options }: { flags: PlanFl
   const toSend = items.filter(
     (item) => planItem(slots.get(item) as OutputSlot, records.get(item.path), optionsKey, { overwrite: Boolean(flags.overwrite), retryFailed: Boolean(flags.retryFailed) }).action === 'send',
   );
-  const { price, known } = pricePerImage(records);
+  // --local costs nothing: a dry run still lists the work, --confirm-over never has anything to ask.
+  const { price, known } = flags.local ? { price: 0, known: true } : pricePerImage(records);
   const credits = toSend.length * price;
-  const priceNote = known ? `${price} credit(s) per image, as last charged` : 'assuming 1 credit per image (the API does not publish its price)';
+  const priceNote = flags.local ? 'on this computer, no credits' : known ? `${price} credit(s) per image, as last charged` : 'assuming 1 credit per image (the API does not publish its price)';
 
   if (flags.dryRun) {
     if (flags.json) {
       for (const item of toSend) process.stdout.write(JSON.stringify({ input: item.path, action: 'send' }) + '\n');
       process.stdout.write(JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known }) + '\n');
     } else {
-      for (const item of toSend) process.stdout.write(`would send ${item.path}\n`);
-      process.stdout.write(`dry run: ${toSend.length} of ${items.length} images would be sent, ${credits} credits (${priceNote}); nothing was sent\n`);
+      const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
+      for (const item of toSend) process.stdout.write(`would ${verb} ${item.path}\n`);
+      process.stdout.write(`dry run: ${toSend.length} of ${items.length} images would be ${done}, ${credits} credits (${priceNote}); nothing was ${done}\n`);
     }
     return EXIT.ok;
   }

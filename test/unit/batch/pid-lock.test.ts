@@ -1,0 +1,57 @@
+// The pid lock that keeps two batches off one output folder and two servers off one data directory.
+
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RmbgError } from '../../../src/api/errors.js';
+import { acquirePidLock } from '../../../src/batch/pid-lock.js';
+
+const dirs: string[] = [];
+const lockIn = () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rmbg-lock-'));
+  dirs.push(dir);
+  return path.join(dir, 'x.lock');
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('acquirePidLock', () => {
+  it('writes our pid, and releasing removes the lock', () => {
+    const lock = lockIn();
+    const release = acquirePidLock(lock, () => 'busy');
+    expect(readFileSync(lock, 'utf8')).toBe(String(process.pid));
+    expect(readdirNames(path.dirname(lock))).toEqual(['x.lock']); // no temp file left behind
+    release();
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it('refuses while a live process holds it, naming that process', () => {
+    const lock = lockIn();
+    writeFileSync(lock, String(process.ppid)); // our parent is alive
+    let error: unknown;
+    try {
+      acquirePidLock(lock, (owner) => `held by ${owner}`);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(RmbgError);
+    expect((error as RmbgError).code).toBe('usage_error');
+    expect((error as RmbgError).message).toBe(`held by ${process.ppid}`);
+    expect(readFileSync(lock, 'utf8')).toBe(String(process.ppid)); // untouched
+  });
+
+  it('takes over a lock left by a process that is gone, or an empty one', () => {
+    for (const content of ['2147483646', '']) {
+      const lock = lockIn();
+      writeFileSync(lock, content);
+      acquirePidLock(lock, () => 'busy')();
+      expect(existsSync(lock)).toBe(false);
+    }
+  });
+});
+
+function readdirNames(dir: string): string[] {
+  return readdirSync(dir);
+}
