@@ -104,7 +104,8 @@ const OPTION_NAMES: ReadonlySet<string> = new Set(OPTION_FIELDS.map((f) => f.nam
 const UNSUPPORTED_NAMES: ReadonlySet<string> = new Set(UNSUPPORTED_FIELDS);
 const SOURCE_NAMES: ReadonlySet<string> = new Set(SOURCE_FIELDS);
 
-function isEmpty(value: unknown): boolean {
+/** Empty values mean "not set", in every transport. */
+export function isEmpty(value: unknown): boolean {
   return value === undefined || value === null || value === '';
 }
 

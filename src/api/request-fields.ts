@@ -4,7 +4,7 @@
 import type { ImageSource } from './image-source.js';
 import { parseImageUrl } from './image-url-rules.js';
 import { RmbgError } from './errors.js';
-import { parseRemoveOptions, SOURCE_FIELDS, type RemoveOptions } from './options.js';
+import { isEmpty, parseRemoveOptions, SOURCE_FIELDS, type RemoveOptions } from './options.js';
 import { decodeImageBase64 } from './request-base64.js';
 import type { RequestEncoding } from './request-content-type.js';
 
@@ -30,10 +30,6 @@ export function addField(fields: CollectedFields, name: string, value: unknown):
     throw new RmbgError('invalid_request', `field '${name}' appears more than once; send each field at most once`);
   }
   fields.values.set(name, value);
-}
-
-function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || value === '';
 }
 
 function textSource(name: string, value: unknown): string | undefined {
