@@ -4,10 +4,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS, type RemoveOptions } from '../../../src/api/options.js';
 import { createApiClient, type ApiClientOptions } from '../../../src/client/api-client.js';
 import type { RetryInfo, RetryPolicy } from '../../../src/client/retry-policy.js';
+import { rejectionOf } from '../../helpers/rejection.js';
 import {
   apiError,
   createFaultServer,
@@ -68,15 +68,6 @@ async function start(script: FaultStep[], clientOptions: Partial<ApiClientOption
   return { server, client, retries };
 }
 
-async function failure(promise: Promise<unknown>): Promise<RmbgError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(RmbgError);
-    return error as RmbgError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('removeBackground: request', () => {
   it('POSTs multipart with image_file and the option fields to {base}/v1.0/removebg, with X-API-Key and Idempotency-Key', async () => {
@@ -107,7 +98,7 @@ describe('removeBackground: request', () => {
 
   it('refuses an invalid Idempotency-Key before sending anything', async () => {
     const { server, client } = await start([]);
-    const error = await failure(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }));
+    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }));
     expect(error.code).toBe('invalid_idempotency_key');
     expect(server.requests).toHaveLength(0);
   });
@@ -151,10 +142,10 @@ describe('removeBackground: result', () => {
       json(200, { data: {} }),
       respond(200, { headers: { 'content-type': 'image/png', 'x-height': '30', 'x-credits-charged': '1' }, body: png }),
     ]);
-    const notImage = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const notImage = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(notImage.code).toBe('upstream_error');
     expect(notImage.message).toMatch(/application\/json' instead of an image/);
-    const noWidth = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const noWidth = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(noWidth.code).toBe('upstream_error');
     expect(noWidth.message).toMatch(/X-Width/);
   });
@@ -163,7 +154,7 @@ describe('removeBackground: result', () => {
 describe('error mapping', () => {
   it('maps the spec error body to the catalogue code, keeping the server status and title', async () => {
     const { client } = await start([apiError(402, 'insufficient_credits', 'Not enough credits: 0 left, 1 needed')]);
-    const error = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('insufficient_credits');
     expect(error.status).toBe(402);
     expect(error.message).toBe('Not enough credits: 0 left, 1 needed');
@@ -174,9 +165,9 @@ describe('error mapping', () => {
       json(400, { errors: [{ title: 'Invalid option value', code: 'invalid_option', detail: "size must be one of …; got 'huge'" }] }),
       json(418, { errors: [{ title: 'I am a teapot', code: 'teapot' }] }),
     ]);
-    const detailed = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const detailed = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect([detailed.code, detailed.status, detailed.message]).toEqual(['invalid_option', 400, "size must be one of …; got 'huge'"]);
-    const unknown = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const unknown = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(unknown.code).toBe('upstream_error');
     expect(unknown.status).toBe(418);
     expect(unknown.message).toMatch(/I am a teapot.*teapot/);
@@ -184,7 +175,7 @@ describe('error mapping', () => {
 
   it('maps a non-JSON error body to upstream_error with the status and a quote of the body', async () => {
     const { client } = await start([respond(502, { headers: { 'content-type': 'text/html' }, body: '<h1>Bad Gateway</h1>' })]);
-    const error = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('upstream_error');
     expect(error.status).toBe(502);
     expect(error.message).toMatch(/HTTP 502.*<h1>Bad Gateway<\/h1>/);
@@ -196,14 +187,14 @@ describe('error mapping', () => {
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const client = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY, retry: { maxAttempts: 1 } });
-    const error = await failure(client.getAccount());
+    const error = await rejectionOf(client.getAccount());
     expect(error.code).toBe('network_error');
     expect(error.message).toMatch(/ECONNREFUSED/);
   });
 
   it('keeps Retry-After and X-RateLimit-* of an error that is not retried', async () => {
     const { client } = await start([apiError(429, 'rate_limited', 'Too many requests', { 'retry-after': '30', 'x-ratelimit-remaining': '0' })]);
-    const error = await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('rate_limited');
     expect(error.retryAfterSeconds).toBe(30);
     expect(error.headers['x-ratelimit-remaining']).toBe('0');
@@ -220,7 +211,7 @@ describe('getAccount', () => {
 
   it('rejects a record without the credit numbers as upstream_error', async () => {
     const { client } = await start([json(200, { data: { attributes: { credits: { total: '12' } } } })]);
-    const error = await failure(client.getAccount());
+    const error = await rejectionOf(client.getAccount());
     expect(error.code).toBe('upstream_error');
     expect(error.message).toMatch(/credits\.total/);
   });
@@ -269,7 +260,7 @@ describe('retries', () => {
     for (const step of [apiError(503, 'service_busy', 'busy', { 'retry-after': '0' }), apiError(500, 'internal_error'), drop()]) {
       const time = fakeTime();
       const { server, client, retries } = await start([step, imageResult(png, 40, 30)], { retry: time.retry });
-      await failure(client.removeBackground(input, DEFAULT_OPTIONS));
+      await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
       expect(server.requests).toHaveLength(1);
       expect(retries).toHaveLength(0);
       await server.close();
@@ -310,7 +301,7 @@ describe('retries', () => {
   ])('fails at once on HTTP %i %s, even with an Idempotency-Key', async (status, code) => {
     const time = fakeTime();
     const { server, client } = await start([apiError(status, code), imageResult(png, 40, 30)], { retry: time.retry });
-    const error = await failure(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' }));
+    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' }));
     expect([error.code, error.status]).toEqual([code, status]);
     expect(server.requests).toHaveLength(1);
     expect(time.slept).toEqual([]);
@@ -321,7 +312,7 @@ describe('retries', () => {
     const { server, client } = await start(Array.from({ length: 6 }, () => apiError(500, 'internal_error', 'boom')), {
       retry: { ...time.retry, maxAttempts: 3 },
     });
-    const error = await failure(client.getAccount());
+    const error = await rejectionOf(client.getAccount());
     expect(server.requests).toHaveLength(3);
     expect([error.code, error.status]).toEqual(['internal_error', 500]);
     expect(error.message).toBe('boom (after 3 attempts)');
@@ -332,7 +323,7 @@ describe('retries', () => {
     const { server, client } = await start(Array.from({ length: 6 }, () => apiError(503, 'service_busy')), {
       retry: { ...time.retry, baseDelayMs: 1000, maxDelayMs: 60_000, maxTotalMs: 2500 },
     });
-    await failure(client.getAccount());
+    await rejectionOf(client.getAccount());
     // waits 1000 (elapsed 1000), then 2000 would reach 3000 > 2500
     expect(time.slept).toEqual([1000]);
     expect(server.requests).toHaveLength(2);
@@ -343,7 +334,7 @@ describe('retries', () => {
     const { server, client } = await start([apiError(429, 'rate_limited', 'later', { 'retry-after': '3600' }), json(200, ACCOUNT)], {
       retry: { ...time.retry, maxRetryAfterMs: 60_000 },
     });
-    const error = await failure(client.getAccount());
+    const error = await rejectionOf(client.getAccount());
     expect(error.retryAfterSeconds).toBe(3600);
     expect(server.requests).toHaveLength(1);
     expect(time.slept).toEqual([]);
@@ -354,7 +345,7 @@ describe('timeouts and cancellation', () => {
   it('gives up on a server that does not answer within timeoutMs', async () => {
     const { client } = await start([hang()], { timeoutMs: 300, retry: { maxAttempts: 1 } });
     const started = Date.now();
-    const error = await failure(client.getAccount());
+    const error = await rejectionOf(client.getAccount());
     const elapsed = Date.now() - started;
     expect(error.code).toBe('network_error');
     expect(error.message).toMatch(/within 0\.3 s/);
@@ -375,7 +366,7 @@ describe('timeouts and cancellation', () => {
     const { server, client } = await start([hang(), json(200, ACCOUNT)]);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 200);
-    const error = await failure(client.getAccount({ signal: controller.signal }));
+    const error = await rejectionOf(client.getAccount({ signal: controller.signal }));
     expect(error.code).toBe('interrupted');
     expect(server.requests).toHaveLength(1);
   });
@@ -385,7 +376,7 @@ describe('timeouts and cancellation', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = Date.now();
-    const error = await failure(client.getAccount({ signal: controller.signal }));
+    const error = await rejectionOf(client.getAccount({ signal: controller.signal }));
     expect(error.code).toBe('interrupted');
     expect(Date.now() - started).toBeLessThan(5000);
     expect(server.requests).toHaveLength(1);

@@ -16,7 +16,7 @@ import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type Behaviour, type TestEngine } from '../service/sharp-test-engine.js';
+import { testEngine, testImage, type Behaviour, type TestEngine, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;
@@ -31,11 +31,7 @@ async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bo
   service = createService({
     store,
     engine,
-    creditsPerImage: 1,
-    rateLimitPerMinute: 60,
-    maxQueue: 4,
-    processingTimeoutMs: 5000,
-    allowPrivateUrls: false,
+    ...TEST_SERVICE_LIMITS,
     ...options,
   });
   server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000 });

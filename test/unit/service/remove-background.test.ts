@@ -13,7 +13,8 @@ import { DEFAULT_OPTIONS, LIMITS, type RemoveOptions } from '../../../src/api/op
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import type { ImageSource, RemoveRequest } from '../../../src/service/types.js';
 import { openStore, STORE_FILE, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type Behaviour, type TestEngine } from './sharp-test-engine.js';
+import { testEngine, testImage, type Behaviour, type TestEngine, TEST_SERVICE_LIMITS } from './sharp-test-engine.js';
+import { rejectionOf } from '../../helpers/rejection.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -31,11 +32,7 @@ function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour } = {}): 
   service = createService({
     store,
     engine,
-    creditsPerImage: 1,
-    rateLimitPerMinute: 60,
-    maxQueue: 4,
-    processingTimeoutMs: 5000,
-    allowPrivateUrls: false,
+    ...TEST_SERVICE_LIMITS,
     now: () => clock,
     ...options,
   });
@@ -53,15 +50,6 @@ function request(overrides: Partial<RemoveRequest> = {}, options: Partial<Remove
   };
 }
 
-async function failure(promise: Promise<unknown>): Promise<RmbgError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(RmbgError);
-    return error as RmbgError;
-  }
-  throw new Error('expected the request to fail');
-}
 
 function ledgerRows(requestId: string): unknown[] {
   const db = new Database(store.path, { readonly: true });
@@ -118,7 +106,7 @@ describe('a processed image', () => {
 
   it('refuses with 402 insufficient_credits, saying balance and price, and processes nothing', async () => {
     start({ creditsPerImage: 6 });
-    const error = await failure(service.removeBackground(request()));
+    const error = await rejectionOf(service.removeBackground(request()));
     expect([error.status, error.code]).toEqual([402, 'insufficient_credits']);
     expect(error.message).toContain('costs 6 credits');
     expect(error.message).toContain('balance is 5');
@@ -142,9 +130,9 @@ describe('authentication', () => {
       [free.key, 'plan_without_api_access'],
     ];
     for (const [apiKey, code] of cases) {
-      const error = await failure(service.removeBackground(request({ apiKey })));
+      const error = await rejectionOf(service.removeBackground(request({ apiKey })));
       expect([error.status, error.code]).toEqual([403, code]);
-      const account = await failure(service.getAccount(apiKey));
+      const account = await rejectionOf(service.getAccount(apiKey));
       expect([account.status, account.code]).toEqual([403, code]);
     }
     expect(engine.calls).toBe(0);
@@ -159,7 +147,7 @@ describe('rate limit', () => {
     expect((await service.getAccount(key)).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
     clock += 15_000;
     expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
-    const error = await failure(service.removeBackground(request()));
+    const error = await rejectionOf(service.removeBackground(request()));
     expect([error.status, error.code, error.retryAfterSeconds]).toEqual([429, 'rate_limited', 45]);
     expect(error.headers).toEqual({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '45' });
     // Another key has its own budget.
@@ -176,7 +164,7 @@ describe('failures after the charge are refunded', () => {
   it('502 from the engine: refunded exactly, key failed, reuse of the key is 409 idempotency_key_failed', async () => {
     start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
     const req = request({ idempotencyKey: 'order-1' });
-    const error = await failure(service.removeBackground(req));
+    const error = await rejectionOf(service.removeBackground(req));
     expect([error.status, error.code, error.message]).toEqual([502, 'processing_failed', 'onnx exploded']);
     expect(error.headers['X-RateLimit-Remaining']).toBe('59');
     expect(store.balance(accountId).total).toBe(5);
@@ -187,7 +175,7 @@ describe('failures after the charge are refunded', () => {
     expect(store.usage({ requestId: req.requestId })[0]).toMatchObject({ status: 502, code: 'processing_failed', credits: 0 });
 
     engine.behaviour = { kind: 'work' };
-    const reuse = await failure(service.removeBackground(request({ idempotencyKey: 'order-1' })));
+    const reuse = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'order-1' })));
     expect([reuse.status, reuse.code]).toEqual([409, 'idempotency_key_failed']);
     expect(reuse.message).toContain(req.requestId);
     expect(engine.calls).toBe(1);
@@ -196,7 +184,7 @@ describe('failures after the charge are refunded', () => {
 
   it('400 image errors found by the engine are refunded too', async () => {
     start();
-    const error = await failure(service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })));
+    const error = await rejectionOf(service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })));
     expect([error.status, error.code]).toEqual([400, 'corrupt_image']);
     expect(store.balance(accountId).total).toBe(5);
   });
@@ -205,7 +193,7 @@ describe('failures after the charge are refunded', () => {
     start();
     const source: ImageSource = { kind: 'url', url: 'http://127.0.0.1/photo.jpg' };
     const req = request({ source, idempotencyKey: 'url-1' });
-    const error = await failure(service.removeBackground(req));
+    const error = await rejectionOf(service.removeBackground(req));
     expect([error.status, error.code]).toEqual([400, 'invalid_image_url']);
     expect(engine.calls).toBe(0);
     expect(store.balance(accountId).total).toBe(5);
@@ -214,11 +202,11 @@ describe('failures after the charge are refunded', () => {
 
   it('504 processing_timeout when the engine takes too long; refunded, key failed', async () => {
     start({ behaviour: { kind: 'hang' }, processingTimeoutMs: 150 });
-    const error = await failure(service.removeBackground(request({ idempotencyKey: 'slow' })));
+    const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })));
     expect([error.status, error.code]).toEqual([504, 'processing_timeout']);
     expect(error.headers['X-RateLimit-Limit']).toBe('60');
     expect(store.balance(accountId).total).toBe(5);
-    expect((await failure(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe('idempotency_key_failed');
+    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe('idempotency_key_failed');
   });
 
   it('a client that goes away without an Idempotency-Key stops its request, which is refunded', async () => {
@@ -227,7 +215,7 @@ describe('failures after the charge are refunded', () => {
     const pending = service.removeBackground(request({ signal: controller.signal }));
     await engine.started(1);
     controller.abort();
-    const error = await failure(pending);
+    const error = await rejectionOf(pending);
     expect(error.code).toBe('interrupted');
     expect(store.balance(accountId).total).toBe(5);
   });
@@ -268,8 +256,8 @@ describe('idempotent replay', () => {
   it('409 idempotency_key_mismatch for another image or other options under the same key', async () => {
     start();
     await service.removeBackground(request({ idempotencyKey: 'k' }));
-    const otherOptions = await failure(service.removeBackground(request({ idempotencyKey: 'k' }, { crop: true })));
-    const otherImage = await failure(service.removeBackground(request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } })));
+    const otherOptions = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k' }, { crop: true })));
+    const otherImage = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } })));
     for (const error of [otherOptions, otherImage]) expect([error.status, error.code]).toEqual([409, 'idempotency_key_mismatch']);
     expect(engine.calls).toBe(1);
     expect(store.balance(accountId).total).toBe(4);
@@ -277,7 +265,7 @@ describe('idempotent replay', () => {
 
   it('400 invalid_idempotency_key for a key over 128 characters, before anything is charged', async () => {
     start();
-    const error = await failure(service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })));
+    const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })));
     expect([error.status, error.code]).toEqual([400, 'invalid_idempotency_key']);
     expect(error.headers['X-RateLimit-Remaining']).toBe('59');
     expect(store.balance(accountId).total).toBe(5);
@@ -316,7 +304,7 @@ describe('idempotent replay', () => {
       db.close();
       expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
 
-      const error = await failure(service.removeBackground(request({ idempotencyKey: 'old' })));
+      const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'old' })));
       expect([error.status, error.code]).toEqual([409, 'idempotency_key_expired']);
       expect(error.message).toContain('use a new key');
       expect(store.balance(accountId).total).toBe(4);
@@ -327,7 +315,7 @@ describe('idempotent replay', () => {
 
   it('a 503 or 402 gives the key back: the same key works once the service can take the request', async () => {
     start({ creditsPerImage: 6 });
-    expect((await failure(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe('insufficient_credits');
+    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe('insufficient_credits');
     store.addCredits({ accountId }, 1, 'payg');
     const outcome = await service.removeBackground(request({ idempotencyKey: 'retry-me' }));
     expect([outcome.replayed, outcome.creditsCharged]).toEqual([false, 6]);
@@ -341,7 +329,7 @@ describe('queue', () => {
     const running = service.removeBackground(request());
     const waiting = service.removeBackground(request({ idempotencyKey: 'queued' }));
     await engine.started(1);
-    const busy = await failure(service.removeBackground(request({ idempotencyKey: 'too-many' })));
+    const busy = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'too-many' })));
     expect([busy.status, busy.code]).toEqual([503, 'service_busy']);
     expect(busy.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(busy.headers['X-RateLimit-Remaining']).toBe('57');
@@ -381,10 +369,10 @@ describe('queue', () => {
     const second = service.removeBackground(request());
     await engine.started(1);
     await service.close();
-    expect((await failure(first)).code).toBe('interrupted');
-    expect((await failure(second)).code).toBe('interrupted');
+    expect((await rejectionOf(first)).code).toBe('interrupted');
+    expect((await rejectionOf(second)).code).toBe('interrupted');
     expect(store.balance(accountId).total).toBe(5);
-    const refused = await failure(service.removeBackground(request()));
+    const refused = await rejectionOf(service.removeBackground(request()));
     expect([refused.status, refused.code]).toEqual([503, 'service_unavailable']);
   });
 });

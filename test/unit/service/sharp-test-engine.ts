@@ -91,3 +91,12 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
 export async function testImage(width = 64, height = 48, rgb = { r: 200, g: 30, b: 30 }): Promise<Buffer> {
   return sharp({ create: { width, height, channels: 3, background: rgb } }).jpeg().toBuffer();
 }
+
+/** ServiceDeps for tests: small limits that keep tests quick, overridable per test. */
+export const TEST_SERVICE_LIMITS = {
+  creditsPerImage: 1,
+  rateLimitPerMinute: 60,
+  maxQueue: 4,
+  processingTimeoutMs: 5000,
+  allowPrivateUrls: false,
+} as const;
