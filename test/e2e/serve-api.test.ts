@@ -118,7 +118,13 @@ describe('idempotency', () => {
     const { key } = await createKey(dataDir, 5);
     const headers = { 'Idempotency-Key': 'shoot-42/rocket' };
     const first = removebg(key, multipart(), headers);
-    await new Promise((done) => setTimeout(done, 300));
+    // The charge is taken after the key is recorded and before the model runs (~1 s or more): once the balance
+    // shows it, the first request is certainly in progress, however slow the machine.
+    // Polls count against this key's --rate-limit 30: at most 20 of them, 50 → 400 ms apart.
+    for (let poll = 0, wait = 50; (await balance(server.url, key)).total !== 4; poll++, wait = Math.min(400, wait * 2)) {
+      if (poll === 20) throw new Error('the first request was not charged within 20 polls');
+      await new Promise((done) => setTimeout(done, wait));
+    }
     const during = await removebg(key, multipart(), headers);
     expect(during.status).toBe(409);
     expect(errorCode(during)).toBe('idempotency_in_progress');
