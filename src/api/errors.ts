@@ -1,78 +1,158 @@
-// The error catalogue: every failure rmbg reports, with its stable code, HTTP status and title.
-// One error type serves the engine, the service, the HTTP adapter and the CLI (which maps it to exit codes).
+// The error table: every failure rmbg reports, declared once with its whole behaviour. Every other module
+// reads its decisions here (the HTTP status and headers in src/server, retries in src/client, the batch's
+// next-run / stop / new-key / slow-down decisions, the CLI's exit code); none keeps its own list of codes.
+// Each row must state every decision: a code added without one does not compile.
 
-export const ERROR_CATALOGUE = {
+import { LIMIT_TEXT } from './limits.js';
+import type { RateLimitInfo } from './wire-types.js';
+
+/** The CLI exit code an error leads to (the numbers are in src/cli/exit-codes.ts). */
+export type ExitKind = 'failed' | 'usage' | 'interrupted';
+
+/**
+ * `'by-status'`: the error stands for an answer the client could not read (upstream_error), so the HTTP
+ * status the server sent decides (408, 429, 5xx are transient; 429 and 503 ask to slow down).
+ */
+export type StatusDecision = boolean | 'by-status';
+
+export interface ErrorPolicy {
+  /** HTTP status (a relayed error keeps the remote server's). */
+  status: number;
+  title: string;
+  /** 'self' for codes of the API; a local-only code names the API code the server answers instead. */
+  wire: 'self' | string;
+  /** Sent with Retry-After by the server (and so declared in the OpenAPI document). */
+  retryAfter: boolean;
+  /** The server closes the connection instead of reading the rest of the body (too large, too slow). */
+  closesConnection: boolean;
+  /** Retry now: the client repeats the call (if it is repeatable) under its retry policy. */
+  transient: StatusDecision;
+  /** The batch tells the client to slow down (lower its concurrency) when a retry was for this error. */
+  slowsDown: StatusDecision;
+  /** The batch sends the file again on the next run without --retry-failed. */
+  retryNextRun: boolean;
+  /** Every other file of the batch would fail the same way: the batch stops. */
+  stopsBatch: boolean;
+  /** The server keeps the Idempotency-Key reserved: the remote remover derives a fresh one and tries again. */
+  needsNewKey: boolean;
+  exit: ExitKind;
+}
+
+// Column defaults are deliberately absent: each row spells out every decision.
+const no = false;
+const yes = true;
+
+export const ERRORS = {
   // 400: the request or the image is not acceptable
-  invalid_request: { status: 400, title: 'The request is malformed' },
-  missing_image_source: { status: 400, title: 'No image source given' },
-  multiple_image_sources: { status: 400, title: 'More than one image source given' },
-  unknown_field: { status: 400, title: 'Unknown field' },
-  unsupported_parameter: { status: 400, title: 'Unsupported parameter' },
-  invalid_option: { status: 400, title: 'Invalid option value' },
-  invalid_base64: { status: 400, title: 'image_file_b64 is not valid base64' },
-  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key' },
-  file_too_large: { status: 400, title: 'Image data exceeds 22 MiB' },
-  unsupported_image_format: { status: 400, title: 'Unsupported image format' },
-  animated_image: { status: 400, title: 'Animated images are not supported' },
-  corrupt_image: { status: 400, title: 'The image is truncated or corrupt' },
-  image_dimensions_out_of_range: { status: 400, title: 'Image dimensions out of range' },
-  image_too_many_pixels: { status: 400, title: 'Image exceeds 50 megapixels' },
-  invalid_image_url: { status: 400, title: 'image_url is not allowed' },
-  image_url_unreachable: { status: 400, title: 'image_url could not be fetched' },
-  // 402, 403: account
-  insufficient_credits: { status: 402, title: 'Insufficient credits' },
-  missing_api_key: { status: 403, title: 'X-API-Key header missing' },
-  invalid_api_key: { status: 403, title: 'Invalid API key' },
-  plan_without_api_access: { status: 403, title: 'The plan has no API access' },
+  invalid_request: { status: 400, title: 'The request is malformed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  missing_image_source: { status: 400, title: 'No image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  multiple_image_sources: { status: 400, title: 'More than one image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  unknown_field: { status: 400, title: 'Unknown field', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  unsupported_parameter: { status: 400, title: 'Unsupported parameter', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
+  invalid_option: { status: 400, title: 'Invalid option value', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
+  invalid_base64: { status: 400, title: 'image_file_b64 is not valid base64', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  file_too_large: { status: 400, title: `Image data exceeds ${LIMIT_TEXT.maxImageBytes}`, wire: 'self', retryAfter: no, closesConnection: yes, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  unsupported_image_format: { status: 400, title: 'Unsupported image format', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  animated_image: { status: 400, title: 'Animated images are not supported', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  corrupt_image: { status: 400, title: 'The image is truncated or corrupt', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  image_dimensions_out_of_range: { status: 400, title: 'Image dimensions out of range', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  image_too_many_pixels: { status: 400, title: `Image exceeds ${LIMIT_TEXT.maxPixels}`, wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  invalid_image_url: { status: 400, title: 'image_url is not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  image_url_unreachable: { status: 400, title: 'image_url could not be fetched', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  // 402, 403: account (a re-run sends the file again once the account is fixed)
+  insufficient_credits: { status: 402, title: 'Insufficient credits', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
+  missing_api_key: { status: 403, title: 'X-API-Key header missing', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
+  invalid_api_key: { status: 403, title: 'Invalid API key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
+  plan_without_api_access: { status: 403, title: 'The plan has no API access', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
   // 404, 405: routing (not in the spec's table; a careful API still answers them with the error body)
-  not_found: { status: 404, title: 'No such endpoint' },
-  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  not_found: { status: 404, title: 'No such endpoint', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  method_not_allowed: { status: 405, title: 'Method not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
   // 408
-  request_timeout: { status: 408, title: 'Request body not received in time' },
-  // 409: idempotency
-  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress' },
-  idempotency_key_mismatch: { status: 409, title: 'Idempotency-Key was used for a different request' },
-  idempotency_key_expired: { status: 409, title: 'Idempotency-Key expired' },
-  idempotency_key_failed: { status: 409, title: 'Idempotency-Key belongs to a failed request' },
+  request_timeout: { status: 408, title: 'Request body not received in time', wire: 'self', retryAfter: no, closesConnection: yes, transient: yes, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  // 409: idempotency. In progress: the first request is running and charged, so waiting for it is the point.
+  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  idempotency_key_mismatch: { status: 409, title: 'Idempotency-Key was used for a different request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
+  idempotency_key_expired: { status: 409, title: 'Idempotency-Key expired', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
+  // A 5xx retried under the same key meets the key the server failed (and refunded): the cause was transient.
+  idempotency_key_failed: { status: 409, title: 'Idempotency-Key belongs to a failed request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
   // 415
-  unsupported_content_type: { status: 415, title: 'Unsupported content type' },
+  unsupported_content_type: { status: 415, title: 'Unsupported content type', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
   // 429
-  rate_limited: { status: 429, title: 'Rate limit exceeded' },
+  rate_limited: { status: 429, title: 'Rate limit exceeded', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
   // 5xx
-  internal_error: { status: 500, title: 'Internal error' },
-  processing_failed: { status: 502, title: 'Processing failed' },
-  service_busy: { status: 503, title: 'Service busy' },
-  service_unavailable: { status: 503, title: 'Service unavailable' },
-  processing_timeout: { status: 504, title: 'Processing timed out' },
+  internal_error: { status: 500, title: 'Internal error', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  processing_failed: { status: 502, title: 'Processing failed', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  service_busy: { status: 503, title: 'Service busy', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  service_unavailable: { status: 503, title: 'Service unavailable', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  processing_timeout: { status: 504, title: 'Processing timed out', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
   // Local only (never on the wire): the CLI and the engine's own environment
-  usage_error: { status: 400, title: 'Invalid command line' },
-  model_unavailable: { status: 500, title: 'Model weights missing or corrupt' },
-  io_error: { status: 500, title: 'File system error' },
-  network_error: { status: 502, title: 'Network error' },
-  upstream_error: { status: 502, title: 'Unexpected answer from the API server' },
-  interrupted: { status: 503, title: 'Interrupted' },
-} as const satisfies Record<string, { status: number; title: string }>;
+  usage_error: { status: 400, title: 'Invalid command line', wire: 'invalid_request', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
+  model_unavailable: { status: 500, title: 'Model weights missing or corrupt', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
+  io_error: { status: 500, title: 'File system error', wire: 'internal_error', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  network_error: { status: 502, title: 'Network error', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  upstream_error: { status: 502, title: 'Unexpected answer from the API server', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: 'by-status', slowsDown: 'by-status', retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  interrupted: { status: 503, title: 'Interrupted', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'interrupted' },
+} as const satisfies Record<string, ErrorPolicy>;
 
-export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A local-only code names an API code in its `wire` column; the compiler checks that it is one. */
+type WireTarget = Exclude<(typeof ERRORS)[ErrorCode]['wire'], 'self'>;
+const wireTargetsAreCodes: WireTarget extends ErrorCode ? true : never = true;
+void wireTargetsAreCodes;
 
 export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.hasOwn(ERROR_CATALOGUE, value);
+  return typeof value === 'string' && Object.hasOwn(ERRORS, value);
+}
+
+export function policyOf(code: ErrorCode): ErrorPolicy {
+  return ERRORS[code];
+}
+
+/** Codes a client of the API can receive: every code whose `wire` is itself. */
+export function wireErrorCodes(): ErrorCode[] {
+  return (Object.keys(ERRORS) as ErrorCode[]).filter((code) => ERRORS[code].wire === 'self');
+}
+
+/** The API code the server answers for `code` (itself, or the stand-in of a local-only code). */
+export function wireCodeOf(code: ErrorCode): ErrorCode {
+  const wire = ERRORS[code].wire;
+  return wire === 'self' ? code : wire;
+}
+
+/** Statuses that say "try again later" for an answer the client could not read (see StatusDecision). */
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+const SLOW_DOWN_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
+function decide(decision: StatusDecision, status: number, statuses: ReadonlySet<number>): boolean {
+  return decision === 'by-status' ? statuses.has(status) : decision;
+}
+
+/** Whether another attempt now may succeed (the client still checks that the call is repeatable). */
+export function isTransient(error: RmbgError): boolean {
+  return decide(ERRORS[error.code].transient, error.status, TRANSIENT_STATUSES);
+}
+
+/** Whether the server asked the caller to slow down. */
+export function asksToSlowDown(error: RmbgError): boolean {
+  return decide(ERRORS[error.code].slowsDown, error.status, SLOW_DOWN_STATUSES);
 }
 
 export interface ErrorOptions {
   cause?: unknown;
   /** Seconds a client should wait before retrying (429, 503). */
-  retryAfterSeconds?: number;
-  /** Overrides the catalogue's status, for errors relayed from a remote server. */
-  status?: number;
-  /** Response headers that belong to this error (e.g. X-RateLimit-*), set by the service. */
-  headers?: Record<string, string>;
+  retryAfterSeconds?: number | undefined;
+  /** Overrides the table's status, for errors relayed from a remote server. */
+  status?: number | undefined;
+  /** The caller's rate-limit window, when the error came after the request was counted (src/server renders it). */
+  rateLimit?: RateLimitInfo | undefined;
 }
 
 export class RmbgError extends Error {
   readonly status: number;
   readonly retryAfterSeconds: number | undefined;
-  headers: Record<string, string>;
+  readonly rateLimit: RateLimitInfo | undefined;
 
   constructor(
     readonly code: ErrorCode,
@@ -81,13 +161,25 @@ export class RmbgError extends Error {
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RmbgError';
-    this.status = options.status ?? ERROR_CATALOGUE[code].status;
+    this.status = options.status ?? ERRORS[code].status;
     this.retryAfterSeconds = options.retryAfterSeconds;
-    this.headers = { ...options.headers };
+    this.rateLimit = options.rateLimit;
   }
 
   get title(): string {
-    return ERROR_CATALOGUE[this.code].title;
+    return ERRORS[this.code].title;
+  }
+
+  /** The same error (code, status, cause, Retry-After, rate limit) with some of them replaced. */
+  with(changes: ErrorOptions & { message?: string }): RmbgError {
+    const { message = this.message, ...options } = changes;
+    return new RmbgError(this.code, message, {
+      cause: this.cause,
+      status: this.status,
+      retryAfterSeconds: this.retryAfterSeconds,
+      rateLimit: this.rateLimit,
+      ...options,
+    });
   }
 
   /** The spec's error body. `detail` carries our message: extra members are allowed, title and code are required. */
@@ -102,16 +194,3 @@ export function toRmbgError(error: unknown, fallback: ErrorCode = 'internal_erro
   const message = error instanceof Error ? error.message : String(error);
   return new RmbgError(fallback, message, { cause: error });
 }
-
-/**
- * The local-only codes (the catalogue's last group) and what the HTTP API answers instead if one reaches it,
- * so a client only ever sees codes of the API (a cancelled request, a missing model: the service is unavailable).
- */
-export const WIRE_CODE_OF_LOCAL = {
-  usage_error: 'invalid_request',
-  model_unavailable: 'service_unavailable',
-  io_error: 'internal_error',
-  network_error: 'processing_failed',
-  upstream_error: 'processing_failed',
-  interrupted: 'service_unavailable',
-} as const satisfies Partial<Record<ErrorCode, ErrorCode>>;

@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the API (served at GET /v1.0/openapi.json), generated from the option
 // schema, the error catalogue, the body limits and the header names, so it cannot drift from the code.
 
-import { ERROR_CATALOGUE, WIRE_CODE_OF_LOCAL, type ErrorCode } from './errors.js';
+import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
 import { LIMITS, OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
 import { REQUEST_ENCODINGS, type RequestEncoding } from './request-content-type.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
@@ -62,13 +62,8 @@ function requestBodySchema(encoding: RequestEncoding): Schema {
   };
 }
 
-/** Codes a client can receive: the catalogue without the local-only group. */
-export function wireErrorCodes(): ErrorCode[] {
-  return (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).filter((code) => !Object.hasOwn(WIRE_CODE_OF_LOCAL, code));
-}
-
 function statusesOf(codes: ErrorCode[]): number[] {
-  return [...new Set(codes.map((code) => ERROR_CATALOGUE[code].status))].sort((a, b) => a - b);
+  return [...new Set(codes.map((code) => ERRORS[code].status))].sort((a, b) => a - b);
 }
 
 function headerRef(name: HeaderName): Schema {
@@ -76,10 +71,11 @@ function headerRef(name: HeaderName): Schema {
 }
 
 function errorResponse(status: number): Schema {
-  const codes = wireErrorCodes().filter((code) => ERROR_CATALOGUE[code].status === status);
-  const retry = status === 429 || status === 503;
+  const codes = wireErrorCodes().filter((code) => ERRORS[code].status === status);
+  // The table's retryAfter column is also what lets src/server send the header: declared iff it can be sent.
+  const retry = codes.some((code) => ERRORS[code].retryAfter);
   return {
-    description: codes.map((code) => `${code}: ${ERROR_CATALOGUE[code].title}`).join('; '),
+    description: codes.map((code) => `${code}: ${ERRORS[code].title}`).join('; '),
     headers: {
       [HEADERS.requestId]: headerRef('requestId'),
       ...(retry ? { [HEADERS.retryAfter]: headerRef('retryAfter') } : {}),

@@ -3,6 +3,9 @@
 
 import { RmbgError } from './errors.js';
 import { parseColor, type Rgba } from './color.js';
+import { LIMITS } from './limits.js';
+
+export { LIMITS, LIMIT_TEXT } from './limits.js';
 
 export const SIZES = ['preview', 'small', 'regular', 'medium', 'hd', 'full', '4k', 'auto', '50MP'] as const;
 export type Size = (typeof SIZES)[number];
@@ -24,18 +27,8 @@ export const SIZE_MAX_PIXELS: Record<Size, number> = {
   '50MP': 50_000_000,
 };
 
-/** PNG output and format=auto are capped at 10 MP, whatever the size. */
-export const PNG_MAX_PIXELS = 10_000_000;
-
-export const LIMITS = {
-  maxImageBytes: 22 * 1024 * 1024,
-  minSide: 33,
-  maxSide: 9999,
-  maxPixels: 50_000_000,
-  maxIdempotencyKeyLength: 128,
-  replayWindowMs: 10 * 60 * 1000,
-  clientTimeoutMs: 180_000,
-} as const;
+/** PNG output and format=auto are capped, whatever the size. */
+export const PNG_MAX_PIXELS = LIMITS.pngMaxPixels;
 
 export const SOURCE_FIELDS = ['image_file', 'image_url', 'image_file_b64'] as const;
 export type SourceField = (typeof SOURCE_FIELDS)[number];
@@ -172,9 +165,9 @@ export function canonicalOptions(options: RemoveOptions): string {
 }
 
 /** The options as HTTP form fields, for the client (defaults included so a server's defaults cannot differ). */
-export function optionsToFields(options: RemoveOptions, bgColorText?: string): Record<string, string> {
+export function optionsToFields(options: RemoveOptions): Record<string, string> {
   const fields: Record<string, string> = { size: options.size, format: options.format, crop: String(options.crop) };
-  if (options.bgColor) fields['bg_color'] = bgColorText ?? rgbaToHex(options.bgColor);
+  if (options.bgColor) fields['bg_color'] = rgbaToHex(options.bgColor);
   return fields;
 }
 

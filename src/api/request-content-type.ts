@@ -1,6 +1,7 @@
 // Which of the three accepted request encodings a Content-Type header names; anything else is 415.
 
 import { RmbgError } from './errors.js';
+import { mediaTypeOf } from './media-types.js';
 
 export const REQUEST_ENCODINGS = {
   multipart: 'multipart/form-data',
@@ -9,11 +10,6 @@ export const REQUEST_ENCODINGS = {
 } as const;
 
 export type RequestEncoding = keyof typeof REQUEST_ENCODINGS;
-
-/** The media type of a Content-Type header, lower-cased, without parameters ('' when absent). */
-export function mediaTypeOf(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-}
 
 export function requestEncodingOf(contentType: string | undefined): RequestEncoding {
   const mediaType = mediaTypeOf(contentType);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
-import { acquirePidLock } from './pid-lock.js';
+import { acquirePidLock } from '../platform/pid-lock.js';
 
 export const JOURNAL_NAME = '.rmbg-journal.jsonl';
 const LOCK_NAME = '.rmbg-journal.lock';
@@ -22,9 +22,8 @@ export interface JournalRecord {
   contentHash: string;
   /** canonicalOptions() of the request. */
   options: string;
-  idempotencyKey?: string;
-  /** Bumped when the server says a key expired or failed, to derive a fresh key. */
-  keyGeneration?: number;
+  /** What the remover gave for the request (for an API server, its Idempotency-Key); opaque to the batch. */
+  token?: string;
   output?: string;
   credits?: number;
   error?: { code: string; message: string; retryable: boolean };
@@ -97,7 +96,9 @@ function parseRecords(text: string): Map<string, JournalRecord> {
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
     try {
-      const record = JSON.parse(line) as JournalRecord;
+      const record = JSON.parse(line) as JournalRecord & { idempotencyKey?: string };
+      // Journals written before the token had the remote remover's key under its own name.
+      if (record.token === undefined && record.idempotencyKey !== undefined) record.token = record.idempotencyKey;
       if (record.input && record.state) records.set(record.input, record);
     } catch {
       // A line torn by a kill mid-write: the state before it still stands.

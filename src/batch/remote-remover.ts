@@ -1,19 +1,35 @@
-// The Remover for an API server: each image is one POST /v1.0/removebg through the retrying client.
-// It reports throttling (429/503 retries) so the batch can lower its concurrency.
+// The Remover for an API server: each image is one POST /v1.0/removebg through the retrying client, under
+// an Idempotency-Key derived from the image and options. The key is the token the batch journals, so a
+// re-run sends the same key and meets the server's replay instead of a new charge; when the server keeps
+// a key reserved (expired, failed, used for another request), the client's retry layer asks here for the
+// next one. It reports throttling (429/503 retries) so the batch can lower its concurrency.
 
+import { asksToSlowDown, RmbgError } from '../api/errors.js';
+import { formatOfMime } from '../api/media-types.js';
+import { LIMIT_TEXT, type RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient } from '../client/api-client.js';
-import type { OutputFormat } from '../api/options.js';
-import { RmbgError } from '../api/errors.js';
+import { idempotencyKeyFor } from '../client/idempotency-key.js';
 import type { Remover } from './remover.js';
 
 /** A balance shown in a message is not worth a long wait. */
 const BALANCE_TIMEOUT_MS = 10_000;
 
-const FORMAT_OF_MIME: Record<string, OutputFormat> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
+/** Fresh keys tried for one image after the first: a server that refuses more is not going to accept it. */
+const MAX_KEY_GENERATION = 3;
 
 export interface RemoteRemover extends Remover {
   readonly client: ApiClient;
   onThrottle(listener: () => void): void;
+}
+
+function keyOf(image: Buffer, options: RemoveOptions, generation: number): string {
+  return idempotencyKeyFor(image, options, generation ? `g${generation}` : '');
+}
+
+/** The generation an earlier run's key was derived with (0 when it is none of ours). */
+function generationOf(image: Buffer, options: RemoveOptions, key: string): number {
+  for (let generation = 0; generation <= MAX_KEY_GENERATION; generation++) if (keyOf(image, options, generation) === key) return generation;
+  return 0;
 }
 
 export function remoteRemover(options: { baseUrl: string; apiKey: string; timeoutMs: number }): RemoteRemover {
@@ -21,7 +37,7 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
   const client = createApiClient({
     ...options,
     onRetry: (info) => {
-      if (info.error.status === 429 || info.error.status === 503) for (const listener of listeners) listener();
+      if (asksToSlowDown(info.error)) for (const listener of listeners) listener();
     },
   });
   return {
@@ -29,10 +45,35 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
     client,
     onThrottle: (listener) => listeners.push(listener),
     async remove(image, removeOptions, call) {
-      const result = await client.removeBackground(image, removeOptions, call);
-      const format = FORMAT_OF_MIME[result.mimeType];
+      const { earlier } = call;
+      // Same request as an earlier run: keep its key, so a request the server already charged is replayed for free.
+      let generation = earlier ? generationOf(image, removeOptions, earlier.token) : 0;
+      let key = keyOf(image, removeOptions, generation);
+      await call.beforeSend?.(key);
+      const result = await client.removeBackground(image, removeOptions, {
+        idempotencyKey: key,
+        signal: call.signal,
+        filename: call.filename,
+        renewIdempotencyKey: async (error) => {
+          if (error.code === 'idempotency_key_expired' && earlier && !earlier.finished && earlier.token === key && !call.payAgain) {
+            // An earlier run sent this key and never got its answer into an output (killed, or lost); the server
+            // charged it and no longer keeps the result. A fresh key pays again: only on request.
+            throw new RmbgError(
+              'idempotency_key_expired',
+              `the server charged for this image in an earlier run more than ${LIMIT_TEXT.replayWindow} ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
+              { status: error.status, cause: error },
+            );
+          }
+          if (generation >= MAX_KEY_GENERATION) return undefined;
+          generation += 1;
+          key = keyOf(image, removeOptions, generation);
+          await call.beforeSend?.(key);
+          return key;
+        },
+      });
+      const format = formatOfMime(result.mimeType);
       if (!format) throw new RmbgError('upstream_error', `the API server answered with ${result.mimeType}, not a PNG, JPG or WebP image`);
-      return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed };
+      return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed, token: key };
     },
     creditsLeft: () =>
       client.getAccount({ signal: AbortSignal.timeout(BALANCE_TIMEOUT_MS) }).then(

@@ -1,5 +1,6 @@
 // The one interface the batch drives, whether images are processed in-process (--local) or by an API
-// server. Everything mode-specific (credits, idempotency keys, retries) lives behind it.
+// server. Everything mode-specific (credits, idempotency keys and their rotation, retries) lives behind it;
+// the batch only keeps the remover's token in its journal and hands it back on the next run.
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { BackgroundRemover } from '../engine/types.js';
@@ -13,20 +14,31 @@ export interface RemovedImage {
   creditsCharged: number;
   /** True when the server replayed an earlier success (no new charge). */
   replayed: boolean;
+  /** The token of the request that produced this result (as given to beforeSend). */
+  token: string | undefined;
 }
 
 export interface RemoveCall {
-  idempotencyKey?: string;
   signal?: AbortSignal;
   filename?: string;
+  /** What this remover gave as token for the same image and options in an earlier run (from the journal). */
+  earlier?: {
+    token: string;
+    /** Whether that run recorded a result for it; if not, the request may have been charged without one. */
+    finished: boolean;
+  };
+  /** --retry-failed: a request an earlier run may have paid for without a result may be paid for again. */
+  payAgain?: boolean;
+  /** Awaited before each request goes out, with the opaque token to keep; the batch journals it first. */
+  beforeSend?: (token: string | undefined) => Promise<void>;
 }
 
 export interface Remover {
   readonly mode: 'local' | 'remote';
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
-  /** Remote only: called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
+  /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
-  /** Remote only: the account's balance, for messages; undefined when the server cannot tell. */
+  /** The account's balance, for messages; undefined when the remover cannot tell. */
   creditsLeft?(): Promise<number | undefined>;
   close(): Promise<void>;
 }
@@ -35,8 +47,9 @@ export function localRemover(engine: BackgroundRemover): Remover {
   return {
     mode: 'local',
     async remove(image, options, call) {
+      await call.beforeSend?.(undefined);
       const result = await engine.removeBackground(image, options, call.signal);
-      return { data: result.data, format: result.format, width: result.width, height: result.height, creditsCharged: 0, replayed: false };
+      return { data: result.data, format: result.format, width: result.width, height: result.height, creditsCharged: 0, replayed: false, token: undefined };
     },
     close: () => engine.close(),
   };

@@ -6,14 +6,13 @@ import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pLimit from 'p-limit';
-import { RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
-import { canonicalOptions, LIMITS, type RemoveOptions } from '../api/options.js';
-import { idempotencyKeyFor } from '../client/idempotency-key.js';
+import { policyOf, RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
+import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { InputItem } from './discover-inputs.js';
 import { Journal, type JournalRecord } from './journal.js';
-import { assignOutputSlots, EXTENSION, type OutputSlot } from './output-paths.js';
+import { assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
 import { planItem } from './plan-item.js';
 import type { Remover } from './remover.js';
 
@@ -68,35 +67,6 @@ export interface BatchOptions {
   onEvent: (event: BatchEvent) => void;
 }
 
-/** Failures worth another attempt on the next run without --retry-failed. */
-const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'network_error',
-  'upstream_error',
-  'processing_failed',
-  'processing_timeout',
-  'service_busy',
-  'service_unavailable',
-  'rate_limited',
-  'insufficient_credits',
-  'idempotency_in_progress',
-  'interrupted',
-  'io_error',
-  'internal_error',
-  // A 5xx retried under the same key meets the key the server failed (and refunded): the cause was transient.
-  'idempotency_key_failed',
-  // Errors that stop the batch concern the account or the setup, not the file: once fixed, a re-run sends it.
-  'missing_api_key',
-  'invalid_api_key',
-  'plan_without_api_access',
-  'model_unavailable',
-]);
-
-/** Errors after which every other file would fail the same way: stop the batch. */
-const STOPS_BATCH: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['insufficient_credits', 'missing_api_key', 'invalid_api_key', 'plan_without_api_access', 'model_unavailable']);
-
-/** The server keeps a key reserved after these; a fresh key (next generation) is needed. */
-const NEEDS_NEW_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_expired', 'idempotency_key_failed', 'idempotency_key_mismatch']);
-
 export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const started = performance.now();
   const { items, options, remover, onEvent } = batch;
@@ -134,7 +104,7 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
           emit(event);
           if (event.status === 'done') concurrency.succeeded();
           const code = event.error?.code as ErrorCode | undefined;
-          if (code && STOPS_BATCH.has(code) && !stopOnError.signal.aborted) {
+          if (code && policyOf(code).stopsBatch && !stopOnError.signal.aborted) {
             summary.stoppedBy = code;
             stopOnError.abort();
           }
@@ -155,7 +125,7 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
   const started = performance.now();
   const base = { type: 'file' as const, input: item.path, width: null, height: null, credits: 0, replayed: false, error: null };
   const elapsed = () => Math.round(performance.now() - started);
-  const previous = journal.latest(item.path);
+  const previous = await settleFinished(journal, journal.latest(item.path), slot, optionsKey);
   const plan = planItem(slot, previous, optionsKey, batch);
   if (plan.action === 'skip' && plan.reason === 'exists') return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
   const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -176,50 +146,52 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
         throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
       }));
     const contentHash = sha256(image);
-    // Same content and options as an earlier run: keep its key generation, so a request the server already
-    // charged is replayed for free rather than charged again.
+    const sent: Omit<JournalRecord, 'at'> = { input: item.path, state: 'sent', contentHash, options: optionsKey };
+    record = sent;
+    // Same content and options as an earlier run: the remover gets its token back, so a request the server
+    // already charged is replayed for free rather than charged again.
     const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;
-    let generation = sameRequest ? (previous.keyGeneration ?? 0) : 0;
-    for (;;) {
-      const idempotencyKey = batch.remover.mode === 'remote' ? idempotencyKeyFor(image, batch.options, generation ? `g${generation}` : '') : undefined;
-      record = { input: item.path, state: 'sent', contentHash, options: optionsKey, idempotencyKey, keyGeneration: generation };
-      await journal.append(record);
-      try {
-        const result = await batch.remover.remove(image, batch.options, { idempotencyKey, signal: batch.abort, filename: item.relativePath });
-        const output = slot.base + EXTENSION[result.format];
-        await writeFileAtomic(output, result.data).catch((error: Error) => {
-          throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
-        });
-        // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
-        await Promise.all(slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })));
-        await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
-        // A replay of a key an earlier run sent was paid then; a replay of a key first sent by this run (its
-        // answer was lost and a retry collected it) was paid now, and the summary must say so.
-        const paidEarlier = result.replayed && previous?.idempotencyKey === idempotencyKey;
-        const credits = paidEarlier ? 0 : result.creditsCharged;
-        return { ...base, output, status: 'done', width: result.width, height: result.height, credits, replayed: result.replayed, ms: elapsed() };
-      } catch (error) {
-        const failure = toRmbgError(error);
-        if (failure.code === 'idempotency_key_expired' && previous && previous.idempotencyKey === idempotencyKey && previous.state !== 'done' && !batch.retryFailed) {
-          // This folder's journal sent the key in an earlier run whose answer never became an output (killed,
-          // or lost); the server charged it and no longer keeps the result. A fresh key pays again: only on request.
-          throw new RmbgError(
-            'idempotency_key_expired',
-            `the server charged for this image in an earlier run more than ${LIMITS.replayWindowMs / 60_000} minutes ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
-            { status: failure.status, cause: failure },
-          );
-        }
-        if (NEEDS_NEW_KEY.has(failure.code) && generation < 3) {
-          generation += 1;
-          continue;
-        }
-        throw failure;
-      }
-    }
+    const earlier = sameRequest && previous.token !== undefined ? { token: previous.token, finished: previous.state === 'done' } : undefined;
+    const result = await batch.remover.remove(image, batch.options, {
+      signal: batch.abort,
+      filename: item.relativePath,
+      earlier,
+      payAgain: batch.retryFailed,
+      beforeSend: async (token) => {
+        record = { ...sent, token };
+        await journal.append(record);
+      },
+    });
+    const output = slot.base + EXTENSION[result.format];
+    await writeFileAtomic(output, result.data).catch((error: Error) => {
+      throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
+    });
+    // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
+    await Promise.all(slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })));
+    await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
+    // A replay of a request an earlier run sent was paid then; a replay of one first sent by this run (its
+    // answer was lost and a retry collected it) was paid now, and the summary must say so.
+    const paidEarlier = result.replayed && earlier !== undefined && earlier.token === result.token;
+    const credits = paidEarlier ? 0 : result.creditsCharged;
+    return { ...base, output, status: 'done', width: result.width, height: result.height, credits, replayed: result.replayed, ms: elapsed() };
   } catch (error) {
     const failure = toRmbgError(error);
-    const retryable = RETRYABLE.has(failure.code);
+    const retryable = policyOf(failure.code).retryNextRun;
     if (record) await journal.append({ ...record, state: 'failed', error: { code: failure.code, message: failure.message, retryable } });
     return { ...base, output: null, status: 'failed', ms: elapsed(), error: { code: failure.code, message: failure.message } };
   }
+}
+
+/**
+ * A record left 'sent' although the output is in place: the run was killed after the output was renamed
+ * into place and before its 'done' line was written. The output exists, so the request finished: record it
+ * done, or a later --overwrite would take the request for one paid without a result.
+ */
+async function settleFinished(journal: Journal, previous: JournalRecord | undefined, slot: OutputSlot, optionsKey: string): Promise<JournalRecord | undefined> {
+  if (previous?.state !== 'sent' || previous.options !== optionsKey) return previous;
+  const output = existingOutput(slot);
+  if (output === undefined) return previous;
+  const { at: _at, ...record } = previous;
+  await journal.append({ ...record, state: 'done', output });
+  return journal.latest(previous.input);
 }

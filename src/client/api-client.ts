@@ -5,23 +5,21 @@ import { Blob } from 'node:buffer';
 import { FormData, request, type Dispatcher } from 'undici';
 import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
+import { MIME_OF_INPUT, mediaTypeOf, supportedFormatOf } from '../api/media-types.js';
 import { LIMITS, optionsToFields, validateIdempotencyKey, type RemoveOptions } from '../api/options.js';
-import type { ForegroundBox } from '../engine/types.js';
-import type { AccountRecord, RateLimitInfo } from '../service/types.js';
+import type { AccountRecord, ForegroundBox, RateLimitInfo } from '../api/wire-types.js';
 import { endpointUrl, parseBaseUrl } from './endpoint-url.js';
 import { errorFromNetwork, errorFromResponse } from './response-errors.js';
 import {
   accountRecordFrom,
   foregroundFrom,
   isReplay,
-  mediaType,
   rateLimitFrom,
   requestIdOf,
   requiredIntegerHeader,
   type ResponseHeaders,
 } from './response-values.js';
 import { resolveRetryPolicy, type RetryInfo, type RetryPolicy } from './retry-policy.js';
-import { sniffImageType } from './sniff-image-type.js';
 import { withRetries } from './with-retries.js';
 
 export interface ApiClientOptions {
@@ -39,6 +37,11 @@ export interface ApiClientOptions {
 export interface RemoveCallOptions {
   /** Makes the POST safe to repeat: retried with this same key, replayed by the server. */
   idempotencyKey?: string;
+  /**
+   * Asked for a fresh key when the server keeps the current one reserved (expired, failed, or used for a
+   * different request); undefined gives up with that error. It may throw to stop with another error.
+   */
+  renewIdempotencyKey?: (error: RmbgError) => Promise<string | undefined>;
   /** File name of the multipart part; servers may show it in logs. */
   filename?: string;
   signal?: AbortSignal;
@@ -79,6 +82,7 @@ interface Call {
   body?: () => FormData;
   repeatable: boolean;
   signal: AbortSignal | undefined;
+  renewKey?: (error: RmbgError) => Promise<boolean>;
 }
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
@@ -127,6 +131,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       repeatable: call.repeatable,
       onRetry: options.onRetry,
       signal: call.signal,
+      renewKey: call.renewKey,
     });
   }
 
@@ -136,8 +141,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     async removeBackground(image, removeOptions, call = {}) {
       const headers: Record<string, string> = { ...auth };
       if (call.idempotencyKey !== undefined) headers[HEADERS.idempotencyKey] = validateIdempotencyKey(call.idempotencyKey);
+      const renew = call.renewIdempotencyKey;
+      const renewKey = renew && (async (error: RmbgError) => {
+        const next = await renew(error);
+        if (next === undefined) return false;
+        headers[HEADERS.idempotencyKey] = validateIdempotencyKey(next);
+        return true;
+      });
       const fields = optionsToFields(removeOptions);
-      const fileType = sniffImageType(image);
+      // The part's Content-Type from the bytes: the file name may be missing or wrong (e.g. for stdin).
+      const sniffed = supportedFormatOf(image);
+      const fileType = sniffed ? MIME_OF_INPUT[sniffed] : 'application/octet-stream';
       const body = () => {
         const form = new FormData();
         for (const [name, value] of Object.entries(fields)) form.append(name, value);
@@ -151,8 +165,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         body,
         repeatable: call.idempotencyKey !== undefined,
         signal: call.signal,
+        renewKey,
       });
-      const mimeType = mediaType(answer.headers);
+      const mimeType = mediaTypeOf(answer.headers['content-type']);
       if (!mimeType.startsWith('image/')) {
         throw new RmbgError('upstream_error', `API server answered HTTP ${answer.status} with '${mimeType || 'no content type'}' instead of an image`, {
           status: answer.status,

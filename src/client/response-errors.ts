@@ -3,6 +3,7 @@
 
 import { isErrorCode, RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
+import { rateLimitFrom, type ResponseHeaders } from './response-values.js';
 import { parseRetryAfter } from './retry-after.js';
 
 /** How much of a non-JSON error body is quoted in the message. */
@@ -17,9 +18,10 @@ function isSpecErrorBody(value: unknown): value is SpecErrorBody {
 }
 
 /** An error response (status >= 400, or a body the client cannot use) as RmbgError. */
-export function errorFromResponse(status: number, headers: Record<string, string>, body: string, nowMs: number): RmbgError {
+export function errorFromResponse(status: number, headers: ResponseHeaders, body: string, nowMs: number): RmbgError {
+  // Retry-After and X-RateLimit-* are kept, so the retry layer can wait and a caller can report.
   const retryAfterSeconds = parseRetryAfter(headers[HEADERS.retryAfter.toLowerCase()], nowMs);
-  const options = { status, retryAfterSeconds, headers: rateLimitHeaders(headers) };
+  const options = { status, retryAfterSeconds, rateLimit: rateLimitFrom(headers) };
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -37,20 +39,6 @@ export function errorFromResponse(status: number, headers: Record<string, string
   const text = detail || title || `HTTP ${status}`;
   if (isErrorCode(serverCode)) return new RmbgError(serverCode, text, options);
   return new RmbgError('upstream_error', `${text} (HTTP ${status}, server code '${serverCode || 'none'}')`, options);
-}
-
-const KEPT_ON_ERRORS = [HEADERS.rateLimitLimit, HEADERS.rateLimitRemaining, HEADERS.rateLimitReset, HEADERS.retryAfter, HEADERS.requestId].map((name) =>
-  name.toLowerCase(),
-);
-
-/** X-RateLimit-*, Retry-After and X-Request-ID of an error response, kept so a batch can slow down and report. */
-function rateLimitHeaders(headers: Record<string, string>): Record<string, string> {
-  const kept: Record<string, string> = {};
-  for (const name of KEPT_ON_ERRORS) {
-    const value = headers[name];
-    if (value !== undefined) kept[name] = value;
-  }
-  return kept;
 }
 
 /** A failure before a response arrived: refused, reset, closed socket, DNS, or our own time-out. */

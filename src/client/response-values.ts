@@ -3,8 +3,7 @@
 
 import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
-import type { ForegroundBox } from '../engine/types.js';
-import type { AccountRecord, RateLimitInfo } from '../service/types.js';
+import type { AccountRecord, ForegroundBox, RateLimitInfo } from '../api/wire-types.js';
 
 export type ResponseHeaders = Record<string, string>;
 
@@ -51,11 +50,6 @@ export function isReplay(headers: ResponseHeaders): boolean {
 
 export function requestIdOf(headers: ResponseHeaders): string {
   return headerText(headers, HEADERS.requestId) ?? '';
-}
-
-/** The media type without parameters, lower-cased: `image/png; q=1` → `image/png`. */
-export function mediaType(headers: ResponseHeaders): string {
-  return (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 function isCount(value: unknown): value is number {

@@ -3,7 +3,7 @@
 // blind re-sending of a POST that the server may already have charged (only with an Idempotency-Key).
 
 import { setTimeout as delay } from 'node:timers/promises';
-import type { RmbgError } from '../api/errors.js';
+import { isTransient, type RmbgError } from '../api/errors.js';
 import { LIMITS } from '../api/options.js';
 
 export interface RetryPolicy {
@@ -74,15 +74,12 @@ export interface RetryContext {
   repeatable: boolean;
 }
 
-/** Statuses that say "try again later" rather than "this request is wrong". */
-const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
-
-/** Why an error is transient, or undefined when it is final. */
+/** Why an error is transient (the error table decides), or undefined when it is final. */
 function transientReason(error: RmbgError): string | undefined {
+  if (!isTransient(error)) return undefined;
   if (error.code === 'network_error') return `network error${networkCause(error)}`;
   if (error.code === 'idempotency_in_progress') return 'HTTP 409 idempotency_in_progress (the first request with this key is still running)';
-  if (TRANSIENT_STATUSES.has(error.status)) return `HTTP ${error.status} ${error.code}`;
-  return undefined;
+  return `HTTP ${error.status} ${error.code}`;
 }
 
 function networkCause(error: RmbgError): string {

@@ -1,7 +1,7 @@
 // Runs one HTTP call as a series of attempts under the retry policy: the only retry loop in rmbg.
 // Callers describe the attempt; this layer waits, reports each retry and gives up within the bounds.
 
-import { RmbgError, toRmbgError } from '../api/errors.js';
+import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
 import { decideRetry, type RetryInfo, type RetryPolicy } from './retry-policy.js';
 
 export interface RetryRun {
@@ -11,6 +11,12 @@ export interface RetryRun {
   onRetry?: ((info: RetryInfo) => void) | undefined;
   /** The caller's cancellation: stops waiting and attempting at once. */
   signal?: AbortSignal | undefined;
+  /**
+   * For an error the table marks needsNewKey (the server keeps the Idempotency-Key reserved): sets up a
+   * fresh key for the next attempt and resolves true, or false to give up. The fresh key starts a new call:
+   * attempts and time are counted from zero, as its replay window is new.
+   */
+  renewKey?: ((error: RmbgError) => Promise<boolean>) | undefined;
 }
 
 /**
@@ -19,7 +25,7 @@ export interface RetryRun {
  */
 export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
   const { policy } = run;
-  const started = policy.now();
+  let started = policy.now();
   for (let n = 1; ; n++) {
     throwIfInterrupted(run.signal);
     try {
@@ -27,6 +33,11 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
     } catch (thrown) {
       const error = toRmbgError(thrown);
       if (error.code === 'interrupted') throw error;
+      if (policyOf(error.code).needsNewKey && run.renewKey && (await run.renewKey(error))) {
+        n = 0;
+        started = policy.now();
+        continue;
+      }
       const decision = decideRetry(error, { attempt: n, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
       if (!decision.retry) throw n > 1 ? withAttemptCount(error, n) : error;
       run.onRetry?.({ attempt: n, maxAttempts: policy.maxAttempts, delayMs: decision.delayMs, reason: decision.reason, error });
@@ -44,12 +55,7 @@ function throwIfInterrupted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new RmbgError('interrupted', 'the request was cancelled before it completed', { cause: signal.reason });
 }
 
-/** The final error keeps code, status and headers; its message says retries were made. */
+/** The final error keeps code, status, Retry-After and rate limit; its message says retries were made. */
 function withAttemptCount(error: RmbgError, attempts: number): RmbgError {
-  return new RmbgError(error.code, `${error.message} (after ${attempts} attempts)`, {
-    cause: error.cause,
-    status: error.status,
-    headers: error.headers,
-    retryAfterSeconds: error.retryAfterSeconds,
-  });
+  return error.with({ message: `${error.message} (after ${attempts} attempts)` });
 }

@@ -1,9 +1,9 @@
 // Tells an image's format from its first bytes (never from a file name or a declared content type),
 // and names the common formats rmbg refuses so the error can say what it found.
 
-import { PNG_SIGNATURE } from './png-chunks.js';
+import { supportedFormatOf, type SupportedFormat } from '../api/media-types.js';
 
-export type SupportedFormat = 'jpeg' | 'png' | 'webp';
+export type { SupportedFormat };
 
 export type ImageSignature = { supported: true; format: SupportedFormat } | { supported: false; name: string };
 
@@ -34,9 +34,8 @@ function markupName(data: Buffer): string | undefined {
 }
 
 export function detectImageSignature(data: Buffer): ImageSignature {
-  if (startsWith(data, [0xff, 0xd8, 0xff])) return { supported: true, format: 'jpeg' };
-  if (startsWith(data, [...PNG_SIGNATURE])) return { supported: true, format: 'png' };
-  if (ascii(data, 0, 4) === 'RIFF' && ascii(data, 8, 12) === 'WEBP') return { supported: true, format: 'webp' };
+  const supported = supportedFormatOf(data);
+  if (supported) return { supported: true, format: supported };
 
   const name = ((): string | undefined => {
     const magic4 = ascii(data, 0, 4);

@@ -4,14 +4,13 @@
 
 import sharp, { type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
+import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
 import type { ModelSession } from './model-session.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import type { EngineResult, ForegroundBox } from './types.js';
-
-const MIME: Record<OutputFormat, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
 
 interface Raw {
   data: Buffer;
@@ -150,7 +149,7 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
   return {
     data,
     format,
-    mimeType: MIME[format],
+    mimeType: MIME_OF_FORMAT[format],
     width: pixels.width,
     height: pixels.height,
     foreground,

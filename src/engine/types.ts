@@ -2,13 +2,9 @@
 // (service, batch). It knows nothing of credits, keys or HTTP.
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
+import type { ForegroundBox } from '../api/wire-types.js';
 
-export interface ForegroundBox {
-  top: number;
-  left: number;
-  width: number;
-  height: number;
-}
+export type { ForegroundBox };
 
 export interface EngineResult {
   /** Encoded image bytes. */

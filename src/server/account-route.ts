@@ -2,7 +2,9 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HEADERS } from '../api/response-headers.js';
-import { rateLimitHeaders, type AccountRecord, type Service } from '../service/index.js';
+import type { AccountRecord } from '../api/wire-types.js';
+import type { Service } from '../service/index.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 import { headerValue } from './request-headers.js';
 
 export function accountHandler(service: Pick<Service, 'getAccount'>) {

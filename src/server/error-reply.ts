@@ -2,7 +2,9 @@
 // headers and Retry-After; and the unread rest of a request body is discarded, or its connection closed.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ERRORS } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 import { closeOrDiscardUnreadBody } from './unread-body.js';
 import { toWireError } from './wire-error.js';
 
@@ -11,9 +13,10 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   // A bug (500) is an error; a failed or timed-out image is worth a warning; the rest are the client's.
   if (failure.status === 500) request.log.error({ err: error, code: failure.code }, failure.message);
   else if (failure.status === 502 || failure.status === 504) request.log.warn({ code: failure.code }, failure.message);
-  reply.code(failure.status).headers(failure.headers);
+  reply.code(failure.status).headers(rateLimitHeaders(failure.rateLimit));
   if (!reply.hasHeader(HEADERS.requestId)) reply.header(HEADERS.requestId, request.id);
-  if (failure.retryAfterSeconds !== undefined) reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
+  // Only codes whose row says so carry Retry-After: the same column declares it in the OpenAPI document.
+  if (ERRORS[failure.code].retryAfter && failure.retryAfterSeconds !== undefined) reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
   if (closeOrDiscardUnreadBody(request.raw, failure)) reply.header('Connection', 'close');
   return reply.type('application/json; charset=utf-8').send(failure.toBody());
 }

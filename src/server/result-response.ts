@@ -1,22 +1,10 @@
 // The success answer of POST /v1.0/removebg: its headers, and the body as image bytes or, when the
 // client asks for JSON, the spec's result object.
 
-import type { RemoveOutcome } from '../service/index.js';
-import { rateLimitHeaders } from '../service/index.js';
 import { HEADERS } from '../api/response-headers.js';
-
-export interface RemoveResultJson {
-  data: {
-    result_b64: string;
-    result_width: number;
-    result_height: number;
-    credits_charged: number;
-    foreground_top: number;
-    foreground_left: number;
-    foreground_width: number;
-    foreground_height: number;
-  };
-}
+import type { RemoveResultJson } from '../api/wire-types.js';
+import type { RemoveOutcome } from '../service/index.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 
 /** Every header value is a string, as the spec asks; X-Idempotent-Replayed only on replays. */
 export function resultHeaders(outcome: RemoveOutcome): Record<string, string> {

@@ -2,7 +2,7 @@
 // it is read and thrown away, within limits, so the client can finish sending and then read the answer.
 
 import type { IncomingMessage } from 'node:http';
-import type { RmbgError } from '../api/errors.js';
+import { ERRORS, type RmbgError } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/request-limits.js';
 
 /** No accepted request is larger; past this, the client is sending something no answer will change. */
@@ -19,7 +19,7 @@ const DISCARD_MAX_MS = 10_000;
 export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgError): boolean {
   if (raw.complete) return false;
   const declared = Number(raw.headers['content-length']);
-  if (failure.code === 'file_too_large' || failure.code === 'request_timeout' || declared > DISCARD_MAX_BYTES) return true;
+  if (ERRORS[failure.code].closesConnection || declared > DISCARD_MAX_BYTES) return true;
 
   let discarded = 0;
   const cut = (): void => {

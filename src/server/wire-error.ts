@@ -1,7 +1,8 @@
 // Turns anything thrown while answering a request into the RmbgError the client sees: fastify's own
-// errors become catalogue codes, local-only codes become API codes, and unknown failures stay opaque.
+// errors become API codes, local-only codes become the API code the error table names, and unknown
+// failures stay opaque.
 
-import { ERROR_CATALOGUE, RmbgError, WIRE_CODE_OF_LOCAL, type ErrorCode } from '../api/errors.js';
+import { ERRORS, RmbgError, wireCodeOf, type ErrorCode } from '../api/errors.js';
 
 /** Seconds a client should wait when the service is shutting down or cannot run its model. */
 const UNAVAILABLE_RETRY_SECONDS = 5;
@@ -23,13 +24,12 @@ export function toWireError(error: unknown): RmbgError {
   if (error instanceof RmbgError) {
     // An unexpected failure's message may name files or SQL: the client gets the generic text, the log the cause.
     if (error.code === 'internal_error') return opaqueInternalError(error);
-    const wire = (WIRE_CODE_OF_LOCAL as Partial<Record<ErrorCode, ErrorCode>>)[error.code];
-    if (wire === undefined) return error;
-    const status = ERROR_CATALOGUE[wire].status;
+    const wire = wireCodeOf(error.code);
+    if (wire === error.code) return error;
     return new RmbgError(wire, error.message, {
       cause: error,
-      headers: error.headers,
-      retryAfterSeconds: error.retryAfterSeconds ?? (status === 503 ? UNAVAILABLE_RETRY_SECONDS : undefined),
+      rateLimit: error.rateLimit,
+      retryAfterSeconds: error.retryAfterSeconds ?? (ERRORS[wire].retryAfter ? UNAVAILABLE_RETRY_SECONDS : undefined),
     });
   }
   if (error instanceof Error) {

@@ -1,5 +1,4 @@
 // The service's public surface: createService and the contract types of its callers.
 
 export { createService, type Service, type ServiceDeps } from './create-service.js';
-export { rateLimitHeaders } from './rate-limiter.js';
 export * from './types.js';

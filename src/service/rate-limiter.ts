@@ -1,22 +1,12 @@
-// Per-key request limit: a fixed one-minute window in memory (the service is one process), and the
-// X-RateLimit-* headers that every answer to an authenticated caller carries.
+// Per-key request limit: a fixed one-minute window in memory (the service is one process). The window's
+// state goes back as data on every answer to an authenticated caller; src/server renders it as headers.
 
 import { RmbgError } from '../api/errors.js';
-import { HEADERS } from '../api/response-headers.js';
-import type { RateLimitInfo } from './types.js';
+import type { RateLimitInfo } from '../api/wire-types.js';
 
 const WINDOW_MS = 60_000;
 /** Windows kept before expired ones are swept, so a stream of one-off keys cannot grow the map for ever. */
 const SWEEP_THRESHOLD = 1024;
-
-/** X-RateLimit-Reset is seconds until the window resets (what RateLimitInfo and the client use), not a timestamp. */
-export function rateLimitHeaders(info: RateLimitInfo): Record<string, string> {
-  return {
-    [HEADERS.rateLimitLimit]: String(info.limit),
-    [HEADERS.rateLimitRemaining]: String(info.remaining),
-    [HEADERS.rateLimitReset]: String(info.resetSeconds),
-  };
-}
 
 export class RateLimiter {
   readonly #windows = new Map<string, { start: number; count: number }>();
@@ -27,7 +17,7 @@ export class RateLimiter {
     }
   }
 
-  /** Counts one request of `id`; throws 429 rate_limited (with Retry-After and the headers) when over the limit. */
+  /** Counts one request of `id`; throws 429 rate_limited (with Retry-After and the window) when over the limit. */
   take(id: string, now: number): RateLimitInfo {
     let window = this.#windows.get(id);
     if (!window || now - window.start >= WINDOW_MS) {
@@ -37,10 +27,9 @@ export class RateLimiter {
     }
     const resetSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
     if (window.count >= this.limitPerMinute) {
-      const info = { limit: this.limitPerMinute, remaining: 0, resetSeconds };
       throw new RmbgError('rate_limited', `at most ${this.limitPerMinute} requests per minute per API key; retry in ${resetSeconds} s`, {
         retryAfterSeconds: resetSeconds,
-        headers: rateLimitHeaders(info),
+        rateLimit: { limit: this.limitPerMinute, remaining: 0, resetSeconds },
       });
     }
     window.count += 1;

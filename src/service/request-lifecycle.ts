@@ -1,12 +1,11 @@
 // The frame of every API request: authenticate, count it against the key's rate limit, run the use
-// case, put the rate-limit headers on any error, and write the request's usage record whatever happens.
+// case, attach the rate-limit window to any error, and write the request's usage record whatever happens.
 
 import { toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import { authenticate } from './authenticate.js';
-import { rateLimitHeaders } from './rate-limiter.js';
+import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
-import type { RateLimitInfo } from './types.js';
 
 export interface RequestFrame {
   apiKey: string | undefined;
@@ -48,9 +47,9 @@ export async function handleRequest<T>(
     rateLimit = ctx.limiter.take(caller.keyId, startedAt);
     return await run(caller, rateLimit, usage);
   } catch (error) {
-    const failure = toRmbgError(error);
-    // Authentication errors come before any key is known, so only they go without rate-limit headers.
-    if (rateLimit) failure.headers = { ...failure.headers, ...rateLimitHeaders(rateLimit) };
+    // Authentication errors come before any key is known, so only they go without the rate-limit window.
+    const thrown = toRmbgError(error);
+    const failure = rateLimit ? thrown.with({ rateLimit }) : thrown;
     usage.status = failure.status;
     usage.code = failure.code;
     throw failure;

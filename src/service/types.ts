@@ -3,9 +3,10 @@
 
 import type { ImageSource } from '../api/image-source.js';
 import type { RemoveOptions } from '../api/options.js';
+import type { AccountRecord, RateLimitInfo } from '../api/wire-types.js';
 import type { EngineResult } from '../engine/types.js';
 
-export type { ImageSource };
+export type { AccountRecord, ImageSource, RateLimitInfo };
 
 export interface RemoveRequest {
   /** X-API-Key as received; undefined when the header is missing. */
@@ -20,13 +21,6 @@ export interface RemoveRequest {
   signal?: AbortSignal;
 }
 
-export interface RateLimitInfo {
-  limit: number;
-  remaining: number;
-  /** Seconds until the window resets. */
-  resetSeconds: number;
-}
-
 /** What the service keeps of an engine result (and replays): everything but the stage timings. */
 export type ProcessedImage = Omit<EngineResult, 'timings'>;
 
@@ -38,15 +32,6 @@ export interface RemoveOutcome {
   /** True when this is an idempotent replay of an earlier success. */
   replayed: boolean;
   rateLimit: RateLimitInfo;
-}
-
-export interface AccountRecord {
-  data: {
-    attributes: {
-      credits: { total: number; subscription: number; payg: number; enterprise: 0 };
-      api: { free_calls: 0; sizes: 'all' };
-    };
-  };
 }
 
 export interface AccountOutcome {

@@ -3,7 +3,7 @@
 
 import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
-import { acquirePidLock } from '../../batch/pid-lock.js';
+import { acquirePidLock } from '../../platform/pid-lock.js';
 import { createService } from '../../service/index.js';
 import { startServer } from '../../server/start-server.js';
 import { openStore } from '../../store/index.js';

@@ -193,11 +193,11 @@ describe('error mapping', () => {
   });
 
   it('keeps Retry-After and X-RateLimit-* of an error that is not retried', async () => {
-    const { client } = await start([apiError(429, 'rate_limited', 'Too many requests', { 'retry-after': '30', 'x-ratelimit-remaining': '0' })]);
+    const { client } = await start([apiError(429, 'rate_limited', 'Too many requests', { 'retry-after': '30', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '30' })]);
     const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('rate_limited');
     expect(error.retryAfterSeconds).toBe(30);
-    expect(error.headers['x-ratelimit-remaining']).toBe('0');
+    expect(error.rateLimit).toEqual({ limit: 60, remaining: 0, resetSeconds: 30 });
   });
 });
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE } from '../../../src/api/errors.js';
+import { ERRORS } from '../../../src/api/errors.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
@@ -163,7 +163,7 @@ describe('errors', () => {
     for (const contentType of ['text/plain', 'application/octet-stream', 'image/jpeg']) {
       const response = await post('hello', { 'Content-Type': contentType });
       expect(response.status, contentType).toBe(415);
-      expect(errorOf(response.body)).toMatchObject({ code: 'unsupported_content_type', title: ERROR_CATALOGUE.unsupported_content_type.title });
+      expect(errorOf(response.body)).toMatchObject({ code: 'unsupported_content_type', title: ERRORS.unsupported_content_type.title });
       expect(response.headers.get('x-request-id')).toBeTruthy();
     }
     const missing = await request(`${server.url}/v1.0/removebg`, { method: 'POST', body: 'hello', headers: { 'x-api-key': key } });

@@ -110,7 +110,7 @@ describe('a processed image', () => {
     expect([error.status, error.code]).toEqual([402, 'insufficient_credits']);
     expect(error.message).toContain('costs 6 credits');
     expect(error.message).toContain('balance is 5');
-    expect(error.headers).toEqual({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59', 'X-RateLimit-Reset': '60' });
+    expect(error.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
     expect(engine.calls).toBe(0);
     expect(store.balance(accountId).total).toBe(5);
   });
@@ -149,7 +149,7 @@ describe('rate limit', () => {
     expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
     const error = await rejectionOf(service.removeBackground(request()));
     expect([error.status, error.code, error.retryAfterSeconds]).toEqual([429, 'rate_limited', 45]);
-    expect(error.headers).toEqual({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '45' });
+    expect(error.rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
     // Another key has its own budget.
     const other = store.createKey(accountId);
     expect((await service.getAccount(other.key)).rateLimit.remaining).toBe(1);
@@ -166,7 +166,7 @@ describe('failures after the charge are refunded', () => {
     const req = request({ idempotencyKey: 'order-1' });
     const error = await rejectionOf(service.removeBackground(req));
     expect([error.status, error.code, error.message]).toEqual([502, 'processing_failed', 'onnx exploded']);
-    expect(error.headers['X-RateLimit-Remaining']).toBe('59');
+    expect(error.rateLimit?.remaining).toBe(59);
     expect(store.balance(accountId).total).toBe(5);
     expect(ledgerRows(req.requestId)).toEqual([
       { kind: 'charge', pool: 'payg', amount: -1 },
@@ -204,7 +204,7 @@ describe('failures after the charge are refunded', () => {
     start({ behaviour: { kind: 'hang' }, processingTimeoutMs: 150 });
     const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })));
     expect([error.status, error.code]).toEqual([504, 'processing_timeout']);
-    expect(error.headers['X-RateLimit-Limit']).toBe('60');
+    expect(error.rateLimit?.limit).toBe(60);
     expect(store.balance(accountId).total).toBe(5);
     expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe('idempotency_key_failed');
   });
@@ -267,7 +267,7 @@ describe('idempotent replay', () => {
     start();
     const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })));
     expect([error.status, error.code]).toEqual([400, 'invalid_idempotency_key']);
-    expect(error.headers['X-RateLimit-Remaining']).toBe('59');
+    expect(error.rateLimit?.remaining).toBe(59);
     expect(store.balance(accountId).total).toBe(5);
   });
 
@@ -332,7 +332,7 @@ describe('queue', () => {
     const busy = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'too-many' })));
     expect([busy.status, busy.code]).toEqual([503, 'service_busy']);
     expect(busy.retryAfterSeconds).toBeGreaterThanOrEqual(1);
-    expect(busy.headers['X-RateLimit-Remaining']).toBe('57');
+    expect(busy.rateLimit?.remaining).toBe(57);
     expect(store.balance(accountId).total).toBe(3);
 
     engine.release();

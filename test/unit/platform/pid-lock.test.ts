@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import { acquirePidLock } from '../../../src/batch/pid-lock.js';
+import { acquirePidLock } from '../../../src/platform/pid-lock.js';
 
 const dirs: string[] = [];
 const lockIn = () => {

@@ -1,0 +1,21 @@
+// The API's fixed limits, stated once: every check, message and document takes its number and its text here.
+
+export const LIMITS = {
+  maxImageBytes: 22 * 1024 * 1024,
+  minSide: 33,
+  maxSide: 9999,
+  maxPixels: 50_000_000,
+  /** PNG output and format=auto are capped at this, whatever the size. */
+  pngMaxPixels: 10_000_000,
+  maxIdempotencyKeyLength: 128,
+  replayWindowMs: 10 * 60 * 1000,
+  clientTimeoutMs: 180_000,
+} as const;
+
+/** The limits as people read them ("22 MiB", "50 MP", "10 minutes"), for messages and documents. */
+export const LIMIT_TEXT = {
+  maxImageBytes: `${LIMITS.maxImageBytes / 1024 / 1024} MiB`,
+  maxPixels: `${LIMITS.maxPixels / 1_000_000} MP`,
+  pngMaxPixels: `${LIMITS.pngMaxPixels / 1_000_000} MP`,
+  replayWindow: `${LIMITS.replayWindowMs / 60_000} minutes`,
+} as const;
