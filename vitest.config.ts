@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Builds dist/ and type-checks src/ and test/ once per run; a type error stops the run.
+    globalSetup: ['test/global-setup.ts'],
     // Tests run the real ONNX model on a 2-core machine: generous timeouts, few workers.
     testTimeout: 120_000,
     hookTimeout: 120_000,

@@ -177,7 +177,7 @@ function rgbaToHex(color: Rgba): string {
   return `${hex(color.r)}${hex(color.g)}${hex(color.b)}${alpha === 255 ? '' : hex(alpha)}`;
 }
 
-/** Idempotency-Key header rules: 1 to 128 visible ASCII characters. */
+/** Idempotency-Key header rules: 1 to LIMITS.maxIdempotencyKeyLength visible ASCII characters. */
 export function validateIdempotencyKey(key: string): string {
   if (key.length === 0 || key.length > LIMITS.maxIdempotencyKeyLength || !/^[\x21-\x7e]+$/.test(key)) {
     throw new RmbgError(

@@ -1,8 +1,8 @@
-// Strict decoding of image_file_b64: plain, padded, standard-alphabet base64, at most 22 MiB once decoded.
+// Strict decoding of image_file_b64: plain, padded, standard-alphabet base64, at most LIMITS.maxImageBytes once decoded.
 // Lenient decoders (Buffer.from) silently skip bad characters, which turns a client bug into a corrupt image.
 
 import { RmbgError } from './errors.js';
-import { LIMITS } from './options.js';
+import { LIMIT_TEXT, LIMITS } from './limits.js';
 
 const FORBIDDEN = /[^A-Za-z0-9+/=]/;
 
@@ -33,7 +33,7 @@ export function decodeImageBase64(text: string): Buffer {
   }
   const decodedBytes = (text.length / 4) * 3 - padding;
   if (decodedBytes > LIMITS.maxImageBytes) {
-    throw new RmbgError('file_too_large', `image_file_b64 decodes to ${decodedBytes} bytes; the image may be at most ${LIMITS.maxImageBytes} bytes (22 MiB)`);
+    throw new RmbgError('file_too_large', `image_file_b64 decodes to ${decodedBytes} bytes; the image may be at most ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes})`);
   }
   return Buffer.from(text, 'base64');
 }

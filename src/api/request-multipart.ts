@@ -1,10 +1,10 @@
 // Fields of a multipart/form-data body (busboy): image_file is the only file part, every other part is text.
-// The file part is cut off at 22 MiB and reading stops there; nothing past a limit is buffered.
+// The file part is cut off at LIMITS.maxImageBytes and reading stops there; nothing past a limit is buffered.
 
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import { RmbgError } from './errors.js';
-import { LIMITS, OPTION_FIELDS, SOURCE_FIELDS, parseRemoveOptions } from './options.js';
+import { LIMIT_TEXT, LIMITS, OPTION_FIELDS, SOURCE_FIELDS, parseRemoveOptions } from './options.js';
 import { streamBody, type BodyLimits } from './request-body.js';
 import { addField, emptyFields, type CollectedFields } from './request-fields.js';
 import { MAX_BASE64_CHARS, MAX_MULTIPART_PARTS } from './request-limits.js';
@@ -12,7 +12,7 @@ import { MAX_BASE64_CHARS, MAX_MULTIPART_PARTS } from './request-limits.js';
 const TEXT_FIELDS: ReadonlySet<string> = new Set([...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name)]);
 
 function fileTooLarge(): RmbgError {
-  return new RmbgError('file_too_large', `image_file exceeds ${LIMITS.maxImageBytes} bytes (22 MiB); send a smaller image`);
+  return new RmbgError('file_too_large', `image_file exceeds ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes}); send a smaller image`);
 }
 
 /** Why a file part under another name is refused: the schema names the field, or it is a text field sent as a file. */
@@ -31,7 +31,7 @@ export function collectMultipartFields(body: Readable, contentType: string, limi
   try {
     parser = busboy({
       headers: { 'content-type': contentType },
-      // busboy signals 'limit' when a file reaches fileSize, so one byte more means "over 22 MiB".
+      // busboy signals 'limit' when a file reaches fileSize, so one byte more means "over the limit".
       limits: { fileSize: LIMITS.maxImageBytes + 1, fieldSize: MAX_BASE64_CHARS, parts: MAX_MULTIPART_PARTS },
     });
   } catch (error) {
@@ -82,7 +82,7 @@ export function collectMultipartFields(body: Readable, contentType: string, limi
       guard(() => {
         if (info.nameTruncated) throw new RmbgError('invalid_request', `a field name is longer than 100 bytes: '${name}…'`);
         if (info.valueTruncated) {
-          if (name === 'image_file_b64') throw new RmbgError('file_too_large', `image_file_b64 exceeds ${MAX_BASE64_CHARS} characters, the base64 form of 22 MiB`);
+          if (name === 'image_file_b64') throw new RmbgError('file_too_large', `image_file_b64 exceeds ${MAX_BASE64_CHARS} characters, the base64 form of ${LIMIT_TEXT.maxImageBytes}`);
           throw new RmbgError('invalid_request', `field '${name}' is too long`);
         }
         if (name === 'image_file' && value !== '') {

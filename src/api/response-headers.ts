@@ -1,6 +1,8 @@
 // Names and meanings of the HTTP headers of the API, for the server that sets them and the OpenAPI
 // document that describes them.
 
+import { LIMIT_TEXT, LIMITS } from './limits.js';
+
 export const HEADERS = {
   apiKey: 'X-API-Key',
   idempotencyKey: 'Idempotency-Key',
@@ -23,7 +25,7 @@ export type HeaderName = keyof typeof HEADERS;
 
 export const HEADER_DESCRIPTIONS: Record<HeaderName, string> = {
   apiKey: 'API key of an account on an API-enabled plan (pro or enterprise).',
-  idempotencyKey: 'Optional; 1 to 128 visible ASCII characters. A repeated request with the same key, image and options within 10 minutes replays the first result without a new charge.',
+  idempotencyKey: `Optional; 1 to ${LIMITS.maxIdempotencyKeyLength} visible ASCII characters. A repeated request with the same key, image and options within ${LIMIT_TEXT.replayWindow} replays the first result without a new charge.`,
   requestId: 'Identifier of the request (on a replay: of the original request); keep it to investigate failures.',
   width: 'Result width in pixels.',
   height: 'Result height in pixels.',

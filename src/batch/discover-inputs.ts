@@ -6,7 +6,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { RmbgError } from '../api/errors.js';
 
-export const IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp']);
+const IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp']);
 
 export interface InputItem {
   /** Absolute path of the source image. */
@@ -59,5 +59,3 @@ export async function discoverInputs(inputs: string[], options: { recursive: boo
   const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   return [...unique.values()].sort((a, b) => compare(a.relativePath, b.relativePath) || compare(a.path, b.path));
 }
-
-export { extensionOf };

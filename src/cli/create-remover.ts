@@ -1,7 +1,6 @@
 // Builds the Remover for `rmbg remove`: the in-process engine (--local) or an API client (any base URL).
 // Heavy modules (onnxruntime, sharp) are imported only for --local.
 
-import type { RemoveOptions } from '../api/options.js';
 import { localRemover, type Remover } from '../batch/remover.js';
 import { remoteRemover } from '../batch/remote-remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
@@ -30,5 +29,3 @@ export async function createRemover(flags: RemoverFlags, config: Config): Promis
   }
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }
-
-export type { RemoveOptions };

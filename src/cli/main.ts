@@ -5,6 +5,7 @@ import { CommanderError, type Command } from 'commander';
 import { RmbgError } from '../api/errors.js';
 import { EXIT } from './exit-codes.js';
 import { buildProgram } from './program.js';
+import { reportError } from './report-error.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
@@ -26,12 +27,7 @@ function exitCodeFor(error: unknown): number {
     // --help and --version arrive here as "errors" with exit code 0.
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
-  if (error instanceof RmbgError) {
-    process.stderr.write(`rmbg: ${error.message} (${error.code})\n`);
-    if (error.code === 'usage_error' || error.code === 'invalid_option' || error.code === 'unsupported_parameter') return EXIT.usage;
-    if (error.code === 'interrupted') return EXIT.interrupted;
-    return EXIT.failed;
-  }
+  if (error instanceof RmbgError) return reportError(error);
   process.stderr.write(`rmbg: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.failed;
 }

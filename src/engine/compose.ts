@@ -20,8 +20,6 @@ export interface ComposeInput {
 export interface ComposeOutput {
   pixels: Buffer;
   channels: 3 | 4;
-  /** Any pixel with alpha below 255 in the result. */
-  hasTransparency: boolean;
 }
 
 /** Inclusive pixel bounds. */
@@ -78,35 +76,36 @@ export function maskBounds(mask: Buffer, width: number, height: number): Bounds 
  */
 function cutout(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: number): ComposeOutput {
   const out = Buffer.alloc(pixelCount * 4);
-  let hasTransparency = false;
   for (let i = 0; i < pixelCount; i++) {
     const src = i * channels;
     let a = mask[i] as number;
     if (channels === 4) a = ((a * (pixels[src + 3] as number)) / 255 + 0.5) | 0;
-    if (a < 255) {
-      hasTransparency = true;
-      if (a === 0) continue;
-    }
+    if (a === 0) continue;
     const dst = i * 4;
     out[dst] = pixels[src] as number;
     out[dst + 1] = pixels[src + 1] as number;
     out[dst + 2] = pixels[src + 2] as number;
     out[dst + 3] = a;
   }
-  return { pixels: out, channels: 4, hasTransparency };
+  return { pixels: out, channels: 4 };
 }
 
 export function compose(input: ComposeInput): ComposeOutput {
+  const bgAlpha = input.background ? Math.round(input.background.alpha * 255) : 0;
+  if (!input.opaque && bgAlpha === 0) return cutout(input.pixels, input.channels, input.mask, input.width * input.height);
+  return composeLoop(input);
+}
+
+/** The general loop: every option. Exported so a test can hold the fast path to the same pixels. */
+export function composeLoop(input: ComposeInput): ComposeOutput {
   const { pixels, channels, mask, width, height, background, opaque } = input;
   const pixelCount = width * height;
   const bgAlpha = background ? Math.round(background.alpha * 255) : 0;
-  if (!opaque && bgAlpha === 0) return cutout(pixels, channels, mask, pixelCount);
   const outChannels: 3 | 4 = opaque ? 3 : 4;
   const out = Buffer.allocUnsafe(pixelCount * outChannels);
   const bgR = background?.r ?? 0;
   const bgG = background?.g ?? 0;
   const bgB = background?.b ?? 0;
-  let hasTransparency = false;
 
   for (let i = 0; i < pixelCount; i++) {
     const src = i * channels;
@@ -141,14 +140,12 @@ export function compose(input: ComposeInput): ComposeOutput {
       out[dst + 1] = 0;
       out[dst + 2] = 0;
       out[dst + 3] = 0;
-      hasTransparency = true;
     } else {
       out[dst] = r + 0.5;
       out[dst + 1] = g + 0.5;
       out[dst + 2] = b + 0.5;
       out[dst + 3] = a;
-      if (a < 255) hasTransparency = true;
     }
   }
-  return { pixels: out, channels: outChannels, hasTransparency };
+  return { pixels: out, channels: outChannels };
 }

@@ -3,7 +3,7 @@
 
 import sharp from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { LIMITS } from '../api/options.js';
+import { LIMIT_TEXT, LIMITS } from '../api/options.js';
 import { detectImageSignature, type SupportedFormat } from './image-signature.js';
 import { ACCEPTED_FORMATS, animatedImage, corruptImage, unsupportedFormat } from './input-errors.js';
 import { pngChunks } from './png-chunks.js';
@@ -37,7 +37,7 @@ function checkByteSize(input: Buffer): void {
   if (input.length > LIMITS.maxImageBytes) {
     throw new RmbgError(
       'file_too_large',
-      `the image is ${count(input.length)} bytes; at most ${count(LIMITS.maxImageBytes)} bytes (22 MiB) are allowed`,
+      `the image is ${count(input.length)} bytes; at most ${count(LIMITS.maxImageBytes)} bytes (${LIMIT_TEXT.maxImageBytes}) are allowed`,
     );
   }
 }
@@ -115,7 +115,7 @@ function checkDimensions(width: number, height: number): void {
   if (width * height > maxPixels) {
     throw new RmbgError(
       'image_too_many_pixels',
-      `the image is ${width}x${height} = ${count(width * height)} pixels; at most ${count(maxPixels)} pixels (50 MP) are allowed`,
+      `the image is ${width}x${height} = ${count(width * height)} pixels; at most ${count(maxPixels)} pixels (${LIMIT_TEXT.maxPixels}) are allowed`,
     );
   }
 }

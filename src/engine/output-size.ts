@@ -1,4 +1,4 @@
-// Result dimensions: the size's pixel ceiling (and the 10 MP PNG/auto cap), aspect kept, never upscaled.
+// Result dimensions: the size's pixel ceiling (and the PNG/auto cap, LIMITS.pngMaxPixels), aspect kept, never upscaled.
 
 import { PNG_MAX_PIXELS, SIZE_MAX_PIXELS, type Format, type Size } from '../api/options.js';
 

@@ -12,7 +12,7 @@ import { RateLimiter } from './rate-limiter.js';
 import { removeBackground } from './remove-background.js';
 import { handleRequest } from './request-lifecycle.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountOutcome, RemoveOutcome, RemoveRequest } from './types.js';
+import type { AccountOutcome, ImageFetcher, RemoveOutcome, RemoveRequest } from './types.js';
 
 /** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
 const PURGE_INTERVAL_MS = 60_000;
@@ -27,7 +27,8 @@ export interface ServiceDeps {
   /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
   maxQueue: number;
   processingTimeoutMs: number;
-  allowPrivateUrls: boolean;
+  /** Fetches image_url sources (its address policy is the fetcher's business). */
+  fetchImage: ImageFetcher;
   now?: () => number;
 }
 
@@ -58,7 +59,7 @@ export function createService(deps: ServiceDeps): Service {
     limiter: new RateLimiter(deps.rateLimitPerMinute),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
-    allowPrivateUrls: deps.allowPrivateUrls,
+    fetchImage: deps.fetchImage,
     now,
     shutdown: shutdown.signal,
   };

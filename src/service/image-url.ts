@@ -8,6 +8,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { RmbgError } from '../api/errors.js';
 import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
 import { checkResolvedAddresses, type ResolvedAddress } from './address-policy.js';
+import type { ImageFetcher } from './types.js';
 
 export interface FetchImageUrlOptions {
   /** Lifts ONLY the public-address check (rmbg serve --allow-private-urls); https, port 443 and no-redirects still apply. */
@@ -27,6 +28,11 @@ export interface FetchImageUrlOptions {
 }
 
 const USER_AGENT = 'rmbg (image_url fetcher)';
+
+/** The fetcher as the service's port, with the address policy rmbg serve was started with. */
+export function imageUrlFetcher(policy: { allowPrivate: boolean }): ImageFetcher {
+  return (url, limits) => fetchImageUrl(url, { ...limits, allowPrivate: policy.allowPrivate });
+}
 
 export async function fetchImageUrl(url: string, options: FetchImageUrlOptions): Promise<Buffer> {
   const target = parseImageUrl(url);

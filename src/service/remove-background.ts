@@ -2,10 +2,9 @@
 // charge, image fetch, engine, and on any failure after the charge a refund and a failed key.
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
-import { LIMITS, validateIdempotencyKey } from '../api/options.js';
+import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
 import type { IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
 import type { SchedulerTicket } from './engine-scheduler.js';
-import { fetchImageUrl } from './image-url.js';
 import { fromStoredReplay, toStoredReplay } from './replay-record.js';
 import { requestFingerprint } from './request-fingerprint.js';
 import type { ServiceContext } from './service-context.js';
@@ -13,8 +12,6 @@ import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveR
 
 /** An image server that needs longer than this is broken; the engine's own limit covers processing. */
 const URL_FETCH_TIMEOUT_MS = 30_000;
-
-const REPLAY_MINUTES = LIMITS.replayWindowMs / 60_000;
 
 /** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
 const IN_PROGRESS_RETRY_SECONDS = 2;
@@ -29,7 +26,7 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
     case 'mismatch':
       return new RmbgError('idempotency_key_mismatch', `Idempotency-Key '${key}' was used by ${original} with a different image or different options; use a new key for a different request`);
     case 'expired':
-      return new RmbgError('idempotency_key_expired', `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${REPLAY_MINUTES} minutes ago and can no longer be replayed; use a new key for a new billable request`);
+      return new RmbgError('idempotency_key_expired', `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${LIMIT_TEXT.replayWindow} ago and can no longer be replayed; use a new key for a new billable request`);
     case 'failed':
       return new RmbgError('idempotency_key_failed', `Idempotency-Key '${key}' belongs to ${original}, which failed and was refunded; use a new key to try again`);
   }
@@ -37,8 +34,7 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
 
 async function loadImage(ctx: ServiceContext, source: ImageSource, signal: AbortSignal): Promise<Buffer> {
   if (source.kind !== 'url') return source.data;
-  return fetchImageUrl(source.url, {
-    allowPrivate: ctx.allowPrivateUrls,
+  return ctx.fetchImage(source.url, {
     timeoutMs: Math.min(URL_FETCH_TIMEOUT_MS, ctx.processingTimeoutMs),
     maxBytes: LIMITS.maxImageBytes,
     signal,

@@ -1,10 +1,11 @@
-// What the use cases share: the store, the engine and its scheduler, the rate limiter, the price and
-// the clock. Built once by createService.
+// What the use cases share: the store, the engine and its scheduler, the rate limiter, the image-URL
+// fetcher, the price and the clock. Built once by createService.
 
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import type { EngineScheduler } from './engine-scheduler.js';
 import type { RateLimiter } from './rate-limiter.js';
+import type { ImageFetcher } from './types.js';
 
 export interface ServiceContext {
   store: Store;
@@ -13,7 +14,7 @@ export interface ServiceContext {
   limiter: RateLimiter;
   creditsPerImage: number;
   processingTimeoutMs: number;
-  allowPrivateUrls: boolean;
+  fetchImage: ImageFetcher;
   now: () => number;
   /** Aborted by Service.close(): requests still waiting or running end as interrupted (and are refunded). */
   shutdown: AbortSignal;

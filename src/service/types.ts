@@ -8,6 +8,13 @@ import type { EngineResult } from '../engine/types.js';
 
 export type { AccountRecord, ImageSource, RateLimitInfo };
 
+/**
+ * The port through which the service fetches an image_url's bytes, handed in like the engine (rmbg serve
+ * passes src/service/image-url.ts's imageUrlFetcher). Throws RmbgError: invalid_image_url, image_url_unreachable,
+ * file_too_large; rejects with the signal's reason when it aborts.
+ */
+export type ImageFetcher = (url: string, limits: { timeoutMs: number; maxBytes: number; signal: AbortSignal }) => Promise<Buffer>;
+
 export interface RemoveRequest {
   /** X-API-Key as received; undefined when the header is missing. */
   apiKey: string | undefined;

@@ -1,8 +1,9 @@
 // Result sizes of `rmbg remove --local`: --size preview caps a 1200x900 photo at 0.25 MP, the CLI's default
 // is full resolution (unlike the API's preview default), and --overwrite replaces an existing output.
+// Each test has its own output folder: neither depends on what the other left.
 // Without --recursive, subfolders of an input folder are left alone.
 
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,15 +39,17 @@ describe('rmbg remove --local: result size', () => {
     expect(existsSync(path.join(work, 'out/sub'))).toBe(false);
   });
 
-  it('defaults to full resolution, and --overwrite replaces the preview-sized output (JSON lines without --json: stdout is a pipe)', async () => {
-    const before = statSync(cutout());
-    const result = await rmbg(['remove', 'in', '-o', 'out', '--local', '--overwrite'], { cwd: work });
+  it('defaults to full resolution, and --overwrite replaces an existing output (JSON lines without --json: stdout is a pipe)', async () => {
+    // An output of its own, known to differ from any cutout: a 40x30 opaque PNG in place of big.png.
+    const own = path.join(work, 'out-full/big.png');
+    mkdirSync(path.dirname(own), { recursive: true });
+    await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } }).png().toFile(own);
+    const result = await rmbg(['remove', 'in', '-o', 'out-full', '--local', '--overwrite'], { cwd: work });
     expect(result.exitCode).toBe(0);
     const [line, summary] = jsonLines(result.stdout);
     expect(summary).toMatchObject({ summary: true, total: 1, done: 1, skipped: 0 });
-    expect(line).toMatchObject({ status: 'done', width: 1200, height: 900, output: cutout() });
-    await expectCutout(cutout(), 1200, 900);
-    expect(statSync(cutout()).size).not.toBe(before.size);
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'big.png']);
+    expect(line).toMatchObject({ status: 'done', width: 1200, height: 900, output: own });
+    await expectCutout(own, 1200, 900);
+    expect(listFiles(path.join(work, 'out-full'))).toEqual([JOURNAL, 'big.png']);
   });
 });

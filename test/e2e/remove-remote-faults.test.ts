@@ -2,6 +2,7 @@
 // 500s, a proxy's 502 page, dropped connections (before and after the server did the work) and delays; a
 // 402 mid-batch; and a key the server no longer replays. Each photo is charged once, by the balance.
 
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { apiError, drop, hang, proxy, respond, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
@@ -221,6 +222,43 @@ describe('a key the server no longer replays (409 idempotency_key_expired)', () 
     expect(victimSends.map(keyOf)).toEqual([victimKey, victimKey, expect.not.stringMatching(victimKey)]);
     expect(await suite.server.total(key)).toBe(20 - 3 * PRICE);
     expect(cutoutsIn(shoot)).toEqual(shoot.names.map(outputName));
+    await expectCompleteCutouts(shoot);
+  }, LONG);
+});
+
+describe("a photo whose run was killed after its output was in place but before its 'done' line (issue 14)", () => {
+  it('a re-run records it done, and --overwrite past the replay window redoes it like the others instead of failing it', async () => {
+    const shoot = await suite.shoot(3);
+    const key = await suite.server.account(30);
+    const first = await removeRemote(shoot, suite.server.url, key);
+    expect(first.exitCode, first.stderr).toBe(0);
+    // What the kill leaves (the timing cannot be forced): the output renamed into place, the journal's last word 'sent'.
+    const journalPath = join(shoot.output, '.rmbg-journal.jsonl');
+    const victim = join(shoot.inputs, shoot.names[0] as string);
+    const lines = readFileSync(journalPath, 'utf8').trim().split('\n');
+    const victimDone = lines.findIndex((line) => (JSON.parse(line) as { input: string; state: string }).input === victim && line.includes('"state":"done"'));
+    const killed = lines.filter((_, i) => i !== victimDone).join('\n') + '\n';
+    const victimKey = (JSON.parse(lines[victimDone] as string) as { token: string }).token;
+    const lastStateOfVictim = () =>
+      readFileSync(journalPath, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { input: string; state: string }).filter((r) => r.input === victim).pop()?.state;
+
+    // Past the replay window the server answers the old keys as expired.
+    const expiring = await suite.faultServer((request) =>
+      keyOf(request) === victimKey ? apiError(409, 'idempotency_key_expired', 'Idempotency-Key expired') : proxy(),
+    );
+    // A plain re-run skips the photo (its output exists) and settles the record.
+    writeFileSync(journalPath, killed);
+    const rerun = await removeRemote(shoot, expiring.url, key);
+    expect(rerun.exitCode, rerun.stderr).toBe(0);
+    expect(jsonLines(rerun.stdout).summary).toMatchObject({ total: 3, skipped: 3, failed: 0 });
+    expect(lastStateOfVictim()).toBe('done');
+
+    // --overwrite straight after the kill: the finished photo is redone under a fresh key, like the others.
+    writeFileSync(journalPath, killed);
+    const overwrite = await removeRemote(shoot, expiring.url, key, ['--overwrite']);
+    expect(overwrite.exitCode, overwrite.stdout + overwrite.stderr).toBe(0);
+    expect(jsonLines(overwrite.stdout).summary).toMatchObject({ total: 3, done: 3, failed: 0 });
+    expect(lastStateOfVictim()).toBe('done');
     await expectCompleteCutouts(shoot);
   }, LONG);
 });

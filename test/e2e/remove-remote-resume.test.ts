@@ -34,7 +34,8 @@ async function setUp(count: number, credits: number): Promise<{ shoot: Shoot; ke
 interface JournalLine {
   input: string;
   state: string;
-  idempotencyKey?: string;
+  /** The remote remover's token: the Idempotency-Key that went out. */
+  token?: string;
 }
 
 function journalOf(shoot: Shoot): Map<string, JournalLine> {
@@ -75,7 +76,7 @@ describe('SIGKILL mid-batch', () => {
     const journal = journalOf(shoot);
     const sentKeys = new Map(posts(proxy.requests).map((request) => [imageHashOf(request), keyOf(request)]));
     for (const name of pending) {
-      expect(journal.get(join(shoot.inputs, name))).toMatchObject({ state: 'sent', idempotencyKey: sentKeys.get(shoot.hashes.get(name) as string) });
+      expect(journal.get(join(shoot.inputs, name))).toMatchObject({ state: 'sent', token: sentKeys.get(shoot.hashes.get(name) as string) });
     }
 
     const again = await removeRemote(shoot, proxy.url, key);

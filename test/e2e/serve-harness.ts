@@ -1,7 +1,7 @@
-// Shared by the serve-*.test.ts files: builds dist/ when it is older than src/ (once, under a lock, as
-// test files run in parallel), spawns the real `rmbg` CLI, and starts `rmbg serve` on 127.0.0.1:0.
+// Shared by the serve-*.test.ts files: spawns the real `rmbg` CLI (over dist/, which the run's globalSetup
+// builds) and starts `rmbg serve` on 127.0.0.1:0.
 
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,45 +11,9 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const CLI = join(ROOT, 'bin', 'rmbg.js');
 export const SAMPLES = join(ROOT, 'samples');
 
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-function distIsStale(): boolean {
-  try {
-    return statSync(join(ROOT, 'dist', 'cli', 'main.js')).mtimeMs < newestMtime(join(ROOT, 'src'));
-  } catch {
-    return true;
-  }
-}
-
-/** `npm test` builds first (pretest); this covers `npx vitest run test/e2e/...` after an edit. */
+/** dist/ is built by the run's globalSetup (test/global-setup.ts); kept so callers need not change. */
 export async function ensureBuilt(): Promise<void> {
-  const lock = join(tmpdir(), `rmbg-e2e-build-${Buffer.from(ROOT).toString('hex').slice(-32)}.lock`);
-  for (;;) {
-    if (!distIsStale()) return;
-    try {
-      mkdirSync(lock);
-    } catch {
-      await new Promise((done) => setTimeout(done, 500));
-      continue;
-    }
-    try {
-      if (distIsStale()) {
-        const build = await execa('npx', ['tsc', '-p', '.'], { cwd: ROOT, reject: false });
-        // tsc still emits on type errors elsewhere in the tree; only a missing CLI stops the e2e tests.
-        if (build.exitCode !== 0) console.warn(`tsc exited ${build.exitCode}:\n${build.stdout}`);
-      }
-      return;
-    } finally {
-      rmSync(lock, { recursive: true, force: true });
-    }
-  }
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run the tests with vitest, whose globalSetup builds it');
 }
 
 export function tempDataDir(): string {

@@ -1,8 +1,7 @@
-// Runs the real CLI as a user does (`node bin/rmbg.js …` over dist/), building dist/ first when src/ is newer.
-// Test files run in parallel workers, so the build is guarded by a lock directory: one worker builds, the rest wait.
+// Runs the real CLI as a user does (`node bin/rmbg.js …` over dist/, which the run's globalSetup builds).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,53 +10,10 @@ import { execa, type Options, type ResultPromise } from 'execa';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin/rmbg.js');
 const BUILT = path.join(ROOT, 'dist/cli/main.js');
-// The same lock as test/e2e/serve-harness.ts's build, so the two never run tsc over dist/ at once.
-const LOCK = path.join(tmpdir(), `rmbg-e2e-build-${Buffer.from(ROOT).toString('hex').slice(-32)}.lock`);
 
-function newestMtime(folder: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(folder, { withFileTypes: true })) {
-    const full = path.join(folder, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-function builtAt(): number {
-  try {
-    return statSync(BUILT).mtimeMs;
-  } catch {
-    return 0;
-  }
-}
-
-const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-/** Builds dist/ with `tsc -p .` unless it is newer than every file in src/. Safe to call from every test file. */
+/** dist/ is built by the run's globalSetup (test/global-setup.ts); this only says so if it is missing. */
 export function ensureBuilt(): void {
-  if (builtAt() >= newestMtime(path.join(ROOT, 'src'))) return;
-  for (const started = Date.now(); ; sleep(250)) {
-    try {
-      mkdirSync(LOCK);
-      break;
-    } catch {
-      // Another worker is building; a lock older than 3 minutes belongs to a killed run.
-      const age = Date.now() - (statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > 180_000) rmSync(LOCK, { recursive: true, force: true });
-      if (Date.now() - started > 240_000) throw new Error(`e2e build lock ${LOCK} held for 4 minutes`);
-    }
-  }
-  try {
-    if (builtAt() >= newestMtime(path.join(ROOT, 'src'))) return; // built by the worker we waited for
-    try {
-      execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: ROOT, stdio: 'pipe' });
-    } catch (error) {
-      // tsc still emits with type errors (src/ is shared with work in progress); only a missing build is fatal.
-      if (builtAt() === 0) throw error;
-    }
-  } finally {
-    rmSync(LOCK, { recursive: true, force: true });
-  }
+  if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run the tests with vitest, whose globalSetup builds dist/`);
 }
 
 const made: string[] = [];

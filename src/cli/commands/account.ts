@@ -4,8 +4,9 @@ import { RmbgError } from '../../api/errors.js';
 import { createApiClient, type ApiClient } from '../../client/api-client.js';
 import type { RetryInfo } from '../../client/retry-policy.js';
 import { loadConfig, requireSetting } from '../../config/load-config.js';
-import type { AccountRecord } from '../../service/types.js';
+import type { AccountRecord } from '../../api/wire-types.js';
 import { EXIT } from '../exit-codes.js';
+import { reportError } from '../report-error.js';
 
 /** A balance query should answer quickly; the 180 s limit of the processing call is not needed here. */
 const ACCOUNT_TIMEOUT_MS = 30_000;
@@ -28,14 +29,14 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
       onRetry: reportRetry,
     });
   } catch (error) {
-    return fail(error, EXIT.usage);
+    return fail(error);
   }
   try {
     const account = await client.getAccount();
     process.stdout.write(flags.json ? `${JSON.stringify(account)}\n` : formatBalance(account, client.baseUrl));
     return EXIT.ok;
   } catch (error) {
-    return fail(error, EXIT.failed);
+    return fail(error);
   }
 }
 
@@ -54,8 +55,8 @@ function reportRetry(info: RetryInfo): void {
   process.stderr.write(`rmbg: ${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1} of ${info.maxAttempts})\n`);
 }
 
-function fail(error: unknown, exitCode: number): number {
+/** Settings errors are usage errors (exit 2), the server's answers failures (1): the error table says which. */
+function fail(error: unknown): number {
   if (!(error instanceof RmbgError)) throw error;
-  process.stderr.write(`rmbg: ${error.message} (${error.code})\n`);
-  return error.code === 'interrupted' ? EXIT.interrupted : exitCode;
+  return reportError(error);
 }

@@ -9,6 +9,7 @@ import type { Remover } from '../../batch/remover.js';
 import { runBatch, type BatchEvent, type BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
 import { EXIT } from '../exit-codes.js';
+import { reportError } from '../report-error.js';
 import { CLI_DEFAULT_SIZE } from '../program.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { progressRenderer, stopHint } from '../render-progress.js';
@@ -66,8 +67,7 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
     await new Promise<void>((resolve, reject) => process.stdout.write(result.data, (error) => (error ? reject(error) : resolve())));
     return EXIT.ok;
   } catch (error) {
-    const failure = toRmbgError(error);
-    process.stderr.write(`rmbg: stdin: ${failure.message} (${failure.code})\n`);
+    reportError(toRmbgError(error), 'stdin');
     return EXIT.failed;
   }
 }

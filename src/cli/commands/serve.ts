@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
 import { acquirePidLock } from '../../platform/pid-lock.js';
 import { createService } from '../../service/index.js';
+import { imageUrlFetcher } from '../../service/image-url.js';
 import { startServer } from '../../server/start-server.js';
 import { openStore } from '../../store/index.js';
 import { EXIT } from '../exit-codes.js';
@@ -70,7 +71,7 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
       rateLimitPerMinute: flags.rateLimit,
       maxQueue: flags.maxQueue,
       processingTimeoutMs: flags.processingTimeout * 1000,
-      allowPrivateUrls: flags.allowPrivateUrls === true,
+      fetchImage: imageUrlFetcher({ allowPrivate: flags.allowPrivateUrls === true }),
     });
     closers.push(() => service.close());
     const server = await startServer({

@@ -11,6 +11,7 @@ import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
 import type { BackgroundRemover } from '../../../src/engine/types.js';
 import { createService, type Service } from '../../../src/service/index.js';
+import { imageUrlFetcher } from '../../../src/service/image-url.js';
 import { openStore, type Store } from '../../../src/store/index.js';
 
 let dir: string;
@@ -22,7 +23,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-real-'));
   store = openStore(dir);
   engine = await createEngine();
-  service = createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, allowPrivateUrls: false });
+  service = createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }) });
 });
 afterAll(async () => {
   await service?.close();

@@ -352,7 +352,8 @@ describe('queue', () => {
       start({ behaviour: { kind: 'gated' }, maxQueue: 16 });
       const all = Promise.all(Array.from({ length: 17 }, (_, i) => service.removeBackground(request({ idempotencyKey: `k${i}` }))));
       await engine.started(1);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // All 17 charged: each is past its charge and in line for the engine, listening for shutdown.
+      await vi.waitFor(() => expect(store.balance(accountId).total).toBe(8));
       engine.release();
       await all;
       await new Promise((resolve) => setImmediate(resolve));

@@ -5,6 +5,7 @@
 import sharp from 'sharp';
 import { RmbgError } from '../../../src/api/errors.js';
 import type { BackgroundRemover, EngineResult } from '../../../src/engine/types.js';
+import { imageUrlFetcher } from '../../../src/service/image-url.js';
 
 export type Behaviour =
   | { kind: 'work' }
@@ -98,5 +99,5 @@ export const TEST_SERVICE_LIMITS = {
   rateLimitPerMinute: 60,
   maxQueue: 4,
   processingTimeoutMs: 5000,
-  allowPrivateUrls: false,
-} as const;
+  fetchImage: imageUrlFetcher({ allowPrivate: false }),
+};

@@ -230,7 +230,7 @@ describe('idempotency records', () => {
     expect(store.beginIdempotent(accountId, 'k2', 'fp', 'req-4', T0).state).toBe('new');
   });
 
-  it('of two connections racing for one key, exactly one gets new', () => {
+  it('a key one connection reserved is seen as in progress by another connection: only the first gets new', () => {
     const second = openStore(join(dir, 'data'));
     try {
       const results = [
