@@ -79,6 +79,8 @@ function errorResponse(status: number): Schema {
     headers: {
       [HEADERS.requestId]: headerRef('requestId'),
       ...(retry ? { [HEADERS.retryAfter]: headerRef('retryAfter') } : {}),
+      // Errors after authentication carry the caller's window too (src/server renders the error's rate limit).
+      ...Object.fromEntries((['rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [HEADERS[name], headerRef(name)])),
     },
     content: {
       'application/json': {

@@ -11,6 +11,7 @@ import sharp from 'sharp';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../../src/api/errors.js';
+import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
@@ -338,6 +339,38 @@ describe('limits and load', () => {
     await closed;
     expect(response.status).toBe(200);
     await expect(fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).rejects.toThrow();
+  });
+});
+
+describe('the OpenAPI document declares what the server sends', () => {
+  type Doc = { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }> }>>; components: { responses: Record<string, { headers?: Record<string, unknown> }> } };
+
+  function declaredHeaders(doc: Doc, status: number): string[] {
+    const response = doc.paths['/v1.0/removebg']!['post']!.responses[String(status)];
+    expect(response, `POST /v1.0/removebg declares ${status}`).toBeDefined();
+    const resolved = response!.$ref ? doc.components.responses[response!.$ref.split('/').pop() as string] : response;
+    return Object.keys(resolved?.headers ?? {}).map((name) => name.toLowerCase());
+  }
+
+  it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
+    await start({ rateLimitPerMinute: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
+    const running = post(form(), { 'Idempotency-Key': 'k1' });
+    await engine.started(1);
+    const answers = [await post(form(), { 'Idempotency-Key': 'k1' }), await post(form()), await post(form())];
+    expect(answers.map((answer) => [answer.status, errorOf(answer.body).code])).toEqual([
+      [409, 'idempotency_in_progress'],
+      [503, 'service_busy'],
+      [429, 'rate_limited'],
+    ]);
+    const doc = (await (await fetch(`${server.url}/v1.0/openapi.json`)).json()) as Doc;
+    const apiHeaders = new Set(Object.values(HEADERS).map((name) => name.toLowerCase()));
+    for (const answer of answers) {
+      const sent = [...answer.headers.keys()].filter((name) => apiHeaders.has(name));
+      expect(sent).toContain('retry-after');
+      expect(declaredHeaders(doc, answer.status), `headers of ${answer.status}`).toEqual(expect.arrayContaining(sent));
+    }
+    engine.release();
+    expect((await running).status).toBe(200);
   });
 });
 
