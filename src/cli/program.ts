@@ -75,8 +75,8 @@ function addApiOptions(command: Command): void {
     .option('--api-key <key>', 'API key (env RMBG_API_KEY)');
 }
 
-function addDataDirOption(command: Command): void {
-  command.option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)');
+function addDataDirOption(command: Command): Command {
+  return command.option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)');
 }
 
 export function buildProgram(): Command {
@@ -129,30 +129,27 @@ Examples:
     .action(lazyAction('serve'));
 
   const keys = program.command('keys').description('manage API keys of the local service');
-  const keysCreate = keys
-    .command('create')
-    .description('create an account and API key (printed once)')
-    .addOption(new Option('--credits <n>', 'pay-as-you-go credits to grant').default(0).argParser(parseInteger('--credits', 0)))
-    .addOption(new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'))
-    .option('--json', 'print {"key","account","plan","credits"}');
-  addDataDirOption(keysCreate);
-  keysCreate.action(lazyAction('keys-create'));
-  const keysList = keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output');
-  addDataDirOption(keysList);
-  keysList.action(lazyAction('keys-list'));
-  const keysRevoke = keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`');
-  addDataDirOption(keysRevoke);
-  keysRevoke.action(lazyAction('keys-revoke'));
+  addDataDirOption(
+    keys
+      .command('create')
+      .description('create an account and API key (printed once)')
+      .addOption(new Option('--credits <n>', 'pay-as-you-go credits to grant').default(0).argParser(parseInteger('--credits', 0)))
+      .addOption(new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'))
+      .option('--json', 'print {"key","account","plan","credits"}'),
+  ).action(lazyAction('keys-create'));
+  addDataDirOption(keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output')).action(lazyAction('keys-list'));
+  addDataDirOption(keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`')).action(lazyAction('keys-revoke'));
 
-  const credits = program.command('credits').description('manage credits of the local service');
-  const creditsAdd = credits
-    .command('add')
-    .description('add credits to the account of a key')
-    .argument('<n>', 'credits to add')
-    .requiredOption('--key <key>', 'API key of the account')
-    .option('--subscription', 'add subscription credits instead of pay-as-you-go');
-  addDataDirOption(creditsAdd);
-  creditsAdd.action(lazyAction('credits-add'));
+  addDataDirOption(
+    program
+      .command('credits')
+      .description('manage credits of the local service')
+      .command('add')
+      .description('add credits to the account of a key')
+      .argument('<n>', 'credits to add')
+      .requiredOption('--key <key>', 'API key of the account')
+      .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
+  ).action(lazyAction('credits-add'));
 
   const account = program.command('account').description('show the credit balance of an API account (GET /v1.0/account)').option('--json', 'JSON output');
   addApiOptions(account);
