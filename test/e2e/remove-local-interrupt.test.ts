@@ -129,9 +129,9 @@ describe('SIGKILL during rmbg remove --local', () => {
     const torn = journal.findIndex((line) => line.endsWith('"sta'));
     expect(torn).toBeGreaterThanOrEqual(0);
     const appended = journal.slice(torn + 1).map((line) => JSON.parse(line) as { input: string; state: string });
-    expect(appended.map((r) => [path.basename(r.input), r.state])).toEqual([
-      ['p2.jpg', 'sent'],
-      ['p2.jpg', 'done'],
-    ]);
+    // p1 may have been killed between its output's rename and its 'done' line: the re-run then settles it as done.
+    const p1 = appended.filter((r) => path.basename(r.input) === 'p1.jpg').map((r) => r.state);
+    expect(p1.every((state) => state === 'done') && p1.length <= 1).toBe(true);
+    expect(appended.filter((r) => path.basename(r.input) === 'p2.jpg').map((r) => r.state)).toEqual(['sent', 'done']);
   });
 });
