@@ -11,16 +11,14 @@ export let BENCH_OPTIONS;
 
 export async function loadRmbg() {
   if (!existsSync(join(ROOT, 'dist', 'engine', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
-  const [{ createEngine }, { runBatch }, { localRemover }, { discoverInputs }, { DEFAULT_OPTIONS }, { CLI_DEFAULT_SIZE }, { defaultConcurrency }] = await Promise.all([
+  const [{ createEngine }, { runBatch }, { localRemover, defaultConcurrency }, { discoverInputs }, { CALLER_DEFAULT_OPTIONS }] = await Promise.all([
     import(dist('engine/index.js')),
     import(dist('batch/run-batch.js')),
     import(dist('batch/remover.js')),
     import(dist('batch/discover-inputs.js')),
     import(dist('api/options.js')),
-    import(dist('cli/program.js')),
-    import(dist('cli/create-remover.js')),
   ]);
-  BENCH_OPTIONS = { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE };
+  BENCH_OPTIONS = CALLER_DEFAULT_OPTIONS;
   return {
     createEngine,
     defaultConcurrency: defaultConcurrency('local'),

@@ -93,6 +93,13 @@ export interface RemoveOptions {
 
 export const DEFAULT_OPTIONS: RemoveOptions = { size: 'preview', format: 'auto', crop: false, bgColor: undefined };
 
+/**
+ * Defaults of rmbg's own callers, the CLI and the library: full resolution (25 MP ceiling, never upscaled). A
+ * photographer running rmbg on their own photos expects it, and the API charges the same for every size; the
+ * HTTP API keeps the spec's default, preview.
+ */
+export const CALLER_DEFAULT_OPTIONS: RemoveOptions = { ...DEFAULT_OPTIONS, size: 'full' };
+
 const OPTION_NAMES: ReadonlySet<string> = new Set(OPTION_FIELDS.map((f) => f.name));
 const UNSUPPORTED_NAMES: ReadonlySet<string> = new Set(UNSUPPORTED_FIELDS);
 const SOURCE_NAMES: ReadonlySet<string> = new Set(SOURCE_FIELDS);

@@ -73,7 +73,7 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       });
       const format = formatOfMime(result.mimeType);
       if (!format) throw new RmbgError('upstream_error', `the API server answered with ${result.mimeType}, not a PNG, JPG or WebP image`);
-      return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed, token: key };
+      return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed, token: key, foreground: result.foreground };
     },
     creditsLeft: () =>
       client.getAccount({ signal: AbortSignal.timeout(BALANCE_TIMEOUT_MS) }).then(

@@ -13,15 +13,6 @@ export interface RemoverFlags {
   timeout: number;
 }
 
-/**
- * Images in flight at once. Local: 2 on 2 cores lets one image decode/encode while the other is in the
- * model (measured in bench/: 2 beats 1, more adds only memory). Remote: 4 keeps a server busy without
- * tripping rate limits; it is halved while the server answers 429/503.
- */
-export function defaultConcurrency(mode: Remover['mode']): number {
-  return mode === 'local' ? 2 : 4;
-}
-
 export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   if (flags.local) {
     const { createEngine } = await import('../engine/index.js');

@@ -2,10 +2,10 @@
 // Nothing heavy (sharp, onnxruntime, fastify, SQLite) is imported here, so `rmbg --help` stays instant.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { OPTION_FIELDS, LIMITS } from '../api/options.js';
-
-/** CLI default size: a photographer expects full resolution (25 MP ceiling, never upscaled), not the API's preview. */
-export const CLI_DEFAULT_SIZE = 'full';
+import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js';
+import { checkWholeNumber } from '../api/whole-number.js';
+import { MAX_CONCURRENCY } from '../batch/remover.js';
+import { flagOf, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
 
 const REMOVE_EXAMPLES = `
 Examples:
@@ -41,15 +41,21 @@ function lazyAction(file: string) {
   };
 }
 
-function parseInteger(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+function parseInteger(name: string, min: number, max?: number) {
   return (value: string) => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) {
+    try {
+      return checkWholeNumber(name, value, min, max);
+    } catch (error) {
       // InvalidArgumentError: commander reports it as a usage error (exit 2), not a crash with a stack trace.
-      throw new InvalidArgumentError(`${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got '${value}'`);
+      throw new InvalidArgumentError((error as Error).message);
     }
-    return n;
   };
+}
+
+/** A whole-number option of `rmbg serve`, with the bounds createServer() checks too. */
+function serverInteger(name: keyof typeof SERVER_BOUNDS) {
+  const [min, max] = SERVER_BOUNDS[name];
+  return parseInteger(flagOf(name), min, max);
 }
 
 /** Flags for the image options, derived from the one schema in src/api/options.ts. */
@@ -61,7 +67,7 @@ function addImageOptions(command: Command): void {
     } else if (field.kind === 'color') {
       command.addOption(new Option(`--${flag} <color>`, field.description));
     } else if (field.name === 'size') {
-      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(CLI_DEFAULT_SIZE));
+      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(CALLER_DEFAULT_OPTIONS.size));
     } else if (field.name === 'format') {
       command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(field.default));
     }
@@ -98,7 +104,7 @@ export function buildProgram(): Command {
   addApiOptions(remove);
   remove
     .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
-    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, 64)))
+    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
     .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
     .option('--retry-failed', 'retry files the journal records as failed')
     .option('--dry-run', 'list what would be sent and the credits it would cost; send nothing')
@@ -110,15 +116,15 @@ export function buildProgram(): Command {
   const serve = program
     .command('serve')
     .description('run the background-removal API (api-spec 1.0) on this machine')
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(5000).argParser(parseInteger('--port', 0, 65535)));
+    .option('--host <host>', 'address to listen on', SERVER_DEFAULTS.host)
+    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(SERVER_DEFAULTS.port).argParser(serverInteger('port')));
   addDataDirOption(serve);
   serve
-    .addOption(new Option('--credits-per-image <n>', 'credits charged per processed image, any size').default(1).argParser(parseInteger('--credits-per-image', 0)))
-    .addOption(new Option('--rate-limit <n>', 'requests per minute per API key').default(60).argParser(parseInteger('--rate-limit', 1)))
-    .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(16).argParser(parseInteger('--max-queue', 0)))
-    .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(120).argParser(parseInteger('--processing-timeout', 1)))
-    .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(30).argParser(parseInteger('--body-timeout', 1)))
+    .addOption(new Option('--credits-per-image <n>', 'credits charged per processed image, any size').default(SERVER_DEFAULTS.creditsPerImage).argParser(serverInteger('creditsPerImage')))
+    .addOption(new Option('--rate-limit <n>', 'requests per minute per API key').default(SERVER_DEFAULTS.rateLimit).argParser(serverInteger('rateLimit')))
+    .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(SERVER_DEFAULTS.maxQueue).argParser(serverInteger('maxQueue')))
+    .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
+    .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
     .option('--model <name|path>', 'model name or .onnx path')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `

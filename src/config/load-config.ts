@@ -1,29 +1,12 @@
 // Resolves rmbg's settings in one precedence order: CLI flag > environment > user settings > built-in default,
 // and tells where each value came from (for --json output and error messages).
 
-import envPaths from 'env-paths';
 import { RmbgError } from '../api/errors.js';
 import { parseRemoveOptions } from '../api/options.js';
+import { resolveFrom, SETTING_RULES, type ResolvedSetting, type SettingName } from './setting-rules.js';
 import { readUserSettings, type StoredSettings } from './user-settings.js';
 
-export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir';
-export type SettingSource = 'flag' | 'env' | 'config' | 'default';
-
-interface SettingRule {
-  env: string;
-  flag: string;
-  /** Whether the user settings file may hold it. */
-  stored: boolean;
-  builtIn: () => string | undefined;
-}
-
-export const SETTING_RULES: Record<SettingName, SettingRule> = {
-  apiUrl: { env: 'RMBG_API_URL', flag: '--api-url', stored: true, builtIn: () => undefined },
-  apiKey: { env: 'RMBG_API_KEY', flag: '--api-key', stored: true, builtIn: () => undefined },
-  dataDir: { env: 'RMBG_DATA_DIR', flag: '--data-dir', stored: false, builtIn: () => envPaths('rmbg', { suffix: '' }).data },
-};
-
-export type ResolvedSetting = { value: string; source: SettingSource } | { value: undefined; source: 'unset' };
+export { SETTING_RULES, type ResolvedSetting, type SettingName, type SettingSource } from './setting-rules.js';
 
 export interface Config {
   apiUrl: ResolvedSetting;
@@ -37,25 +20,14 @@ export interface Config {
 
 export type ConfigFlags = Partial<Record<SettingName, string | undefined>>;
 
-/** Empty strings count as "not given", so `RMBG_API_KEY= rmbg …` falls through to the next source. */
-function given(value: string | undefined): value is string {
-  return value !== undefined && value !== '';
-}
-
 export function resolveSetting(
   name: SettingName,
   flagValue: string | undefined,
   sources: { env?: NodeJS.ProcessEnv; stored?: Partial<Record<SettingName, string>> } = {},
 ): ResolvedSetting {
-  const rule = SETTING_RULES[name];
   const env = sources.env ?? process.env;
-  if (given(flagValue)) return { value: flagValue, source: 'flag' };
-  const fromEnv = env[rule.env];
-  if (given(fromEnv)) return { value: fromEnv, source: 'env' };
-  const stored = rule.stored ? (sources.stored ?? storedValues(readUserSettings(env).settings))[name] : undefined;
-  if (given(stored)) return { value: stored, source: 'config' };
-  const builtIn = rule.builtIn();
-  return given(builtIn) ? { value: builtIn, source: 'default' } : { value: undefined, source: 'unset' };
+  const stored = sources.stored ?? (SETTING_RULES[name].stored ? storedValues(readUserSettings(env).settings) : {});
+  return resolveFrom(name, flagValue, env, stored);
 }
 
 function storedValues(settings: StoredSettings): Partial<Record<SettingName, string>> {

@@ -2,18 +2,18 @@
 // Ctrl-C (first: finish files in flight and stop; second: cancel them) and returns the exit code.
 
 import type { Command } from 'commander';
-import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
-import type { Remover } from '../../batch/remover.js';
-import { runBatch, type BatchEvent, type BatchSummary } from '../../batch/run-batch.js';
+import { defaultConcurrency, type Remover } from '../../batch/remover.js';
+import { batchEvents } from '../../batch/batch-events.js';
+import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
-import { CLI_DEFAULT_SIZE } from '../program.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { progressRenderer, stopHint } from '../render-progress.js';
-import { createRemover, defaultConcurrency } from '../create-remover.js';
+import { createRemover } from '../create-remover.js';
 import { planBatch } from '../plan-batch.js';
 
 interface RemoveFlags {
@@ -46,7 +46,7 @@ function optionsFrom(flags: RemoveFlags, command: Command, stored: Config['defau
     ...(typed('bgColor') && { bg_color: flags.bgColor }),
   };
   try {
-    return parseRemoveOptions({ ...stored, ...fromFlags }, { ...DEFAULT_OPTIONS, size: CLI_DEFAULT_SIZE });
+    return parseRemoveOptions({ ...stored, ...fromFlags }, CALLER_DEFAULT_OPTIONS);
   } catch (error) {
     throw new RmbgError('usage_error', (error as Error).message);
   }
@@ -134,7 +134,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     };
     const releaseSignals = takeOverSignals(onSignal);
     try {
-      const summary = await runBatch({
+      let summary: BatchSummary | undefined;
+      const events = batchEvents({
         items,
         outputDir: flags.output,
         options,
@@ -144,11 +145,13 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
-        onEvent: (event) => {
-          if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
-          render(event);
-        },
       });
+      for await (const event of events) {
+        if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
+        if (event.type === 'summary') summary = event;
+        render(event);
+      }
+      if (!summary) throw new Error('the batch ended without a summary');
       await reportStop(summary, { json, message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined, remover });
       if (stop.signal.aborted) return EXIT.interrupted;
       // Files skipped because they failed before still have no output: a re-run must not report success.

@@ -1,0 +1,42 @@
+// The public API of the rmbg package (`import … from 'rmbg'`), and nothing else: package.json exports only
+// this module. It imports nothing heavy: sharp and onnxruntime load on the first on-device removal, fastify
+// and SQLite when createServer() runs. Documented, with an example per export, in docs/library.md.
+
+import type { BatchEvent } from './batch/run-batch.js';
+import type { ImageInput } from './library/image-input.js';
+import type { RemoveBackgroundOptions } from './library/remove-options.js';
+import { createRmbg, type RemoveBackgroundResult, type RemoveBackgroundsOptions } from './library/rmbg.js';
+import type { RmbgServer, ServerOptions } from './library/server-options.js';
+
+export { RmbgError, type ErrorCode } from './api/errors.js';
+export type { Format, OutputFormat, Size } from './api/options.js';
+export type { BatchEvent, BatchSummary, FileEvent, FileStatus } from './batch/run-batch.js';
+export type { ForegroundBox } from './api/wire-types.js';
+export type { ImageInput } from './library/image-input.js';
+export type { ImageOptions, RemoveBackgroundOptions, RunOptions } from './library/remove-options.js';
+export { createRmbg, type RemoveBackgroundResult, type RemoveBackgroundsOptions, type Rmbg } from './library/rmbg.js';
+export type { RmbgServer, ServerOptions } from './library/server-options.js';
+
+/** The instance behind the top-level functions; its engines load on first use. */
+const shared = createRmbg();
+
+/** Removes the background of one image, on this computer (default) or through `apiUrl`. */
+export function removeBackground(input: ImageInput, options?: RemoveBackgroundOptions): Promise<RemoveBackgroundResult> {
+  return shared.removeBackground(input, options);
+}
+
+/** The CLI's batch over files and folders: one event per file, then a summary; re-running resumes. */
+export function removeBackgrounds(inputs: string | readonly string[], options: RemoveBackgroundsOptions): AsyncGenerator<BatchEvent, void, undefined> {
+  return shared.removeBackgrounds(inputs, options);
+}
+
+/** Releases the engines the top-level functions loaded (they load again on the next call). */
+export function close(): Promise<void> {
+  return shared.close();
+}
+
+/** `rmbg serve` embedded: resolves once it listens, to `{ url, close() }`. */
+export async function createServer(options?: ServerOptions): Promise<RmbgServer> {
+  const { createServer: start } = await import('./library/create-server.js');
+  return start(options);
+}

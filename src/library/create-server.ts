@@ -1,0 +1,76 @@
+// `rmbg serve` as a function: the data directory's store and lock, the model, the service and the HTTP
+// server, started together and closed in reverse order. The command and createServer() both run it.
+
+import { join } from 'node:path';
+import { RmbgError } from '../api/errors.js';
+import { checkWholeNumber } from '../api/whole-number.js';
+import { acquirePidLock } from '../platform/pid-lock.js';
+import { dataDirOf } from '../config/setting-rules.js';
+import { createEngine } from '../engine/index.js';
+import { createService } from '../service/index.js';
+import { imageUrlFetcher } from '../service/image-url.js';
+import { startServer } from '../server/start-server.js';
+import { openStore, type Store } from '../store/index.js';
+import { SERVER_BOUNDS, SERVER_DEFAULTS, type RmbgServer, type ServerOptions } from './server-options.js';
+
+export interface LocalService {
+  /** e.g. http://127.0.0.1:5000 (the real port when port 0 was asked for). */
+  url: string;
+  dataDir: string;
+  store: Store;
+  /** Stops accepting, lets requests in flight finish, then closes the service, the model and the store. */
+  close(): Promise<void>;
+}
+
+export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
+  const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
+  for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS)) checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
+  const dataDir = dataDirOf(options.dataDir);
+  const store = openStore(dataDir);
+  const closers: Array<() => unknown> = [() => store.close()];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  };
+  try {
+    // One server per data directory: on start the service refunds charges that never finished, which would
+    // refund a second server's requests in flight.
+    closers.push(acquirePidLock(join(dataDir, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the data directory ${dataDir}; stop it or choose another --data-dir`));
+    const engine = await createEngine({ model: options.model });
+    closers.push(() => engine.close());
+    const service = createService({
+      store,
+      engine,
+      creditsPerImage: settings.creditsPerImage,
+      rateLimitPerMinute: settings.rateLimit,
+      maxQueue: settings.maxQueue,
+      processingTimeoutMs: settings.processingTimeout * 1000,
+      fetchImage: imageUrlFetcher({ allowPrivate: settings.allowPrivateUrls === true }),
+    });
+    closers.push(() => service.close());
+    const server = await startServer({
+      host: settings.host,
+      port: settings.port,
+      service,
+      bodyTimeoutMs: settings.bodyTimeout * 1000,
+      logger: { level: 'warn', stream: process.stderr },
+    }).catch((error: NodeJS.ErrnoException) => {
+      throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });
+    });
+    closers.push(() => server.close());
+    return { url: server.url, dataDir, store, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** `{ port: undefined }` means "the default", as an absent flag does. */
+function withoutUndefined<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/** `rmbg serve` inside a Node program: the same API, options and defaults as the command. */
+export async function createServer(options: ServerOptions = {}): Promise<RmbgServer> {
+  const service = await startLocalService(options);
+  return { url: service.url, close: service.close, [Symbol.asyncDispose]: service.close };
+}

@@ -1,0 +1,124 @@
+// A library instance: removeBackground() for one image and removeBackgrounds() for the CLI's batch, with
+// the on-device engines they share. Heavy modules (sharp, onnxruntime, undici) load on first use.
+
+import { checkWholeNumber } from '../api/whole-number.js';
+import { LIMITS } from '../api/limits.js';
+import type { OutputFormat, RemoveOptions } from '../api/options.js';
+import type { ForegroundBox } from '../api/wire-types.js';
+import type { BatchEvent } from '../batch/run-batch.js';
+import type { Remover } from '../batch/remover.js';
+import { EnginePool } from './engine-pool.js';
+import { readImageInput, type ImageInput } from './image-input.js';
+import { parseImageOptions, remoteTarget, type ImageOptions, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
+
+export interface RemoveBackgroundResult {
+  /** The encoded image. */
+  data: Buffer;
+  format: OutputFormat;
+  width: number;
+  height: number;
+  /** Foreground box on the (EXIF-oriented) input, in input pixels; undefined only from a server that does not send it. */
+  foreground: ForegroundBox | undefined;
+}
+
+export interface RemoveBackgroundsOptions extends ImageOptions, RunOptions {
+  /** Output folder: outputs are `outDir/<relative path>/<stem>.<ext>`, with the journal that makes a re-run resume. */
+  outDir: string;
+  /** Images in flight at once (1 to 64; default 2 on this computer, 4 through a server). */
+  concurrency?: number;
+  /** Descend into subfolders of input folders. */
+  recursive?: boolean;
+  /** Replace existing outputs; without it they are skipped (that is how a re-run resumes). */
+  overwrite?: boolean;
+  /** Retry files the journal records as failed for a reason a retry will not fix. */
+  retryFailed?: boolean;
+  /** Aborting cancels the files in flight; the iterator then throws the signal's reason. Outputs written stay. */
+  signal?: AbortSignal;
+}
+
+export interface Rmbg {
+  /** Removes the background of one image; see docs/library.md. */
+  removeBackground(input: ImageInput, options?: RemoveBackgroundOptions): Promise<RemoveBackgroundResult>;
+  /** Runs the CLI's batch over files and folders, yielding one event per file, then a summary. */
+  removeBackgrounds(inputs: string | readonly string[], options: RemoveBackgroundsOptions): AsyncGenerator<BatchEvent, void, undefined>;
+  /** Releases the on-device engines (after the runs in flight); later calls load them again. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recursive', 'overwrite', 'retryFailed']);
+
+export function createRmbg(): Rmbg {
+  const engines = new EnginePool();
+
+  async function removerFor(options: RunOptions): Promise<Remover> {
+    const target = remoteTarget(options);
+    if (target) {
+      const { remoteRemover } = await import('../batch/remote-remover.js');
+      return remoteRemover({ baseUrl: target.apiUrl, apiKey: target.apiKey, timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs });
+    }
+    const { localRemover } = await import('../batch/remover.js');
+    // Not closed after a call: the engine is the pool's, shared with other calls until close().
+    return localRemover(await engines.engineFor(options.model));
+  }
+
+  async function removeOne(image: Buffer, options: RemoveOptions, remover: Remover, signal: AbortSignal | undefined): Promise<RemoveBackgroundResult> {
+    // Through a server, the remote remover derives the Idempotency-Key from the image and options: a retry,
+    // or the same call again within the server's replay window, is replayed instead of charged twice.
+    const result = await remover.remove(image, options, { signal });
+    return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
+  }
+
+  return {
+    async removeBackground(input, options = {}) {
+      const { signal } = options;
+      signal?.throwIfAborted();
+      const removeOptions = parseImageOptions(options);
+      remoteTarget(options);
+      try {
+        const image = await readImageInput(input, signal);
+        return await removeOne(image, removeOptions, await removerFor(options), signal);
+      } catch (error) {
+        // A cancelled call rejects with the caller's reason, as fetch() and timers do, not with our 'interrupted'.
+        signal?.throwIfAborted();
+        throw error;
+      }
+    },
+
+    async *removeBackgrounds(inputs, options) {
+      const { signal } = options;
+      signal?.throwIfAborted();
+      const removeOptions = parseImageOptions(options, BATCH_KEYS);
+      remoteTarget(options);
+      const [{ discoverInputs }, { batchEvents }, { defaultConcurrency, MAX_CONCURRENCY }] = await Promise.all([
+        import('../batch/discover-inputs.js'),
+        import('../batch/batch-events.js'),
+        import('../batch/remover.js'),
+      ]);
+      const concurrency = options.concurrency === undefined ? undefined : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
+      const items = await discoverInputs(typeof inputs === 'string' ? [inputs] : [...inputs], { recursive: Boolean(options.recursive), outputDir: options.outDir });
+      const remover = await removerFor(options);
+      const events = batchEvents({
+        items,
+        outputDir: options.outDir,
+        options: removeOptions,
+        remover,
+        concurrency: concurrency ?? defaultConcurrency(remover.mode),
+        overwrite: Boolean(options.overwrite),
+        retryFailed: Boolean(options.retryFailed),
+        // The caller's signal cancels the files in flight too, not only the ones not started.
+        stop: signal,
+        abort: signal,
+      });
+      for await (const event of events) {
+        // An aborted batch ends with the abort, not with a summary that reads like an ending.
+        if (event.type === 'summary' && signal?.aborted) break;
+        yield event;
+      }
+      signal?.throwIfAborted();
+    },
+
+    close: () => engines.close(),
+    [Symbol.asyncDispose]: () => engines.close(),
+  };
+}

@@ -1,0 +1,56 @@
+// The options of `rmbg serve` and of createServer(), with their defaults, in one place: the command's flags
+// are these names in kebab-case. Nothing heavy is imported here (the CLI's --help reads it).
+
+export interface ServerOptions {
+  /** Address to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** Port to listen on; 0 picks a free port. Default 5000. */
+  port?: number;
+  /** Folder of the SQLite store (keys, credits, idempotency records). Default: RMBG_DATA_DIR, else the platform's user data folder. */
+  dataDir?: string;
+  /** Credits charged per processed image, any size. Default 1. */
+  creditsPerImage?: number;
+  /** Requests per minute per API key. Default 60. */
+  rateLimit?: number;
+  /** Requests that may wait for the model before 503 service_busy. Default 16. */
+  maxQueue?: number;
+  /** Seconds of processing before 504 and a refund. Default 120. */
+  processingTimeout?: number;
+  /** Seconds to receive a request body before 408. Default 30. */
+  bodyTimeout?: number;
+  /** Model name or .onnx path. Default: the manifest's default model. */
+  model?: string;
+  /** FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses. */
+  allowPrivateUrls?: boolean;
+}
+
+export interface RmbgServer {
+  /** e.g. http://127.0.0.1:5000 (the real port when port 0 was asked for). */
+  url: string;
+  /** Stops accepting, lets requests in flight finish, then releases the model, the store and the data directory. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export const SERVER_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 5000,
+  creditsPerImage: 1,
+  rateLimit: 60,
+  maxQueue: 16,
+  processingTimeout: 120,
+  bodyTimeout: 30,
+} as const satisfies ServerOptions;
+
+/** Whole-number options and their [min, max]. */
+export const SERVER_BOUNDS = {
+  port: [0, 65535],
+  creditsPerImage: [0, Number.MAX_SAFE_INTEGER],
+  rateLimit: [1, Number.MAX_SAFE_INTEGER],
+  maxQueue: [0, Number.MAX_SAFE_INTEGER],
+  processingTimeout: [1, Number.MAX_SAFE_INTEGER],
+  bodyTimeout: [1, Number.MAX_SAFE_INTEGER],
+} as const satisfies Partial<Record<keyof ServerOptions, readonly [number, number]>>;
+
+/** The flag of an option: rateLimit → --rate-limit. */
+export const flagOf = (name: string): string => `--${name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
