@@ -1,0 +1,116 @@
+// rmbg as an npm user gets it: `npm pack`, the tarball unpacked into a temporary project whose dependencies
+// resolve from this repository's node_modules (only the package's runtime dependencies, plus typescript and
+// @types/node, as a consumer would have), then imported through `exports` and type-checked with tsc.
+
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
+
+const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const EXPORTS = ['RmbgError', 'close', 'createRmbg', 'createServer', 'removeBackground', 'removeBackgrounds'];
+
+let project: string;
+
+/** Runs node in the consumer project; stdout is the script's JSON report. */
+async function nodeIn(file: string): Promise<Record<string, unknown>> {
+  const result = await execa(process.execPath, [file], { cwd: project, reject: false });
+  if (result.exitCode !== 0) throw new Error(`node ${file} exited ${result.exitCode}:\n${result.stderr}`);
+  return JSON.parse(result.stdout) as Record<string, unknown>;
+}
+
+/** The ```ts examples of docs/library.md, each as a module of the consumer project. */
+function docExamples(): string[] {
+  const text = readFileSync(path.join(ROOT, 'docs/library.md'), 'utf8');
+  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => `${match[1]}\nexport {};\n`);
+}
+
+beforeAll(async () => {
+  ensureBuilt();
+  const work = tempDir();
+  // --ignore-scripts: dist/ is built already (prepare would build it again).
+  const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
+  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+  project = path.join(work, 'consumer');
+  const installed = path.join(project, 'node_modules', 'rmbg');
+  mkdirSync(installed, { recursive: true });
+  await execa('tar', ['-xzf', path.join(work, filename), '-C', installed, '--strip-components=1']);
+  for (const name of [...Object.keys(manifest.dependencies), 'typescript', '@types/node']) {
+    mkdirSync(path.dirname(path.join(project, 'node_modules', name)), { recursive: true });
+    symlinkSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
+  }
+  // What `npm install` assembles from the model package (postinstall): the weights, here borrowed.
+  symlinkSync(path.join(ROOT, 'models/isnet-medium.onnx'), path.join(installed, 'models/isnet-medium.onnx'));
+  copyFileSync(path.join(ROOT, 'samples/chelsea.png'), path.join(project, 'cat.png'));
+  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+});
+
+afterAll(() => removeTempDirs());
+
+describe('the packed tarball', () => {
+  it('exports the API and nothing deeper; importing loads neither sharp nor onnxruntime; a removal runs', async () => {
+    writeFileSync(
+      path.join(project, 'use.mjs'),
+      `
+      const heavy = () => process.report.getReport().sharedObjects.filter((file) => /sharp|vips|onnxruntime/.test(file));
+      const started = performance.now();
+      const rmbg = await import('rmbg');
+      const importMs = performance.now() - started;
+      const afterImport = heavy();
+      const deep = await import('rmbg/dist/engine/pipeline.js').then(() => 'imported', (error) => error.code);
+      const result = await rmbg.removeBackground(new URL('./cat.png', import.meta.url), { size: 'preview' });
+      const afterRemoval = heavy();
+      await rmbg.close();
+      console.log(JSON.stringify({
+        resolved: import.meta.resolve('rmbg'), exports: Object.keys(rmbg).sort(), importMs, afterImport, deep,
+        result: { format: result.format, width: result.width, height: result.height, png: result.data.subarray(1, 4).toString() },
+        afterRemoval,
+      }));
+      `,
+    );
+    const report = await nodeIn('use.mjs');
+    expect(report['resolved']).toBe(`file://${project}/node_modules/rmbg/dist/index.js`);
+    expect(report['exports']).toEqual(EXPORTS);
+    expect(report['afterImport']).toEqual([]);
+    expect(report['deep']).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+    expect(report['result']).toEqual({ format: 'png', width: 451, height: 300, png: 'PNG' });
+    // The control: the same check sees both native modules once a removal has run.
+    const loaded = report['afterRemoval'] as string[];
+    expect(loaded.some((file) => file.includes('sharp'))).toBe(true);
+    expect(loaded.some((file) => file.includes('onnxruntime'))).toBe(true);
+    console.log(`import('rmbg') from the tarball: ${(report['importMs'] as number).toFixed(1)} ms`);
+  });
+
+  it('a CommonJS module loads it with import() (and with require() where Node has require(esm): 20.19+)', async () => {
+    writeFileSync(
+      path.join(project, 'use.cjs'),
+      `
+      let required;
+      try { require('rmbg'); required = 'loaded'; } catch (error) { required = error.code; }
+      import('rmbg').then((rmbg) => console.log(JSON.stringify({ required, removeBackground: typeof rmbg.removeBackground })));
+      `,
+    );
+    const requireEsm = (process.features as { require_module?: boolean }).require_module === true;
+    expect(await nodeIn('use.cjs')).toEqual({ required: requireEsm ? 'loaded' : 'ERR_REQUIRE_ESM', removeBackground: 'function' });
+  });
+
+  it('type-checks under moduleResolution nodenext: the docs examples compile, a wrong option name does not', async () => {
+    const examples = docExamples();
+    expect(examples.length).toBeGreaterThan(5);
+    examples.forEach((code, i) => writeFileSync(path.join(project, `example-${i + 1}.ts`), code));
+    // Every export is used by some example.
+    for (const name of EXPORTS) expect(examples.some((code) => new RegExp(`\\b${name}\\b`).test(code)), name).toBe(true);
+    writeFileSync(path.join(project, 'wrong-option.ts'), "import { removeBackground } from 'rmbg';\nawait removeBackground('cat.png', { sise: 'hd' });\n");
+    writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+        include: ['*.ts'],
+      }),
+    );
+    const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: project, reject: false });
+    const errors = tsc.stdout.split('\n').filter((line) => /error TS\d+/.test(line));
+    expect(errors).toEqual([expect.stringMatching(/^wrong-option\.ts\(2,37\): error TS2353: .*'sise' does not exist in type 'RemoveBackgroundOptions'/)]);
+  });
+});

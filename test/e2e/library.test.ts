@@ -1,0 +1,177 @@
+// The library's functions against the real model and a real server on 127.0.0.1, as a program uses them:
+// one library instance (one engine) and one embedded server shared by every test.
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FOREGROUND_ALPHA } from '../../src/engine/compose.js';
+import { openStore } from '../../src/store/index.js';
+import { createRmbg, createServer, RmbgError, type BatchEvent, type Rmbg, type RmbgServer, type Size } from '../../src/index.js';
+import { rejectionOf } from '../helpers/rejection.js';
+import { removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
+
+const ASTRONAUT = path.join(ROOT, 'samples/astronaut.png'); // 512×512
+const CREDITS = 10;
+
+let rmbg: Rmbg;
+let server: RmbgServer;
+let dataDir: string;
+let apiKey: string;
+
+beforeAll(async () => {
+  rmbg = createRmbg();
+  dataDir = tempDir();
+  const store = openStore(dataDir);
+  apiKey = store.createAccountWithKey({ plan: 'pro', credits: CREDITS }).key;
+  store.close();
+  server = await createServer({ port: 0, dataDir });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await rmbg?.close();
+  removeTempDirs();
+});
+
+async function post(fields: Record<string, string>, file?: Buffer): Promise<{ status: number; body: Buffer }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  if (file) form.append('image_file', new Blob([new Uint8Array(file)]), 'photo.png');
+  const response = await fetch(`${server.url}/v1.0/removebg`, { method: 'POST', headers: { 'X-API-Key': apiKey }, body: form });
+  return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+}
+
+const detailOf = (body: Buffer) => (JSON.parse(body.toString()) as { errors: Array<{ code: string; detail: string }> }).errors[0];
+
+describe('removeBackground', () => {
+  it('gives the same cutout from a Buffer, a path, a file URL and a Blob, sized by `size`, its foreground box on the input', async () => {
+    const bytes = readFileSync(ASTRONAUT);
+    const inputs = [bytes, ASTRONAUT, pathToFileURL(ASTRONAUT), new Blob([new Uint8Array(bytes)])];
+    // Concurrent calls: they share the instance's one engine.
+    const results = await Promise.all(inputs.map((input) => rmbg.removeBackground(input, { size: 'preview' })));
+    for (const result of results.slice(1)) expect(result.data.equals(results[0]!.data)).toBe(true);
+
+    const [result] = results as [(typeof results)[0]];
+    // preview: at most 0.25 MP, the 512×512 input scaled down, never cropped.
+    expect({ format: result.format, width: result.width, height: result.height }).toEqual({ format: 'png', width: 500, height: 500 });
+    const { data, info } = await sharp(result.data).raw().toBuffer({ resolveWithObject: true });
+    expect({ width: info.width, height: info.height, channels: info.channels }).toEqual({ width: 500, height: 500, channels: 4 });
+    const alpha = (x: number, y: number) => data[(y * info.width + x) * 4 + 3] as number;
+    let [left, top, right, bottom] = [info.width, info.height, -1, -1];
+    let cleared = 0;
+    for (let y = 0; y < info.height; y++) {
+      for (let x = 0; x < info.width; x++) {
+        if (alpha(x, y) === 0) cleared += 1;
+        if (alpha(x, y) >= FOREGROUND_ALPHA) [left, top, right, bottom] = [Math.min(left, x), Math.min(top, y), Math.max(right, x), Math.max(bottom, y)];
+      }
+    }
+    expect(cleared).toBeGreaterThan(info.width * info.height * 0.1); // the background is gone …
+    expect(alpha(250, 250)).toBe(255); // … and the astronaut stays
+    // The box is in input pixels (512 per 500): the box of the foreground's pixels, scaled, rounded outwards.
+    const scale = 512 / 500;
+    const box = result.foreground!;
+    expect(box.left).toBe(Math.floor(left * scale));
+    expect(box.top).toBe(Math.floor(top * scale));
+    expect(box.left + box.width).toBe(Math.min(512, Math.ceil((right + 1) * scale)));
+    expect(box.top + box.height).toBe(Math.min(512, Math.ceil((bottom + 1) * scale)));
+  });
+
+  it('rejects a cancelled call with AbortError', async () => {
+    const cancel = new AbortController();
+    const call = rmbg.removeBackground(ASTRONAUT, { signal: cancel.signal });
+    cancel.abort();
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it("rejects a bad option with the schema's message, as the server answers it", async () => {
+    const error = await rejectionOf(rmbg.removeBackground(ASTRONAUT, { size: 'huge' as Size }));
+    const answer = await post({ size: 'huge' }, readFileSync(ASTRONAUT));
+    expect(answer.status).toBe(400);
+    expect({ code: error.code, status: error.status, message: error.message }).toEqual({ code: 'invalid_option', status: 400, message: detailOf(answer.body)!.detail });
+    expect(error).toBeInstanceOf(RmbgError);
+  });
+
+  it("fetches an https: URL under the server's image_url rules: a loopback address is refused as the server refuses it", async () => {
+    const url = 'https://127.0.0.1/cat.png';
+    const error = await rejectionOf(rmbg.removeBackground(new URL(url)));
+    const answer = await post({ image_url: url });
+    expect(answer.status).toBe(400);
+    expect({ code: error.code, message: error.message }).toEqual({ code: detailOf(answer.body)!.code, message: detailOf(answer.body)!.detail });
+  });
+
+  it('through apiUrl: the server answers the same image, and the same call twice is charged once', async () => {
+    const options = { size: 'preview', format: 'png' } as const;
+    const local = await rmbg.removeBackground(ASTRONAUT, options);
+    const first = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
+    const again = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
+    expect({ ...first, data: undefined }).toEqual({ ...local, data: undefined });
+    expect(first.data.equals(local.data)).toBe(true);
+    expect(again.data.equals(first.data)).toBe(true);
+    const account = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey } }).then((r) => r.json() as Promise<{ data: { attributes: { credits: { total: number } } } }>);
+    expect(account.data.attributes.credits.total).toBe(CREDITS - 1);
+  });
+});
+
+describe('removeBackgrounds', () => {
+  it('a batch aborted after its first file, run again, produces each output once and leaves no partial file', async () => {
+    const inputDir = tempDir();
+    const outDir = path.join(tempDir(), 'out');
+    const names = ['astronaut.png', 'chelsea.png', 'coffee.png'];
+    mkdirSync(inputDir, { recursive: true });
+    for (const name of names) copyFileSync(path.join(ROOT, 'samples', name), path.join(inputDir, name));
+    const options = { outDir, size: 'preview', format: 'png', concurrency: 1 } as const;
+
+    const stop = new AbortController();
+    const firstRun: BatchEvent[] = [];
+    const stopped = await (async () => {
+      for await (const event of rmbg.removeBackgrounds(inputDir, { ...options, signal: stop.signal })) {
+        firstRun.push(event);
+        if (event.type === 'file') stop.abort();
+      }
+    })().then(
+      () => 'finished',
+      (error: Error) => error.name,
+    );
+    expect(stopped).toBe('AbortError');
+    const doneFirst = firstRun.flatMap((event) => (event.type === 'file' && event.status === 'done' ? [path.basename(event.input)] : []));
+    expect(doneFirst.length).toBeGreaterThanOrEqual(1);
+    expect(doneFirst.length).toBeLessThan(names.length);
+    // Files cancelled in flight report it; nothing else but the outputs done (and the journal) is on disk.
+    for (const event of firstRun) if (event.type === 'file' && event.status === 'failed') expect(event.error?.code).toBe('interrupted');
+    expect(firstRun.some((event) => event.type === 'summary')).toBe(false);
+    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual([...doneFirst].sort());
+
+    const secondRun: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, options)) secondRun.push(event);
+    const files = secondRun.flatMap((event) => (event.type === 'file' ? [event] : []));
+    const doneSecond = files.filter((event) => event.status === 'done').map((event) => path.basename(event.input));
+    expect(files.filter((event) => event.status === 'skipped').map((event) => path.basename(event.input)).sort()).toEqual([...doneFirst].sort());
+    expect([...doneFirst, ...doneSecond].sort()).toEqual(names);
+    expect(secondRun.at(-1)).toMatchObject({ type: 'summary', total: 3, done: doneSecond.length, skipped: doneFirst.length, failed: 0, stoppedBy: null });
+    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual(names);
+    for (const name of names) expect((await sharp(path.join(outDir, name)).metadata()).format).toBe('png');
+  });
+});
+
+describe('createServer', () => {
+  it('closes cleanly: requests in flight are answered, then the port and the data directory are released', async () => {
+    const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT));
+    // The request is accepted before close() starts: wait until the server has charged it.
+    await expect.poll(() => creditsLeft(), { timeout: 60_000 }).toBeLessThan(CREDITS - 1);
+    await server.close();
+    expect((await inFlight).status).toBe(200);
+    await expect(fetch(`${server.url}/v1.0/account`)).rejects.toThrow();
+    expect(existsSync(path.join(dataDir, 'serve.lock'))).toBe(false);
+  });
+});
+
+function creditsLeft(): number {
+  const store = openStore(dataDir);
+  try {
+    return store.balance(store.listKeys()[0]!.accountId).total;
+  } finally {
+    store.close();
+  }
+}
