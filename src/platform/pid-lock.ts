@@ -14,6 +14,12 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Locks this process holds now. A lock file with our own pid is ours only if it is here: otherwise it was left
+ * by a killed process whose pid we got. (The library can run two batches in one process.)
+ */
+const heldHere = new Set<string>();
+
 /** Takes the lock or throws usage_error with `busyMessage(ownerPid)`; returns the function that releases it. */
 export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number) => string): () => void {
   const temp = `${lockPath}.${process.pid}.tmp`;
@@ -22,11 +28,16 @@ export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number)
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         linkSync(temp, lockPath); // fails with EEXIST if held: atomic test-and-set, content included
-        return () => rmSync(lockPath, { force: true });
+        heldHere.add(lockPath);
+        return () => {
+          heldHere.delete(lockPath);
+          rmSync(lockPath, { force: true });
+        };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         const owner = Number(readFileSync(lockPath, 'utf8'));
-        if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) {
+        const ownerHolds = owner === process.pid ? heldHere.has(lockPath) : Number.isInteger(owner) && owner > 0 && processAlive(owner);
+        if (ownerHolds) {
           throw new RmbgError('usage_error', busyMessage(owner));
         }
         rmSync(lockPath, { force: true }); // left by a killed process

@@ -42,6 +42,15 @@ describe('acquirePidLock', () => {
     expect(readFileSync(lock, 'utf8')).toBe(String(process.ppid)); // untouched
   });
 
+  it('refuses while this process holds it (two batches of the library in one program), and takes it once released', () => {
+    const lock = lockIn();
+    const release = acquirePidLock(lock, (owner) => `held by ${owner}`);
+    expect(() => acquirePidLock(lock, (owner) => `held by ${owner}`)).toThrow(`held by ${process.pid}`);
+    release();
+    acquirePidLock(lock, () => 'busy')();
+    expect(existsSync(lock)).toBe(false);
+  });
+
   it('takes over a lock left by a process that is gone, or an empty one', () => {
     for (const content of ['2147483646', '']) {
       const lock = lockIn();
