@@ -115,7 +115,7 @@ describe('removeBackground', () => {
 });
 
 describe('removeBackgrounds', () => {
-  it('a batch aborted after its first file, run again, produces each output once and leaves no partial file', async () => {
+  it('a batch aborted after its first file (or left with break), run again, produces each output once and leaves no partial file', async () => {
     const inputDir = tempDir();
     const outDir = path.join(tempDir(), 'out');
     const names = ['astronaut.png', 'chelsea.png', 'coffee.png'];
@@ -143,13 +143,24 @@ describe('removeBackgrounds', () => {
     expect(firstRun.some((event) => event.type === 'summary')).toBe(false);
     expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual([...doneFirst].sort());
 
-    const secondRun: BatchEvent[] = [];
-    for await (const event of rmbg.removeBackgrounds(inputDir, options)) secondRun.push(event);
-    const files = secondRun.flatMap((event) => (event.type === 'file' ? [event] : []));
-    const doneSecond = files.filter((event) => event.status === 'done').map((event) => path.basename(event.input));
-    expect(files.filter((event) => event.status === 'skipped').map((event) => path.basename(event.input)).sort()).toEqual([...doneFirst].sort());
-    expect([...doneFirst, ...doneSecond].sort()).toEqual(names);
-    expect(secondRun.at(-1)).toMatchObject({ type: 'summary', total: 3, done: doneSecond.length, skipped: doneFirst.length, failed: 0, stoppedBy: null });
+    // Leaving the loop early stops the batch too, and only once it has wound down: the folder is free at once.
+    let doneSecond: string | undefined;
+    for await (const event of rmbg.removeBackgrounds(inputDir, options)) {
+      if (event.type === 'file' && event.status === 'done') {
+        doneSecond = path.basename(event.input);
+        break;
+      }
+    }
+    expect(doneSecond).toBeDefined();
+
+    const lastRun: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, options)) lastRun.push(event);
+    const files = lastRun.flatMap((event) => (event.type === 'file' ? [event] : []));
+    const doneLast = files.filter((event) => event.status === 'done').map((event) => path.basename(event.input));
+    const doneBefore = [...doneFirst, doneSecond as string];
+    expect(files.filter((event) => event.status === 'skipped').map((event) => path.basename(event.input)).sort()).toEqual(doneBefore.sort());
+    expect([...doneBefore, ...doneLast].sort()).toEqual(names);
+    expect(lastRun.at(-1)).toMatchObject({ type: 'summary', total: 3, done: doneLast.length, skipped: doneBefore.length, failed: 0, stoppedBy: null });
     expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual(names);
     for (const name of names) expect((await sharp(path.join(outDir, name)).metadata()).format).toBe('png');
   });
