@@ -59,6 +59,6 @@ for (const photo of photos) {
 await rmbg.close();
 await engine.close();
 
-console.log(`import time (median of 7 fresh processes): rmbg ${imports.library.toFixed(1)} ms; the engine alone (sharp, onnxruntime) ${imports.engine.toFixed(1)} ms\n`);
+console.log(`import time (median of 7 fresh processes): rmbg ${imports.library.toFixed(1)} ms; the engine module alone (sharp; onnxruntime loads with the model) ${imports.engine.toFixed(1)} ms\n`);
 console.log(`removeBackground() vs the CLI's engine, ${rounds} interleaved rounds, ms (load average ${(await import('node:os')).loadavg()[0].toFixed(1)}):\n`);
 console.log(table(['photo', 'CLI engine (median)', 'removeBackground() (median)', 'ratio (median of pairs)', 'ratio range'], rows));

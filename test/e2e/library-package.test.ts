@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-const EXPORTS = ['RmbgError', 'close', 'createRmbg', 'createServer', 'removeBackground', 'removeBackgrounds'];
+const EXPORTS = ['ERRORS', 'RmbgError', 'close', 'createRmbg', 'createServer', 'removeBackground', 'removeBackgrounds'];
 
 let project: string;
 
