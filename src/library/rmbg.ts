@@ -1,15 +1,16 @@
 // A library instance: removeBackground() for one image and removeBackgrounds() for the CLI's batch, with
 // the on-device engines they share. Heavy modules (sharp, onnxruntime, undici) load on first use.
 
+import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { LIMITS } from '../api/limits.js';
-import type { OutputFormat, RemoveOptions } from '../api/options.js';
+import type { OutputFormat } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { BatchEvent } from '../batch/run-batch.js';
 import type { Remover } from '../batch/remover.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
-import { parseImageOptions, remoteTarget, type ImageOptions, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
+import { parseImageOptions, remoteTarget, type ImageOptions, type RemoteTarget, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
 
 export interface RemoveBackgroundResult {
   /** The encoded image. */
@@ -51,22 +52,17 @@ const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recur
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
 
-  async function removerFor(options: RunOptions): Promise<Remover> {
-    const target = remoteTarget(options);
+  /** On this computer with the pool's engine, or through the server of `target`. */
+  async function removerFor(target: RemoteTarget | undefined, model: string | undefined): Promise<Remover> {
     if (target) {
+      // The remote remover derives each request's Idempotency-Key from the image and options: a retry, or the
+      // same call again within the server's replay window, is replayed instead of charged twice.
       const { remoteRemover } = await import('../batch/remote-remover.js');
       return remoteRemover({ baseUrl: target.apiUrl, apiKey: target.apiKey, timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs });
     }
     const { localRemover } = await import('../batch/remover.js');
-    // Not closed after a call: the engine is the pool's, shared with other calls until close().
-    return localRemover(await engines.engineFor(options.model));
-  }
-
-  async function removeOne(image: Buffer, options: RemoveOptions, remover: Remover, signal: AbortSignal | undefined): Promise<RemoveBackgroundResult> {
-    // Through a server, the remote remover derives the Idempotency-Key from the image and options: a retry,
-    // or the same call again within the server's replay window, is replayed instead of charged twice.
-    const result = await remover.remove(image, options, { signal });
-    return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
+    // Never closed by a call: the engine is the pool's, shared with other calls until close().
+    return localRemover(await engines.engineFor(model));
   }
 
   return {
@@ -74,10 +70,12 @@ export function createRmbg(): Rmbg {
       const { signal } = options;
       signal?.throwIfAborted();
       const removeOptions = parseImageOptions(options);
-      remoteTarget(options);
+      const target = remoteTarget(options);
       try {
         const image = await readImageInput(input, signal);
-        return await removeOne(image, removeOptions, await removerFor(options), signal);
+        const remover = await removerFor(target, options.model);
+        const result = await remover.remove(image, removeOptions, { signal });
+        return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
       } catch (error) {
         // A cancelled call rejects with the caller's reason, as fetch() and timers do, not with our 'interrupted'.
         signal?.throwIfAborted();
@@ -89,7 +87,10 @@ export function createRmbg(): Rmbg {
       const { signal } = options;
       signal?.throwIfAborted();
       const removeOptions = parseImageOptions(options, BATCH_KEYS);
-      remoteTarget(options);
+      const target = remoteTarget(options);
+      if (typeof options.outDir !== 'string' || options.outDir === '') {
+        throw new RmbgError('usage_error', 'outDir is required: the folder for the outputs and the journal that lets a re-run resume');
+      }
       const [{ discoverInputs }, { batchEvents }, { defaultConcurrency, MAX_CONCURRENCY }] = await Promise.all([
         import('../batch/discover-inputs.js'),
         import('../batch/batch-events.js'),
@@ -97,7 +98,7 @@ export function createRmbg(): Rmbg {
       ]);
       const concurrency = options.concurrency === undefined ? undefined : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
       const items = await discoverInputs(typeof inputs === 'string' ? [inputs] : [...inputs], { recursive: Boolean(options.recursive), outputDir: options.outDir });
-      const remover = await removerFor(options);
+      const remover = await removerFor(target, options.model);
       const events = batchEvents({
         items,
         outputDir: options.outDir,
