@@ -10,6 +10,8 @@ export const LIMITS = {
   maxIdempotencyKeyLength: 128,
   replayWindowMs: 10 * 60 * 1000,
   clientTimeoutMs: 180_000,
+  /** An image_url server that needs longer than this to deliver the image is broken (processing has its own limit). */
+  imageUrlTimeoutMs: 30_000,
 } as const;
 
 /** The limits as people read them ("22 MiB", "50 MP", "10 minutes"), for messages and documents. */

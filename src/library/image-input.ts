@@ -9,9 +9,6 @@ import { LIMITS } from '../api/limits.js';
 /** An image: its bytes, a Blob, a file path, or a `file:` / `https:` URL. */
 export type ImageInput = Buffer | Uint8Array | ArrayBuffer | Blob | string | URL;
 
-/** A server that needs longer than this to deliver an image is broken (the service's image_url limit). */
-const IMAGE_URL_TIMEOUT_MS = 30_000;
-
 export async function readImageInput(input: ImageInput, signal: AbortSignal | undefined): Promise<Buffer> {
   if (Buffer.isBuffer(input)) return input;
   if (input instanceof Uint8Array) return Buffer.from(input.buffer, input.byteOffset, input.byteLength);
@@ -22,7 +19,7 @@ export async function readImageInput(input: ImageInput, signal: AbortSignal | un
     if (input.protocol === 'file:') return readImageFile(fileURLToPath(input));
     // Loaded only for https: the fetcher and its address policy are the service's own.
     const { fetchImageUrl } = await import('../service/image-url.js');
-    return fetchImageUrl(input.href, { allowPrivate: false, timeoutMs: IMAGE_URL_TIMEOUT_MS, maxBytes: LIMITS.maxImageBytes, signal });
+    return fetchImageUrl(input.href, { allowPrivate: false, timeoutMs: LIMITS.imageUrlTimeoutMs, maxBytes: LIMITS.maxImageBytes, signal });
   }
   throw new RmbgError('invalid_request', `the image must be a Buffer, Uint8Array, ArrayBuffer, Blob, file path or URL; got ${describe(input)}`);
 }

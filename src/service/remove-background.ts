@@ -10,9 +10,6 @@ import { requestFingerprint } from './request-fingerprint.js';
 import type { ServiceContext } from './service-context.js';
 import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveRequest } from './types.js';
 
-/** An image server that needs longer than this is broken; the engine's own limit covers processing. */
-const URL_FETCH_TIMEOUT_MS = 30_000;
-
 /** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
 const IN_PROGRESS_RETRY_SECONDS = 2;
 
@@ -35,7 +32,7 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
 async function loadImage(ctx: ServiceContext, source: ImageSource, signal: AbortSignal): Promise<Buffer> {
   if (source.kind !== 'url') return source.data;
   return ctx.fetchImage(source.url, {
-    timeoutMs: Math.min(URL_FETCH_TIMEOUT_MS, ctx.processingTimeoutMs),
+    timeoutMs: Math.min(LIMITS.imageUrlTimeoutMs, ctx.processingTimeoutMs),
     maxBytes: LIMITS.maxImageBytes,
     signal,
   });

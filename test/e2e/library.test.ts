@@ -3,7 +3,6 @@
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FOREGROUND_ALPHA } from '../../src/engine/compose.js';
@@ -46,14 +45,11 @@ async function post(fields: Record<string, string>, file?: Buffer): Promise<{ st
 const detailOf = (body: Buffer) => (JSON.parse(body.toString()) as { errors: Array<{ code: string; detail: string }> }).errors[0];
 
 describe('removeBackground', () => {
-  it('gives the same cutout from a Buffer, a path, a file URL and a Blob, sized by `size`, its foreground box on the input', async () => {
-    const bytes = readFileSync(ASTRONAUT);
-    const inputs = [bytes, ASTRONAUT, pathToFileURL(ASTRONAUT), new Blob([new Uint8Array(bytes)])];
-    // Concurrent calls: they share the instance's one engine.
-    const results = await Promise.all(inputs.map((input) => rmbg.removeBackground(input, { size: 'preview' })));
-    for (const result of results.slice(1)) expect(result.data.equals(results[0]!.data)).toBe(true);
+  it('gives the same cutout from a Buffer and a path, sized by `size`, its foreground box on the input', async () => {
+    // Concurrent calls: they share the instance's one engine. (The other input kinds: test/unit/library.)
+    const [result, fromPath] = await Promise.all([rmbg.removeBackground(readFileSync(ASTRONAUT), { size: 'preview' }), rmbg.removeBackground(ASTRONAUT, { size: 'preview' })]);
+    expect(fromPath.data.equals(result.data)).toBe(true);
 
-    const [result] = results as [(typeof results)[0]];
     // preview: at most 0.25 MP, the 512×512 input scaled down, never cropped.
     expect({ format: result.format, width: result.width, height: result.height }).toEqual({ format: 'png', width: 500, height: 500 });
     const { data, info } = await sharp(result.data).raw().toBuffer({ resolveWithObject: true });
