@@ -116,6 +116,9 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   }
   // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
   if (!summary.stoppedBy && (summary.notStarted > 0 || batch.stop?.aborted || batch.abort?.aborted)) summary.stoppedBy = 'interrupted';
+  // In input order, not completion order: the same failures read the same on every run.
+  const inputOrder = new Map(items.map((item, index) => [item.path, index]));
+  summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));
   summary.ms = Math.round(performance.now() - started);
   onEvent(summary);
   return summary;
