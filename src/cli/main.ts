@@ -6,8 +6,10 @@ import { RmbgError } from '../api/errors.js';
 import { EXIT } from './exit-codes.js';
 import { buildProgram } from './program.js';
 import { reportError } from './report-error.js';
+import { stopWhenStdoutCloses } from './stdout-closed.js';
 
 export async function main(argv: string[]): Promise<void> {
+  stopWhenStdoutCloses();
   const program = buildProgram();
   // Every level (keys create, credits add, …): a usage error must reach exitCodeFor, not commander's exit(1).
   const overrideExit = (command: Command): void => {

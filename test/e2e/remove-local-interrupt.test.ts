@@ -14,7 +14,7 @@ beforeAll(ensureBuilt);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const SIZES = { 'p1.jpg': [200, 150], 'p2.jpg': [180, 135], 'p3.jpg': [160, 120] } as const;
+const SIZES = { 'p1.jpg': [200, 150], 'p2.jpg': [180, 135], 'p3.jpg': [160, 120], 'p4.jpg': [140, 105] } as const;
 
 async function photoFolder(names: Array<keyof typeof SIZES>): Promise<string> {
   const work = tempDir();
@@ -133,5 +133,30 @@ describe('SIGKILL during rmbg remove --local', () => {
     const p1 = appended.filter((r) => path.basename(r.input) === 'p1.jpg').map((r) => r.state);
     expect(p1.every((state) => state === 'done') && p1.length <= 1).toBe(true);
     expect(appended.filter((r) => path.basename(r.input) === 'p2.jpg').map((r) => r.state)).toEqual(['sent', 'done']);
+  });
+});
+
+describe('the reader of stdout leaves (rmbg remove … | head -n 1)', () => {
+  const names = ['p1.jpg', 'p2.jpg', 'p3.jpg', 'p4.jpg'] as const;
+
+  it('stops as after one Ctrl-C: no EPIPE crash, exit 130, only whole outputs; a re-run completes the rest', async () => {
+    const work = await photoFolder([...names]);
+    const child = rerun(work);
+    // Read the first JSON line, then close our end of the pipe, as `head -n 1` does.
+    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+    child.stdout!.destroy();
+    const stopped = await child;
+    expect(stopped.stderr).not.toMatch(/EPIPE|Error/);
+    expect(stopped.stderr).toMatch(/run the same command again to resume/);
+    expect(stopped.exitCode).toBe(130);
+    const out = path.join(work, 'out');
+    const written = listFiles(out).filter((name) => name !== JOURNAL);
+    // The write that meets the closed pipe comes after the next file has started: at most 3 of 4 are done.
+    expect(written.length).toBeLessThan(4);
+    for (const name of written) expect(names.map((n) => n.replace('.jpg', '.png'))).toContain(name);
+
+    const resumed = await rerun(work);
+    expect(resumed.exitCode).toBe(0);
+    await expectAllCutouts(work, [...names]);
   });
 });
