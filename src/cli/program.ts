@@ -126,6 +126,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
     .option('--model <name|path>', 'model name or .onnx path')
+    .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `
 Examples:
