@@ -9,7 +9,7 @@ import { flagOf, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-option
 
 const REMOVE_EXAMPLES = `
 Examples:
-  $ rmbg remove photo.jpg --local                    # writes ./rmbg-out/photo.png
+  $ rmbg remove photo.jpg                            # no API URL configured: on this computer, ./rmbg-out/photo.png
   $ rmbg remove ./shoot --local -o ./cutouts --recursive
   $ rmbg remove ./shoot -o ./cutouts --api-url http://127.0.0.1:5000 --api-key $KEY
   $ cat in.jpg | rmbg remove - --local --format png > out.png
@@ -87,7 +87,7 @@ function addDataDirOption(command: Command): Command {
 
 export function buildProgram(): Command {
   const program = new Command('rmbg')
-    .description('Remove image backgrounds: on this computer (--local), through any compatible API, or as a local API server.')
+    .description('Remove image backgrounds: on this computer (the default, or --local), through any compatible API, or as a local API server.')
     .version('0.1.0')
     .addHelpText('after', ROOT_EXAMPLES)
     .showHelpAfterError('(run with --help for usage)');
@@ -97,7 +97,7 @@ export function buildProgram(): Command {
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
     .argument('<inputs...>', 'image files, folders, or - for stdin')
     .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
-    .option('--local', 'run on this computer: on-device model, no account, no network')
+    .option('--local', 'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is')
     .option('-r, --recursive', 'descend into subfolders of input folders')
     .option('--overwrite', 'replace existing outputs (default: skip them)');
   addImageOptions(remove);

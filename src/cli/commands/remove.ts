@@ -13,7 +13,7 @@ import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { progressRenderer, stopHint } from '../render-progress.js';
-import { createRemover } from '../create-remover.js';
+import { createRemover, LOCAL_BY_DEFAULT_NOTE, runsLocally } from '../create-remover.js';
 import { planBatch } from '../plan-batch.js';
 
 interface RemoveFlags {
@@ -105,8 +105,11 @@ function takeOverSignals(handler: () => void): () => void {
 }
 
 export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
-  const flags = opts as unknown as RemoveFlags;
-  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
+  const typed = opts as unknown as RemoveFlags;
+  const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: typed.apiKey });
+  const local = runsLocally(typed, config);
+  if (local && !typed.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
+  const flags: RemoveFlags = { ...typed, local };
   const options = optionsFrom(flags, command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
