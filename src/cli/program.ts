@@ -11,13 +11,15 @@ const REMOVE_EXAMPLES = `
 Examples:
   $ rmbg remove photo.jpg                            # no API URL configured: on this computer, ./rmbg-out/photo.png
   $ rmbg remove ./shoot --local -o ./cutouts --recursive
+  $ rmbg remove ./incoming -o ./cutouts --watch       # photos copied in later are processed as they land
   $ rmbg remove ./shoot -o ./cutouts --api-url http://127.0.0.1:5000 --api-key $KEY
   $ cat in.jpg | rmbg remove - --local --format png > out.png
   $ rmbg remove ./shoot --local --json | jq -c 'select(.status=="failed")'
   $ rmbg remove ./shoot -o ./cutouts --api-url https://api.example.com --dry-run
 
 Exit codes: 0 every file done (or its output already there), 1 any file failed (now or in an earlier run),
-2 usage error, 130 interrupted (run again to resume).`;
+2 usage error, 130 interrupted (run again to resume). --watch ends on Ctrl-C with the same codes: 130 only
+when photos that had landed were left unprocessed.`;
 
 const ROOT_EXAMPLES = `
 Examples:
@@ -99,6 +101,7 @@ export function buildProgram(): Command {
     .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
     .option('--local', 'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is')
     .option('-r, --recursive', 'descend into subfolders of input folders')
+    .option('-w, --watch', 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight')
     .option('--overwrite', 'replace existing outputs (default: skip them)');
   addImageOptions(remove);
   addApiOptions(remove);

@@ -1,10 +1,12 @@
 // `rmbg remove`: wires flags to the batch (or to one stdin→stdout image), picks the renderer, handles
 // Ctrl-C (first: finish files in flight and stop; second: cancel them) and returns the exit code.
 
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
+import { watchInputs } from '../../batch/watch-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
@@ -20,6 +22,7 @@ interface RemoveFlags {
   output: string;
   local?: boolean;
   recursive?: boolean;
+  watch?: boolean;
   overwrite?: boolean;
   size: string;
   format: string;
@@ -56,6 +59,21 @@ async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** --watch: the input folders to watch (files named on the command line are processed once). */
+async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<string[]> {
+  if (flags.dryRun || flags.confirmOver !== undefined) {
+    throw new RmbgError('usage_error', '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance');
+  }
+  const folders: string[] = [];
+  for (const input of inputs) if ((await stat(input).catch(() => undefined))?.isDirectory()) folders.push(input);
+  if (folders.length === 0) throw new RmbgError('usage_error', `--watch needs a folder to watch; ${inputs.join(', ')} ${inputs.length === 1 ? 'is not one' : 'are not folders'}`);
+  return folders;
+}
+
+function announceWatch(folders: string[]): void {
+  process.stderr.write(`rmbg: watching ${folders.join(', ')} for new photos (Ctrl-C to stop after the photos in flight)\n`);
 }
 
 /** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
@@ -114,8 +132,9 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
+  const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
   const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-  if (!stdinMode && items.length === 0) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
+  if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
 
   const planned = await planBatch({ flags, items, options });
   if (planned !== undefined) return planned;
@@ -148,6 +167,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
+        arrivals: flags.watch ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => announceWatch(watched) }) : undefined,
       });
       for await (const event of events) {
         if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
@@ -156,7 +176,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
       }
       if (!summary) throw new Error('the batch ended without a summary');
       await reportStop(summary, { json, message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined, remover });
-      if (stop.signal.aborted) return EXIT.interrupted;
+      // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
+      if (stop.signal.aborted && (!flags.watch || summary.stoppedBy === 'interrupted')) return EXIT.interrupted;
       // Files skipped because they failed before still have no output: a re-run must not report success.
       return summary.failed === 0 && summary.failedBefore === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
     } finally {
