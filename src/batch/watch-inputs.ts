@@ -3,6 +3,7 @@
 // still being copied in is never read half-written. Files already there are reported too (the batch
 // skips those it already has), so nothing that lands while the watch starts is missed.
 
+import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch } from 'chokidar';
 import { RmbgError } from '../api/errors.js';
@@ -10,6 +11,14 @@ import { watchedItem, type InputItem } from './discover-inputs.js';
 
 /** How long a file's size must stay the same before it counts as landed (a copy over a slow share pauses). */
 export const STABLE_MS = 2000;
+
+/** The folders among the inputs (files named among them are processed once, not watched); at least one. */
+export async function foldersToWatch(inputs: readonly string[]): Promise<string[]> {
+  const folders: string[] = [];
+  for (const input of inputs) if ((await stat(input).catch(() => undefined))?.isDirectory()) folders.push(input);
+  if (folders.length === 0) throw new RmbgError('usage_error', `--watch needs a folder to watch; ${inputs.join(', ')} ${inputs.length === 1 ? 'is not one' : 'are not folders'}`);
+  return folders;
+}
 
 export interface WatchOptions {
   recursive: boolean;

@@ -1,12 +1,11 @@
 // `rmbg remove`: wires flags to the batch (or to one stdin→stdout image), picks the renderer, handles
 // Ctrl-C (first: finish files in flight and stop; second: cancel them) and returns the exit code.
 
-import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
-import { watchInputs } from '../../batch/watch-inputs.js';
+import { foldersToWatch, watchInputs } from '../../batch/watch-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
@@ -66,10 +65,7 @@ async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<str
   if (flags.dryRun || flags.confirmOver !== undefined) {
     throw new RmbgError('usage_error', '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance');
   }
-  const folders: string[] = [];
-  for (const input of inputs) if ((await stat(input).catch(() => undefined))?.isDirectory()) folders.push(input);
-  if (folders.length === 0) throw new RmbgError('usage_error', `--watch needs a folder to watch; ${inputs.join(', ')} ${inputs.length === 1 ? 'is not one' : 'are not folders'}`);
-  return folders;
+  return foldersToWatch(inputs);
 }
 
 function announceWatch(folders: string[]): void {
