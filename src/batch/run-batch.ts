@@ -131,16 +131,24 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
       const seen = new Set(items.map((item) => item.path));
       const taken = new Set([...slots.values()].map((slot) => slot.base));
       const ended = AbortSignal.any([stopOnError.signal, ...[batch.stop, batch.abort].filter((signal) => signal !== undefined)]);
-      for await (const item of batch.arrivals(ended)) {
-        if (seen.has(item.path)) continue;
-        seen.add(item.path);
-        slots.set(item, addOutputSlot(item, taken, outputDir, options.format));
-        items.push(item);
-        summary.total += 1;
-        onEvent({ type: 'arrived', input: item.path, total: summary.total });
-        const run = runOne(item);
-        run.catch(() => undefined);
-        running.push(run);
+      try {
+        for await (const item of batch.arrivals(ended)) {
+          if (seen.has(item.path)) continue;
+          seen.add(item.path);
+          slots.set(item, addOutputSlot(item, taken, outputDir, options.format));
+          items.push(item);
+          summary.total += 1;
+          onEvent({ type: 'arrived', input: item.path, total: summary.total });
+          const run = runOne(item);
+          run.catch(() => undefined);
+          running.push(run);
+        }
+      } catch (error) {
+        // The watch failed (a folder removed, too many watches): start nothing more, let the photos in
+        // flight finish before the journal closes, then report it.
+        stopOnError.abort();
+        await Promise.allSettled(running);
+        throw error;
       }
     }
     await Promise.all(running);

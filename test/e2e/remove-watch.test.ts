@@ -111,6 +111,29 @@ describe('rmbg remove DIR --watch', () => {
     expect(existsSync(path.join(work, 'out', 'sub'))).toBe(false);
   });
 
+  it('Ctrl-C finishes the photo in flight and exits 130 when photos that had landed were left; a re-run does the rest', async () => {
+    const work = tempDir();
+    // 6 MP noise: a full-size PNG of it takes long enough to encode that the second photo is still in flight
+    // when the signal arrives (one at a time: --concurrency 1).
+    const large = await sharp({ create: { width: 3000, height: 2000, channels: 3, background: '#6a8caf', noise: { type: 'gaussian', mean: 120, sigma: 40 } } })
+      .jpeg({ quality: 80 })
+      .toBuffer();
+    mkdirSync(path.join(work, 'in'));
+    for (const name of ['p1.jpg', 'p2.jpg', 'p3.jpg']) writeFileSync(path.join(work, 'in', name), large);
+    const watch = startWatch(work, ['--concurrency', '1', '--size', 'full', '--format', 'png']);
+    await watch.until('p1.jpg done', () => watch.lineFor('p1.jpg') !== undefined);
+    watch.child.kill('SIGINT');
+    const result = await watch.child;
+    expect(result.exitCode, watch.stderr()).toBe(130);
+    expect(watch.lineFor('p2.jpg')).toMatchObject({ status: 'done', width: 3000, height: 2000 });
+    expect(jsonLines(watch.stdout()).at(-1)).toMatchObject({ summary: true, total: 3, done: 2, notStarted: 1, stoppedBy: 'interrupted' });
+    expect(existsSync(path.join(work, 'out', 'p3.png'))).toBe(false);
+
+    const again = await rmbg(['remove', 'in', '-o', 'out', '--json', '--local', '--model', model, '--size', 'full', '--format', 'png'], { cwd: work });
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(jsonLines(again.stdout).at(-1)).toMatchObject({ summary: true, total: 3, done: 1, skipped: 2 });
+  });
+
   it('is a usage error (exit 2) on files only, and with --dry-run', async () => {
     const work = tempDir();
     writeFileSync(path.join(work, 'photo.jpg'), await jpegPhoto(200, 150));
