@@ -129,6 +129,44 @@ describe('removing backgrounds', () => {
     await page.context().close();
   });
 
+  it('takes photos dropped on the drop zone, and honours size, format and background colour', async () => {
+    const { key } = await createKey(dataDir, 3);
+    const { page, violations } = await openPage();
+    await page.getByLabel('Key').fill(key);
+    await page.getByLabel('Size').selectOption('preview');
+    await page.getByLabel('Format').selectOption('jpg');
+    await page.getByLabel('Fill the background').check();
+    await page.getByLabel('Background colour').fill('#ff0000');
+    // A drop as the browser makes it: a DataTransfer holding the file, dispatched on the zone.
+    const bytes = readFileSync(join(SAMPLES, 'coffee.png')).toString('base64');
+    const transfer = await page.evaluateHandle((data) => {
+      const dropped = new DataTransfer();
+      dropped.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], 'coffee.png', { type: 'image/png' }));
+      return dropped;
+    }, bytes);
+    await page.locator('#drop').dispatchEvent('drop', { dataTransfer: transfer });
+    await expect.poll(() => page.locator('.status.done').count(), { timeout: 60_000 }).toBe(1);
+    // coffee.png is 600×400: preview (at most 0.25 MP) scales it down, keeping its shape; JPG, opaque.
+    const [width, height] = await page.locator('img.after').evaluate((image) => [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight]);
+    expect(width * height).toBeLessThanOrEqual(250_000);
+    expect(Math.abs(width / height - 1.5)).toBeLessThan(0.01);
+    expect(await page.locator('.result .status').textContent()).toBe(`Done: ${width} × ${height} JPG, 1 credit.`);
+    expect(await page.locator('a.download').getAttribute('download')).toBe('coffee.jpg');
+    // The photo's dark top-left corner is background to the identity model: there the result is the red chosen.
+    const corner = await page.locator('img.after').evaluate((image) => {
+      const canvas = document.createElement('canvas');
+      [canvas.width, canvas.height] = [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight];
+      const context = canvas.getContext('2d') as CanvasRenderingContext2D;
+      context.drawImage(image as HTMLImageElement, 0, 0);
+      return [...context.getImageData(5, 5, 1, 1).data];
+    });
+    expect(corner[0]).toBeGreaterThan(220);
+    expect(corner[1]).toBeLessThan(40);
+    expect(corner[2]).toBeLessThan(40);
+    expect(violations).toEqual([]);
+    await page.context().close();
+  });
+
   it('says in plain words when a file is not a photo, a key is wrong, the credits ran out or the rate limit is hit', async () => {
     const { key } = await createKey(dataDir, 5);
     const { key: broke } = await createKey(dataDir, 0);
