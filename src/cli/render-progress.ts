@@ -21,7 +21,7 @@ export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
   let total = 0;
   let finished = 0;
   const pace = new Pace();
-  return (event: BatchEvent): void => {
+  const render = (event: BatchEvent): void => {
     if (event.type === 'start') {
       total = event.total;
       bar = bars.create(total, 0, { failed, credits, file: '', ...pace.text(total) });
@@ -43,6 +43,11 @@ export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
       stream.write(summaryText(event) + '\n');
     }
   };
+  /** A line for the person above the bar (e.g. that a watch has begun). */
+  const note = (text: string): void => {
+    bars.log(`${text}\n`);
+  };
+  return Object.assign(render, { note });
 }
 
 /**

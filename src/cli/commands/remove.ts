@@ -68,8 +68,8 @@ async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<str
   return foldersToWatch(inputs);
 }
 
-function announceWatch(folders: string[]): void {
-  process.stderr.write(`rmbg: watching ${folders.join(', ')} for new photos (Ctrl-C to stop after the photos in flight)\n`);
+function watchNote(folders: string[]): string {
+  return `rmbg: watching ${folders.join(', ')} for new photos (Ctrl-C to stop after the photos in flight)`;
 }
 
 /** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
@@ -139,7 +139,10 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
     const json = Boolean(flags.json) || !process.stdout.isTTY;
-    const render: (event: BatchEvent) => void = json ? jsonLinesRenderer() : progressRenderer();
+    const progress = json ? undefined : progressRenderer();
+    const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer();
+    // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
+    const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
     const stop = new AbortController();
     const abort = new AbortController();
     const firstErrors = new Map<string, string>();
@@ -163,7 +166,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
-        arrivals: flags.watch ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => announceWatch(watched) }) : undefined,
+        arrivals: flags.watch ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => note(watchNote(watched)) }) : undefined,
       });
       for await (const event of events) {
         if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
