@@ -83,13 +83,19 @@ describe('the page itself', () => {
   });
 });
 
+/** The page with a fresh key of `credits` typed in and the size and format chosen. */
+async function pageWithKey(credits: number, choices: { size: string; format: string }) {
+  const { key } = await createKey(dataDir, credits);
+  const opened = await openPage();
+  await opened.page.getByLabel('Key').fill(key);
+  await opened.page.getByLabel('Size').selectOption(choices.size);
+  await opened.page.getByLabel('Format').selectOption(choices.format);
+  return { ...opened, key };
+}
+
 describe('removing backgrounds', () => {
   it('shows each uploaded photo beside its result at the right size, with a slider, a download and the credits left', async () => {
-    const { key } = await createKey(dataDir, 10);
-    const { page, violations } = await openPage();
-    await page.getByLabel('Key').fill(key);
-    await page.getByLabel('Size').selectOption('full');
-    await page.getByLabel('Format').selectOption('png');
+    const { page, violations, key } = await pageWithKey(10, { size: 'full', format: 'png' });
     await page.locator('#files').setInputFiles([join(SAMPLES, 'rocket.jpg'), join(SAMPLES, 'chelsea.png')]);
 
     const results = page.locator('.result');
@@ -130,11 +136,7 @@ describe('removing backgrounds', () => {
   });
 
   it('takes photos dropped on the drop zone, and honours size, format and background colour', async () => {
-    const { key } = await createKey(dataDir, 3);
-    const { page, violations } = await openPage();
-    await page.getByLabel('Key').fill(key);
-    await page.getByLabel('Size').selectOption('preview');
-    await page.getByLabel('Format').selectOption('jpg');
+    const { page, violations } = await pageWithKey(3, { size: 'preview', format: 'jpg' });
     await page.getByLabel('Fill the background').check();
     await page.getByLabel('Background colour').fill('#ff0000');
     // A drop as the browser makes it: a DataTransfer holding the file, dispatched on the zone.
