@@ -10,7 +10,7 @@ import type { RmbgServer, ServerOptions } from './library/server-options.js';
 
 export { ERRORS, RmbgError, type ErrorCode, type ErrorPolicy } from './api/errors.js';
 export type { Format, OutputFormat, Size } from './api/options.js';
-export type { BatchEvent, BatchSummary, FileEvent, FileStatus } from './batch/run-batch.js';
+export type { ArrivalEvent, BatchEvent, BatchSummary, FileEvent, FileStatus } from './batch/run-batch.js';
 export type { ForegroundBox } from './api/wire-types.js';
 export type { ImageInput } from './library/image-input.js';
 export type { ImageOptions, RemoveBackgroundOptions, RunOptions } from './library/remove-options.js';

@@ -38,6 +38,18 @@ async function walk(folder: string, root: string, recursive: boolean, exclude: s
   }
 }
 
+/**
+ * A file found under a watched folder (rmbg remove --watch), by the same rules as the walk: an image
+ * extension, no hidden file or folder on the way, not inside the output folder, subfolders only if recursive.
+ */
+export function watchedItem(path: string, root: string, options: { recursive: boolean; outputDir: string }): InputItem | undefined {
+  const relativePath = relative(root, path);
+  const parts = relativePath.split(sep);
+  if (!isInside(path, root) || isInside(path, resolve(options.outputDir))) return undefined;
+  if (parts.some((part) => part.startsWith('.')) || (!options.recursive && parts.length > 1)) return undefined;
+  return IMAGE_EXTENSIONS.has(extensionOf(path)) ? { path, relativePath } : undefined;
+}
+
 export async function discoverInputs(inputs: string[], options: { recursive: boolean; outputDir: string }): Promise<InputItem[]> {
   const outputDir = resolve(options.outputDir);
   const found: InputItem[] = [];

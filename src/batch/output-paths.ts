@@ -56,6 +56,21 @@ export function assignOutputSlots(items: InputItem[], outputDir: string, format:
   return slots;
 }
 
+/**
+ * The slot of an input that arrives after the others (rmbg remove --watch): its plain name, or, when an
+ * earlier input holds that, the source extension kept and then a counter, as for inputs found together.
+ * Slots already given never change. `taken` is updated.
+ */
+export function addOutputSlot(item: InputItem, taken: Set<string>, outputDir: string, format: Format): OutputSlot {
+  const { dir, name, base: fileName } = parse(item.relativePath);
+  let candidate = join(outputDir, dir, name);
+  if (taken.has(candidate)) candidate = join(outputDir, dir, fileName);
+  const first = candidate;
+  for (let n = 2; taken.has(candidate); n++) candidate = `${first}-${n}`;
+  taken.add(candidate);
+  return { base: candidate, extensions: possibleExtensions(format) };
+}
+
 /** The first existing output of a slot, if any. */
 export function existingOutput(slot: OutputSlot): string | undefined {
   return slot.extensions.map((ext) => slot.base + ext).find((path) => existsSync(path));

@@ -12,7 +12,7 @@ import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { InputItem } from './discover-inputs.js';
 import { Journal, type JournalRecord } from './journal.js';
-import { assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
+import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
 import { planItem } from './plan-item.js';
 import type { Remover } from './remover.js';
 
@@ -50,10 +50,23 @@ export interface BatchSummary {
   failedInputs: string[];
 }
 
-export type BatchEvent = { type: 'start'; total: number } | FileEvent | BatchSummary;
+/** An input that landed while the batch runs (--watch): the batch now has `total` inputs. */
+export interface ArrivalEvent {
+  type: 'arrived';
+  input: string;
+  total: number;
+}
+
+export type BatchEvent = { type: 'start'; total: number } | ArrivalEvent | FileEvent | BatchSummary;
 
 export interface BatchOptions {
   items: InputItem[];
+  /**
+   * More inputs as they land (rmbg remove --watch, src/batch/watch-inputs.ts), processed like `items`;
+   * inputs already seen are left out. The batch ends once this ends, which it must when `signal` aborts:
+   * on stop, on cancel, or when an error stops the batch.
+   */
+  arrivals?: (signal: AbortSignal) => AsyncIterable<InputItem>;
   outputDir: string;
   options: RemoveOptions;
   remover: Remover;
@@ -69,7 +82,9 @@ export interface BatchOptions {
 
 export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const started = performance.now();
-  const { items, options, remover, onEvent } = batch;
+  const { options, remover, onEvent } = batch;
+  // A copy: arrivals (--watch) are added to it, in the order they landed.
+  const items = [...batch.items];
   // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
   const outputDir = resolve(batch.outputDir);
   const journal = await Journal.open(outputDir);
@@ -91,31 +106,59 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
     onEvent(event);
   };
 
+  const runOne = (item: InputItem) =>
+    limit(async () => {
+      if (batch.stop?.aborted || stopOnError.signal.aborted) {
+        summary.notStarted += 1;
+        return;
+      }
+      const event = await processOne(item, slots.get(item) as OutputSlot, journal, optionsKey, batch);
+      emit(event);
+      if (event.status === 'done') concurrency.succeeded();
+      const code = event.error?.code as ErrorCode | undefined;
+      if (code && policyOf(code).stopsBatch && !stopOnError.signal.aborted) {
+        summary.stoppedBy = code;
+        stopOnError.abort();
+      }
+    });
+
   onEvent({ type: 'start', total: items.length });
   try {
-    await Promise.all(
-      items.map((item) =>
-        limit(async () => {
-          if (batch.stop?.aborted || stopOnError.signal.aborted) {
-            summary.notStarted += 1;
-            return;
-          }
-          const event = await processOne(item, slots.get(item) as OutputSlot, journal, optionsKey, batch);
-          emit(event);
-          if (event.status === 'done') concurrency.succeeded();
-          const code = event.error?.code as ErrorCode | undefined;
-          if (code && policyOf(code).stopsBatch && !stopOnError.signal.aborted) {
-            summary.stoppedBy = code;
-            stopOnError.abort();
-          }
-        }),
-      ),
-    );
+    const running = items.map(runOne);
+    if (batch.arrivals) {
+      // Caught here so that a failure while more inputs are awaited is not unhandled; Promise.all reports it.
+      for (const run of running) run.catch(() => undefined);
+      const seen = new Set(items.map((item) => item.path));
+      const taken = new Set([...slots.values()].map((slot) => slot.base));
+      const ended = AbortSignal.any([stopOnError.signal, ...[batch.stop, batch.abort].filter((signal) => signal !== undefined)]);
+      try {
+        for await (const item of batch.arrivals(ended)) {
+          if (seen.has(item.path)) continue;
+          seen.add(item.path);
+          slots.set(item, addOutputSlot(item, taken, outputDir, options.format));
+          items.push(item);
+          summary.total += 1;
+          onEvent({ type: 'arrived', input: item.path, total: summary.total });
+          const run = runOne(item);
+          run.catch(() => undefined);
+          running.push(run);
+        }
+      } catch (error) {
+        // The watch failed (a folder removed, too many watches): start nothing more, let the photos in
+        // flight finish before the journal closes, then report it.
+        stopOnError.abort();
+        await Promise.allSettled(running);
+        throw error;
+      }
+    }
+    await Promise.all(running);
   } finally {
     await journal.close();
   }
   // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
-  if (!summary.stoppedBy && (summary.notStarted > 0 || batch.stop?.aborted || batch.abort?.aborted)) summary.stoppedBy = 'interrupted';
+  // A watch has no end of its own: stopping it with nothing left undone is how it ends, not an interruption.
+  const stoppedEarly = batch.stop?.aborted && batch.arrivals === undefined;
+  if (!summary.stoppedBy && (summary.notStarted > 0 || stoppedEarly || batch.abort?.aborted)) summary.stoppedBy = 'interrupted';
   // In input order, not completion order: the same failures read the same on every run.
   const inputOrder = new Map(items.map((item, index) => [item.path, index]));
   summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));

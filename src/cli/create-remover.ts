@@ -1,5 +1,5 @@
-// Builds the Remover for `rmbg remove`: the in-process engine (--local) or an API client (any base URL).
-// Heavy modules (onnxruntime, sharp) are imported only for --local.
+// Builds the Remover for `rmbg remove`: the in-process engine (--local, or no API URL anywhere) or an API
+// client (any base URL). Heavy modules (onnxruntime, sharp) are imported only for local mode.
 
 import { localRemover, type Remover } from '../batch/remover.js';
 import { remoteRemover } from '../batch/remote-remover.js';
@@ -13,8 +13,21 @@ export interface RemoverFlags {
   timeout: number;
 }
 
+/**
+ * Local by default: with no API URL from a flag, the environment or the settings file there is no server
+ * to send to, so the photos are processed on this computer. An API URL from any of them selects remote
+ * mode; --local forces local mode whatever is configured.
+ */
+export function runsLocally(flags: Pick<RemoverFlags, 'local'>, config: Config): boolean {
+  return Boolean(flags.local) || config.apiUrl.value === undefined;
+}
+
+/** Said once on stderr when local mode was chosen for the user rather than asked for. */
+export const LOCAL_BY_DEFAULT_NOTE =
+  "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
+
 export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
-  if (flags.local) {
+  if (runsLocally(flags, config)) {
     const { createEngine } = await import('../engine/index.js');
     return localRemover(await createEngine({ model: flags.model }));
   }

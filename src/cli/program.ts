@@ -9,15 +9,17 @@ import { flagOf, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-option
 
 const REMOVE_EXAMPLES = `
 Examples:
-  $ rmbg remove photo.jpg --local                    # writes ./rmbg-out/photo.png
+  $ rmbg remove photo.jpg                            # no API URL configured: on this computer, ./rmbg-out/photo.png
   $ rmbg remove ./shoot --local -o ./cutouts --recursive
+  $ rmbg remove ./incoming -o ./cutouts --watch       # photos copied in later are processed as they land
   $ rmbg remove ./shoot -o ./cutouts --api-url http://127.0.0.1:5000 --api-key $KEY
   $ cat in.jpg | rmbg remove - --local --format png > out.png
   $ rmbg remove ./shoot --local --json | jq -c 'select(.status=="failed")'
   $ rmbg remove ./shoot -o ./cutouts --api-url https://api.example.com --dry-run
 
 Exit codes: 0 every file done (or its output already there), 1 any file failed (now or in an earlier run),
-2 usage error, 130 interrupted (run again to resume).`;
+2 usage error, 130 interrupted (run again to resume). --watch ends on Ctrl-C with the same codes: 130 only
+when photos that had landed were left unprocessed.`;
 
 const ROOT_EXAMPLES = `
 Examples:
@@ -87,7 +89,7 @@ function addDataDirOption(command: Command): Command {
 
 export function buildProgram(): Command {
   const program = new Command('rmbg')
-    .description('Remove image backgrounds: on this computer (--local), through any compatible API, or as a local API server.')
+    .description('Remove image backgrounds: on this computer (the default, or --local), through any compatible API, or as a local API server.')
     .version('0.1.0')
     .addHelpText('after', ROOT_EXAMPLES)
     .showHelpAfterError('(run with --help for usage)');
@@ -97,8 +99,9 @@ export function buildProgram(): Command {
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
     .argument('<inputs...>', 'image files, folders, or - for stdin')
     .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
-    .option('--local', 'run on this computer: on-device model, no account, no network')
+    .option('--local', 'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is')
     .option('-r, --recursive', 'descend into subfolders of input folders')
+    .option('-w, --watch', 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight')
     .option('--overwrite', 'replace existing outputs (default: skip them)');
   addImageOptions(remove);
   addApiOptions(remove);
@@ -126,6 +129,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
     .option('--model <name|path>', 'model name or .onnx path')
+    .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `
 Examples:

@@ -4,7 +4,8 @@ import type { BatchEvent } from '../batch/run-batch.js';
 
 export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line)) {
   return (event: BatchEvent): void => {
-    if (event.type === 'start') return;
+    // The count of inputs is in the summary; a photo that landed (--watch) shows up as its file line.
+    if (event.type === 'start' || event.type === 'arrived') return;
     if (event.type === 'file') {
       const { type: _type, ...file } = event;
       write(JSON.stringify(file) + '\n');

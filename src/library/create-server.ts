@@ -52,6 +52,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       port: settings.port,
       service,
       bodyTimeoutMs: settings.bodyTimeout * 1000,
+      ui: settings.ui,
       logger: { level: 'warn', stream: process.stderr },
     }).catch((error: NodeJS.ErrnoException) => {
       throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });

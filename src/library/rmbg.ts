@@ -33,6 +33,11 @@ export interface RemoveBackgroundsOptions extends ImageOptions, RunOptions {
   overwrite?: boolean;
   /** Retry files the journal records as failed for a reason a retry will not fix. */
   retryFailed?: boolean;
+  /**
+   * Keep watching the input folders (`rmbg remove --watch`): photos that land later, once they stop growing,
+   * are processed too. The iterator then ends only when you leave the loop or abort the signal.
+   */
+  watch?: boolean;
   /** Aborting cancels the files in flight; the iterator then throws the signal's reason. Outputs written stay. */
   signal?: AbortSignal;
 }
@@ -47,7 +52,7 @@ export interface Rmbg {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recursive', 'overwrite', 'retryFailed']);
+const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recursive', 'overwrite', 'retryFailed', 'watch']);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
@@ -97,7 +102,10 @@ export function createRmbg(): Rmbg {
         import('../batch/remover.js'),
       ]);
       const concurrency = options.concurrency === undefined ? undefined : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
-      const items = await discoverInputs(typeof inputs === 'string' ? [inputs] : [...inputs], { recursive: Boolean(options.recursive), outputDir: options.outDir });
+      const paths = typeof inputs === 'string' ? [inputs] : [...inputs];
+      const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
+      const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
+      const folders = watch ? await watch.foldersToWatch(paths) : [];
       const remover = await removerFor(target, options.model);
       const events = batchEvents({
         items,
@@ -110,6 +118,7 @@ export function createRmbg(): Rmbg {
         // The caller's signal cancels the files in flight too, not only the ones not started.
         stop: signal,
         abort: signal,
+        arrivals: watch && ((ended) => watch.watchInputs(folders, ended, { recursive: Boolean(options.recursive), outputDir: options.outDir })),
       });
       for await (const event of events) {
         // An aborted batch ends with the abort, not with a summary that reads like an ending.

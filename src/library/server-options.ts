@@ -20,6 +20,8 @@ export interface ServerOptions {
   bodyTimeout?: number;
   /** Model name or .onnx path. Default: the manifest's default model. */
   model?: string;
+  /** Serve the web page at `/` (drop photos, see results; it uses the API like any client). Default true; `--no-ui`. */
+  ui?: boolean;
   /** FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses. */
   allowPrivateUrls?: boolean;
 }
@@ -40,6 +42,7 @@ export const SERVER_DEFAULTS = {
   maxQueue: 16,
   processingTimeout: 120,
   bodyTimeout: 30,
+  ui: true,
 } as const satisfies ServerOptions;
 
 /** Whole-number options and their [min, max]. */

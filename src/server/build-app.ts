@@ -11,12 +11,15 @@ import { accountHandler } from './account-route.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import { removeBackgroundHandler } from './remove-route.js';
+import { webPageRoutes } from './web-page.js';
 
 export interface AppOptions {
   service: Pick<Service, 'removeBackground' | 'getAccount'>;
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
   logger?: FastifyServerOptions['logger'];
+  /** Serve the web page (web/) at `/`. Off unless asked: `rmbg serve` asks unless --no-ui. */
+  ui?: boolean;
 }
 
 /** Seconds a client should wait when the server is shutting down. */
@@ -61,6 +64,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, options.bodyTimeoutMs) },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
+    ...(options.ui === true ? webPageRoutes() : []),
   ];
   for (const route of routes) app.route(route);
 

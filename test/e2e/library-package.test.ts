@@ -82,6 +82,30 @@ describe('the packed tarball', () => {
     console.log(`import('rmbg') from the tarball: ${(report['importMs'] as number).toFixed(1)} ms`);
   });
 
+  it('createServer() from the tarball serves the web page at / (web/ is packed), and not with { ui: false }', async () => {
+    writeFileSync(
+      path.join(project, 'page.mjs'),
+      `
+      import { createServer } from 'rmbg';
+      const statuses = [];
+      for (const ui of [undefined, false]) {
+        const server = await createServer({ port: 0, dataDir: ${JSON.stringify(tempDir())}, ui });
+        const page = await fetch(server.url + '/');
+        const script = await fetch(server.url + '/app.js');
+        statuses.push({ ui, page: page.status, csp: page.headers.get('content-security-policy')?.startsWith("default-src 'self'") ?? false, script: script.status });
+        await server.close();
+      }
+      console.log(JSON.stringify({ statuses }));
+      `,
+    );
+    expect(await nodeIn('page.mjs')).toEqual({
+      statuses: [
+        { page: 200, csp: true, script: 200 },
+        { ui: false, page: 404, csp: false, script: 404 },
+      ],
+    });
+  });
+
   it('a CommonJS module loads it with import() (and with require() where Node has require(esm): 20.19+)', async () => {
     writeFileSync(
       path.join(project, 'use.cjs'),

@@ -162,6 +162,24 @@ describe('removeBackgrounds', () => {
   });
 });
 
+describe('removeBackgrounds with watch: true', () => {
+  it('processes a photo that lands after the start, then ends when the loop is left', async () => {
+    const inputDir = tempDir();
+    const outDir = path.join(tempDir(), 'out');
+    const events: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, { outDir, size: 'preview', watch: true })) {
+      events.push(event);
+      // The folder is empty at the start; the photo is copied in once the batch has begun.
+      if (event.type === 'start') copyFileSync(ASTRONAUT, path.join(inputDir, 'astronaut.png'));
+      if (event.type === 'file') break;
+    }
+    expect(events.map((event) => event.type)).toEqual(['start', 'arrived', 'file']);
+    expect(events[1]).toMatchObject({ type: 'arrived', input: path.join(inputDir, 'astronaut.png'), total: 1 });
+    expect(events[2]).toMatchObject({ type: 'file', status: 'done', width: 500, height: 500, output: path.join(outDir, 'astronaut.png') });
+    expect((await sharp(path.join(outDir, 'astronaut.png')).metadata()).format).toBe('png');
+  });
+});
+
 describe('createServer', () => {
   it('closes cleanly: requests in flight are answered, then the port and the data directory are released', async () => {
     const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT));

@@ -124,7 +124,7 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
     const text = plain(first.stdout);
     expect(text).toContain(`failed: ${gifPath}: the data is GIF; JPG, PNG or WebP only (unsupported_image_format)`);
     expect(text).toMatch(new RegExp(`failed: ${tinyPath}: the image is 32x32 pixels; each side must be 33 to 9999 pixels \\(image_dimensions_out_of_range\\)`));
-    expect(text).toMatch(/rmbg: 0 done, 0 skipped, 2 failed of 2 in [\d.]+ s\n/);
+    expect(text).toMatch(/rmbg: 0 done, 0 skipped, 2 failed of 2 in [\d.]+ s; 0 credits charged\n/);
     expect(text.split('\n')).toContain(`failed: ${gifPath}, ${tinyPath}`);
     expect(text).not.toContain('{"input"');
 

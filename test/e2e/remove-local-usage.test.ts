@@ -116,7 +116,7 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     for (const flag of ['--local', '--recursive', '--overwrite', '--size <size>', '--format <format>', '--bg-color <color>', '--json', '-o, --output <dir>']) {
       expect(result.stdout).toContain(flag);
     }
-    expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove photo\.jpg --local/);
+    expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove photo\.jpg\s+# no API URL configured: on this computer/);
     expect(result.stdout).toContain('cat in.jpg | rmbg remove - --local --format png > out.png');
     expect(result.stdout).toMatch(/Exit codes: 0 .*1 .*2 usage error, 130 interrupted/s);
   });

@@ -19,7 +19,7 @@ let dataDir: string;
 beforeAll(async () => {
   await ensureBuilt();
   dataDir = tempDataDir();
-  server = await startServe(dataDir, ['--rate-limit', String(RATE_LIMIT)]);
+  server = await startServe(dataDir, ['--rate-limit', String(RATE_LIMIT), '--no-ui']);
 });
 
 afterAll(async () => {

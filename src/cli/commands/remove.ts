@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
+import { foldersToWatch, watchInputs } from '../../batch/watch-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
@@ -13,13 +14,14 @@ import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { progressRenderer, stopHint } from '../render-progress.js';
-import { createRemover } from '../create-remover.js';
+import { createRemover, LOCAL_BY_DEFAULT_NOTE, runsLocally } from '../create-remover.js';
 import { planBatch } from '../plan-batch.js';
 
 interface RemoveFlags {
   output: string;
   local?: boolean;
   recursive?: boolean;
+  watch?: boolean;
   overwrite?: boolean;
   size: string;
   format: string;
@@ -56,6 +58,18 @@ async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** --watch: the input folders to watch (files named on the command line are processed once). */
+async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<string[]> {
+  if (flags.dryRun || flags.confirmOver !== undefined) {
+    throw new RmbgError('usage_error', '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance');
+  }
+  return foldersToWatch(inputs);
+}
+
+function watchNote(folders: string[]): string {
+  return `rmbg: watching ${folders.join(', ')} for new photos (Ctrl-C to stop after the photos in flight)`;
 }
 
 /** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
@@ -105,14 +119,18 @@ function takeOverSignals(handler: () => void): () => void {
 }
 
 export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
-  const flags = opts as unknown as RemoveFlags;
-  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
+  const typed = opts as unknown as RemoveFlags;
+  const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: typed.apiKey });
+  const local = runsLocally(typed, config);
+  if (local && !typed.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
+  const flags: RemoveFlags = { ...typed, local };
   const options = optionsFrom(flags, command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
+  const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
   const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-  if (!stdinMode && items.length === 0) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
+  if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
 
   const planned = await planBatch({ flags, items, options });
   if (planned !== undefined) return planned;
@@ -121,7 +139,10 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
     const json = Boolean(flags.json) || !process.stdout.isTTY;
-    const render: (event: BatchEvent) => void = json ? jsonLinesRenderer() : progressRenderer();
+    const progress = json ? undefined : progressRenderer();
+    const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer();
+    // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
+    const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
     const stop = new AbortController();
     const abort = new AbortController();
     const firstErrors = new Map<string, string>();
@@ -145,6 +166,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
+        arrivals: flags.watch ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => note(watchNote(watched)) }) : undefined,
       });
       for await (const event of events) {
         if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
@@ -153,7 +175,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
       }
       if (!summary) throw new Error('the batch ended without a summary');
       await reportStop(summary, { json, message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined, remover });
-      if (stop.signal.aborted) return EXIT.interrupted;
+      // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
+      if (stop.signal.aborted && (!flags.watch || summary.stoppedBy === 'interrupted')) return EXIT.interrupted;
       // Files skipped because they failed before still have no output: a re-run must not report success.
       return summary.failed === 0 && summary.failedBefore === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
     } finally {

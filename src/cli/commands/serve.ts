@@ -36,6 +36,7 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
       process.stderr.write(`rmbg: no API keys yet; create one with: rmbg keys create --data-dir ${JSON.stringify(service.dataDir)} --credits 100\n`);
     }
     process.stdout.write(`rmbg: listening on ${service.url}\n`);
+    if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);
 
     const signal = await untilSignal();
     process.stderr.write(`rmbg: ${signal}: finishing requests in flight, then exiting\n`);
