@@ -26,10 +26,14 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, restart), and socket errors. */
+/**
+ * The database cannot serve us, whatever the query: SQLSTATE classes 08 (connection exception), 57P (shutdown,
+ * restart), 53 (too many connections, out of resources), 28 (login refused) and 3D (the database is gone),
+ * and socket errors (ECONNREFUSED, ECONNRESET, …).
+ */
 function isUnreachable(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || /^E[A-Z]+$/.test(code))) return true;
+  if (typeof code === 'string' && (/^(08|57P|53|28|3D)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
   return typeof message === 'string' && /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended/i.test(message);
 }
 
