@@ -1,14 +1,17 @@
 // Several real `rmbg serve` processes on one real PostgreSQL (the run's embedded server, a database of this
 // file's own), each with a tiny identity model: one charge for one Idempotency-Key sent to different
-// servers, one rate limit across servers, and a SIGKILLed server whose charges the survivors settle once its
-// leases expire, without anyone restarting it.
+// servers, one rate limit across servers, a SIGKILLed server whose charges the survivors settle once its
+// leases expire (without anyone restarting it), and a remote batch through a round-robin proxy that loses
+// one of its two servers mid-batch.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFaultServer, type FaultStep } from '../helpers/fault-server.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
+import { cutoutsIn, makeShoot, outputName, relayStep, removeRemote, waitFor, type Relayed } from './remove-remote-harness.js';
 import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
 import { writeIdentityModel } from './serve-identity-model.js';
 
@@ -21,6 +24,7 @@ let servers: ServeProcess[] = [];
 /** A photo big enough that one full-size cutout keeps a server busy for a while (PNG encoding of 4.8 MP). */
 let bigPhoto: Buffer;
 let smallPhoto: Buffer;
+let flags: string[];
 
 async function createKey(credits: number): Promise<string> {
   const created = await rmbg(['keys', 'create', '--json', '--credits', String(credits), '--store', url]);
@@ -54,7 +58,7 @@ beforeAll(async () => {
   writeIdentityModel(model, 'input', 'output');
   bigPhoto = await sharp({ create: { width: 2400, height: 2000, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).jpeg({ quality: 95 }).toBuffer();
   smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
-  const flags = ['--store', url, '--model', model, '--lease-time', String(LEASE_SECONDS), '--rate-limit', String(RATE_LIMIT)];
+  flags = ['--store', url, '--model', model, '--lease-time', String(LEASE_SECONDS), '--rate-limit', String(RATE_LIMIT)];
   // Started together: they race to migrate the empty database (the advisory lock lets one do it).
   servers = await Promise.all([0, 1, 2].map(() => startServe(join(work, 'unused-data-dir'), flags)));
 });
@@ -162,5 +166,47 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     // The survivors counted what they settled.
     const expired = await Promise.all([a, b].map(async (server) => /rmbg_leases_expired_total (\d+)/.exec((await call(`${server.url}/metrics`)).body.toString())?.[1]));
     expect(expired.reduce((sum, n) => sum + Number(n), 0)).toBe(failed);
+  });
+
+  it('a remote batch through a round-robin proxy over two servers, one SIGKILLed mid-batch, then re-run: every photo charged exactly once', async () => {
+    const grants = 100;
+    const key = await createKey(grants);
+    // Fewer photos than the key's rate limit: the limit is shared by the servers, retries count too.
+    const shoot = await makeShoot(20);
+    const doomed = await startServe(join(work, 'unused-data-dir'), flags);
+    servers.push(doomed);
+    // The load balancer: alternates between its servers and drops the connection when one does not answer.
+    const targets = [servers[0]!.url, doomed.url];
+    const relayed: Relayed[] = [];
+    let doomedAnswered = 0;
+    let turn = 0;
+    const roundRobin: FaultStep = async (request) => {
+      const upstream = targets[turn++ % targets.length] as string;
+      try {
+        const step = await (relayStep(upstream, relayed) as (r: typeof request) => Promise<FaultStep>)(request);
+        if (upstream === doomed.url && relayed.at(-1)?.status === 200) doomedAnswered += 1;
+        return step;
+      } catch {
+        return { kind: 'drop' };
+      }
+    };
+    const balancer = await createFaultServer({ fallback: roundRobin });
+    try {
+      const first = removeRemote(shoot, balancer.url, key, ['--concurrency', '4']);
+      await waitFor(() => doomedAnswered > 0, 60_000, 'a cutout from the doomed server');
+      await doomed.stop('SIGKILL');
+      expect(cutoutsIn(shoot).length, 'cutouts written when the server was killed').toBeLessThan(shoot.names.length);
+      // Its health check fails: the balancer sends everything to the other server from now on.
+      targets.splice(1, 1);
+      await first;
+      const rerun = await removeRemote(shoot, balancer.url, key);
+      expect(rerun.exitCode, rerun.stderr).toBe(0);
+      expect(cutoutsIn(shoot)).toEqual(shoot.names.map(outputName).sort());
+      await expect.poll(() => count('SELECT COUNT(*) AS n FROM leases'), { timeout: 30_000 }).toBe(0);
+      expect(await credits(servers[0]!, key)).toBe(grants - shoot.names.length);
+    } finally {
+      await balancer.close();
+      shoot.cleanup();
+    }
   });
 });
