@@ -2,7 +2,7 @@
 // database shared with other servers), the model, the service, the metrics and the HTTP server, started
 // together and closed in reverse order. The command and createServer() both run it.
 
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
@@ -38,7 +38,9 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     // starts. Servers on PostgreSQL share the database and settle each other's leases only once they expire.
     const soleServer = store.engine === 'sqlite';
     if (soleServer) {
-      closers.push(acquirePidLock(join(dataDir, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the data directory ${dataDir}; stop it or choose another --data-dir (several servers share a PostgreSQL --store)`));
+      // Beside the file, wherever --store put it (for the default store: in the data directory, as always).
+      const folder = dirname(store.path);
+      closers.push(acquirePidLock(join(folder, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`));
     }
     const engine = await createEngine({ model: options.model });
     closers.push(() => engine.close());
