@@ -72,6 +72,7 @@ function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
 
 async function migrate(pool: pg.Pool): Promise<void> {
   const client = await pool.connect();
+  client.on('error', () => {}); // the failing query rejects as well; see transaction()
   try {
     // Session-level lock: a second instance waits here until the first has migrated, then finds nothing to do.
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
@@ -125,6 +126,10 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
       guarded(async () => {
         const client = await pool.connect();
         let broken = false;
+        // A checked-out client whose server goes away emits 'error' (the pool listens only to idle ones);
+        // unheard, it would end the process. The query in progress rejects too, and that is what we act on.
+        const onError = () => (broken = true);
+        client.on('error', onError);
         try {
           await client.query('BEGIN');
           const result = await fn(executor(client));
@@ -136,6 +141,7 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
           throw error;
         } finally {
           // A client whose connection broke is destroyed, not handed to the next request.
+          client.off('error', onError);
           client.release(broken);
         }
       }),
