@@ -102,7 +102,7 @@ for (const [name, target] of Object.entries(targets)) {
 
 // 2. Served requests.
 const model = join(work, 'identity.onnx');
-writeIdentityModel(model);
+writeIdentityModel(model, 'input', 'output');
 const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
 const httpRates = {};
 for (const [name, target] of Object.entries(targets)) {

@@ -1,5 +1,6 @@
-// The schema as ordered lists of migrations, one list per engine with the same versions: index i holds the
-// step from version i to i + 1. Never edit a released step: append a new one to both lists.
+// The schema as ordered lists of migrations, one list per engine with the same versions, written once with
+// each engine's spelling of the types: index i holds the step from version i to i + 1. Never change what a
+// released step creates: append a new one to both lists.
 
 /** Version 2: leases (work in progress and its unsettled charge) and the shared rate-limit windows. */
 const LEASES_AND_RATE_WINDOWS = (bigint: string) => `
@@ -38,35 +39,49 @@ const LEASES_AND_RATE_WINDOWS = (bigint: string) => `
   ON CONFLICT (request_id) DO UPDATE SET charged = excluded.charged;
 `;
 
-export const SQLITE_MIGRATIONS: readonly string[] = [
-  `
+/** How the two engines spell the same column types. */
+interface Types {
+  int: string;
+  blob: string;
+  /** An auto-numbered row id. */
+  rowId: string;
+  /** SQLite's STRICT tables (types enforced); nothing on PostgreSQL, whose types always are. */
+  strict: string;
+}
+
+const SQLITE: Types = { int: 'INTEGER', blob: 'BLOB', rowId: 'INTEGER PRIMARY KEY', strict: ' STRICT' };
+/** BIGINT for millisecond times and credits, BYTEA for payloads. */
+const POSTGRES: Types = { int: 'BIGINT', blob: 'BYTEA', rowId: 'BIGSERIAL PRIMARY KEY', strict: '' };
+
+/** Version 1: accounts, keys, the ledger, idempotency records, usage records. */
+const FIRST_SCHEMA = (t: Types) => `
   CREATE TABLE accounts (
     id          TEXT PRIMARY KEY,
     plan        TEXT NOT NULL CHECK (plan IN ('pro', 'enterprise', 'free')),
-    created_at  INTEGER NOT NULL
-  ) STRICT;
+    created_at  ${t.int} NOT NULL
+  )${t.strict};
 
   CREATE TABLE api_keys (
     id          TEXT PRIMARY KEY,
     account_id  TEXT NOT NULL REFERENCES accounts(id),
     key_hash    TEXT NOT NULL UNIQUE,
     key_prefix  TEXT NOT NULL,
-    created_at  INTEGER NOT NULL,
-    revoked_at  INTEGER
-  ) STRICT;
+    created_at  ${t.int} NOT NULL,
+    revoked_at  ${t.int}
+  )${t.strict};
 
   -- Every credit movement is a row; a balance is the sum of its pool's rows, never a stored number.
   CREATE TABLE credit_ledger (
-    id          INTEGER PRIMARY KEY,
+    id          ${t.rowId},
     account_id  TEXT NOT NULL REFERENCES accounts(id),
     kind        TEXT NOT NULL CHECK (kind IN ('grant', 'charge', 'refund')),
     pool        TEXT NOT NULL CHECK (pool IN ('subscription', 'payg')),
-    amount      INTEGER NOT NULL,
+    amount      ${t.int} NOT NULL,
     request_id  TEXT,
-    created_at  INTEGER NOT NULL,
+    created_at  ${t.int} NOT NULL,
     CHECK ((kind = 'charge') = (amount < 0)),
     CHECK (kind = 'grant' OR request_id IS NOT NULL)
-  ) STRICT;
+  )${t.strict};
   CREATE INDEX credit_ledger_balance ON credit_ledger (account_id, pool, amount);
   -- A request is charged at most once per pool and refunded at most once per pool, even if two
   -- processes race: the database refuses the second row.
@@ -78,104 +93,36 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     fingerprint   TEXT NOT NULL,
     state         TEXT NOT NULL CHECK (state IN ('in_progress', 'succeeded', 'failed')),
     request_id    TEXT NOT NULL,
-    created_at    INTEGER NOT NULL,
-    completed_at  INTEGER,
-    payload       BLOB,
+    created_at    ${t.int} NOT NULL,
+    completed_at  ${t.int},
+    payload       ${t.blob},
     metadata      TEXT,
     PRIMARY KEY (account_id, key)
-  ) STRICT;
+  )${t.strict};
   CREATE INDEX idempotency_keys_purge ON idempotency_keys (completed_at) WHERE payload IS NOT NULL;
 
   CREATE TABLE usage_records (
-    id           INTEGER PRIMARY KEY,
+    id           ${t.rowId},
     request_id   TEXT NOT NULL,
     account_id   TEXT,
     key_id       TEXT,
     endpoint     TEXT NOT NULL,
-    status       INTEGER NOT NULL,
+    status       ${t.int} NOT NULL,
     code         TEXT,
-    credits      INTEGER NOT NULL,
-    replayed     INTEGER NOT NULL,
-    input_bytes  INTEGER,
+    credits      ${t.int} NOT NULL,
+    replayed     ${t.int} NOT NULL,
+    input_bytes  ${t.int},
     size         TEXT,
     format       TEXT,
-    width        INTEGER,
-    height       INTEGER,
-    duration_ms  INTEGER NOT NULL,
-    created_at   INTEGER NOT NULL
-  ) STRICT;
+    width        ${t.int},
+    height       ${t.int},
+    duration_ms  ${t.int} NOT NULL,
+    created_at   ${t.int} NOT NULL
+  )${t.strict};
   CREATE INDEX usage_records_request ON usage_records (request_id);
   CREATE INDEX usage_records_account ON usage_records (account_id, created_at);
-  `,
-  LEASES_AND_RATE_WINDOWS('INTEGER'),
-];
+`;
 
-/** The same tables in PostgreSQL: BIGINT for millisecond times and credits, BYTEA for payloads. */
-export const POSTGRES_MIGRATIONS: readonly string[] = [
-  `
-  CREATE TABLE accounts (
-    id          TEXT PRIMARY KEY,
-    plan        TEXT NOT NULL CHECK (plan IN ('pro', 'enterprise', 'free')),
-    created_at  BIGINT NOT NULL
-  );
+export const SQLITE_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(SQLITE), LEASES_AND_RATE_WINDOWS(SQLITE.int)];
 
-  CREATE TABLE api_keys (
-    id          TEXT PRIMARY KEY,
-    account_id  TEXT NOT NULL REFERENCES accounts(id),
-    key_hash    TEXT NOT NULL UNIQUE,
-    key_prefix  TEXT NOT NULL,
-    created_at  BIGINT NOT NULL,
-    revoked_at  BIGINT
-  );
-
-  CREATE TABLE credit_ledger (
-    id          BIGSERIAL PRIMARY KEY,
-    account_id  TEXT NOT NULL REFERENCES accounts(id),
-    kind        TEXT NOT NULL CHECK (kind IN ('grant', 'charge', 'refund')),
-    pool        TEXT NOT NULL CHECK (pool IN ('subscription', 'payg')),
-    amount      BIGINT NOT NULL,
-    request_id  TEXT,
-    created_at  BIGINT NOT NULL,
-    CHECK ((kind = 'charge') = (amount < 0)),
-    CHECK (kind = 'grant' OR request_id IS NOT NULL)
-  );
-  CREATE INDEX credit_ledger_balance ON credit_ledger (account_id, pool, amount);
-  CREATE UNIQUE INDEX credit_ledger_once ON credit_ledger (request_id, kind, pool) WHERE request_id IS NOT NULL;
-
-  CREATE TABLE idempotency_keys (
-    account_id    TEXT NOT NULL REFERENCES accounts(id),
-    key           TEXT NOT NULL,
-    fingerprint   TEXT NOT NULL,
-    state         TEXT NOT NULL CHECK (state IN ('in_progress', 'succeeded', 'failed')),
-    request_id    TEXT NOT NULL,
-    created_at    BIGINT NOT NULL,
-    completed_at  BIGINT,
-    payload       BYTEA,
-    metadata      TEXT,
-    PRIMARY KEY (account_id, key)
-  );
-  CREATE INDEX idempotency_keys_purge ON idempotency_keys (completed_at) WHERE payload IS NOT NULL;
-
-  CREATE TABLE usage_records (
-    id           BIGSERIAL PRIMARY KEY,
-    request_id   TEXT NOT NULL,
-    account_id   TEXT,
-    key_id       TEXT,
-    endpoint     TEXT NOT NULL,
-    status       INTEGER NOT NULL,
-    code         TEXT,
-    credits      BIGINT NOT NULL,
-    replayed     INTEGER NOT NULL,
-    input_bytes  BIGINT,
-    size         TEXT,
-    format       TEXT,
-    width        INTEGER,
-    height       INTEGER,
-    duration_ms  BIGINT NOT NULL,
-    created_at   BIGINT NOT NULL
-  );
-  CREATE INDEX usage_records_request ON usage_records (request_id);
-  CREATE INDEX usage_records_account ON usage_records (account_id, created_at);
-  `,
-  LEASES_AND_RATE_WINDOWS('BIGINT'),
-];
+export const POSTGRES_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(POSTGRES), LEASES_AND_RATE_WINDOWS(POSTGRES.int)];
