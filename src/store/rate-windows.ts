@@ -1,6 +1,6 @@
 // The shared rate-limit windows: one row per API key, counted by one atomic upsert, so every instance on
 // the database counts into the same window. What the numbers mean (limit, remaining, reset) is decided by
-// src/service/rate-limiter.ts.
+// src/service/rate-limiter.ts. One row per API key that ever called, so the table is as large as api_keys at most.
 
 import type { SqlExecutor } from './sql.js';
 import type { RateWindow } from './types.js';
@@ -17,9 +17,4 @@ export async function countRequest(db: SqlExecutor, keyId: string, now: number, 
   );
   const row = rows[0] as { window_start: number; count: number };
   return { start: row.window_start, count: row.count };
-}
-
-/** Deletes windows that ended long ago, so a stream of one-off keys does not grow the table for ever. */
-export function sweepRateWindows(db: SqlExecutor, now: number, windowMs: number): Promise<number> {
-  return db.run('DELETE FROM rate_windows WHERE window_start < ?', [now - windowMs]);
 }

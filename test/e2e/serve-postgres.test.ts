@@ -80,6 +80,20 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     expect(await pgRows(url, 'SELECT version FROM rmbg_schema')).toHaveLength(1);
   });
 
+  it('the admin commands work on the same database with --store: keys list, credits add, keys revoke', async () => {
+    const key = await createKey(3);
+    const listed = await rmbg(['keys', 'list', '--json', '--store', url]);
+    const keys = JSON.parse(listed.stdout) as Array<{ id: string; prefix: string }>;
+    const mine = keys.find((k) => key.startsWith(k.prefix));
+    expect(mine).toBeDefined();
+    const added = await rmbg(['credits', 'add', '4', '--key', key, '--store', url]);
+    expect([added.exitCode, added.stdout.trim()]).toEqual([0, 'added 4 payg credits; balance 7 (subscription 0, payg 7)']);
+    expect(await credits(servers[1]!, key)).toBe(7);
+    expect((await rmbg(['keys', 'revoke', mine!.id, '--store', url])).exitCode).toBe(0);
+    // Revoked in the shared database: every server refuses the key at once.
+    for (const server of servers) expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).status).toBe(403);
+  });
+
   it('the same Idempotency-Key sent to different servers is processed and charged once; every server replays it', async () => {
     const key = await createKey(10);
     const [a, b, c] = servers as [ServeProcess, ServeProcess, ServeProcess];
