@@ -405,6 +405,19 @@ describe('start-up recovery', () => {
     expect((await store.beginIdempotent(accountId, 'crashed', 'fp', lease('req-later', 'x', T0), T0)).state).toBe('failed');
   });
 
+  it('a delivered request whose usage record was lost is not refunded by the next start (usage is reporting only)', async () => {
+    await start();
+    const req = request({ idempotencyKey: 'delivered' });
+    await service.removeBackground(req);
+    await service.close();
+    const db = new Database(store.path);
+    expect(db.prepare('DELETE FROM usage_records WHERE request_id = ?').run(req.requestId).changes).toBe(1);
+    db.close();
+    await start({ soleServer: true });
+    expect((await store.balance(accountId)).total).toBe(4);
+    expect((await service.removeBackground(request({ idempotencyKey: 'delivered' }))).replayed).toBe(true);
+  });
+
   it("leaves another server's live lease alone, unless this is the store's only server", async () => {
     await store.charge(accountId, 2, lease('req-live', 'other', T0 + 30_000));
     await start();
