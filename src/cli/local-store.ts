@@ -1,16 +1,22 @@
-// The data directory of the local service (--data-dir > RMBG_DATA_DIR > the platform's user data dir)
-// and the store in it, opened for one admin command and always closed again.
+// The store an admin command works on (--store URL > RMBG_STORE_URL > the data directory's SQLite file, with
+// the data directory from --data-dir > RMBG_DATA_DIR > the platform's user data dir), opened for the command
+// and always closed again.
 
 import { dataDirOf } from '../config/setting-rules.js';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, storeTarget, type Store } from '../store/index.js';
 
 export { dataDirOf };
 
-export function withLocalStore<T>(flag: string | undefined, use: (store: Store) => T): T {
-  const store = openStore(dataDirOf(flag));
+export interface StoreFlags {
+  dataDir?: string;
+  store?: string;
+}
+
+export async function withLocalStore<T>(flags: StoreFlags, use: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(storeTarget(flags.store, dataDirOf(flags.dataDir)));
   try {
-    return use(store);
+    return await use(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -83,8 +83,11 @@ function addApiOptions(command: Command): void {
     .option('--api-key <key>', 'API key (env RMBG_API_KEY)');
 }
 
+/** Where the local service's store is: every command that opens it takes both flags. */
 function addDataDirOption(command: Command): Command {
-  return command.option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)');
+  return command
+    .option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)')
+    .option('--store <url>', 'the store: postgres://… (shared by several servers), or a SQLite file path / sqlite:path (env RMBG_STORE_URL; default: the data directory\'s file)');
 }
 
 export function buildProgram(): Command {
@@ -128,12 +131,15 @@ export function buildProgram(): Command {
     .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(SERVER_DEFAULTS.maxQueue).argParser(serverInteger('maxQueue')))
     .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
+    .addOption(new Option('--lease-time <seconds>', 'lease of a request in progress; another server refunds it once its lease expires').default(SERVER_DEFAULTS.leaseTime).argParser(serverInteger('leaseTime')))
+    .option('--metrics-token <token>', 'let GET /metrics be read from any address with "Authorization: Bearer <token>" (default: loopback only)')
     .option('--model <name|path>', 'model name or .onnx path')
     .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `
 Examples:
   $ rmbg serve --port 5000 --data-dir ./rmbg-data
+  $ rmbg serve --host 0.0.0.0 --store postgres://rmbg@db/rmbg     # one of several servers (docs/deploy.md)
   $ rmbg keys create --data-dir ./rmbg-data --credits 50
   $ curl -H "X-API-Key: $KEY" -F image_file=@photo.jpg http://127.0.0.1:5000/v1.0/removebg -o cutout.png`)
     .action(lazyAction('serve'));

@@ -1,7 +1,8 @@
-// `rmbg serve` as a function: the data directory's store and lock, the model, the service and the HTTP
-// server, started together and closed in reverse order. The command and createServer() both run it.
+// `rmbg serve` as a function: the store (the data directory's SQLite file under its lock, or a PostgreSQL
+// database shared with other servers), the model, the service, the metrics and the HTTP server, started
+// together and closed in reverse order. The command and createServer() both run it.
 
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
@@ -10,7 +11,8 @@ import { createEngine } from '../engine/index.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
 import { startServer } from '../server/start-server.js';
-import { openStore, type Store } from '../store/index.js';
+import { createMetrics } from '../server/metrics.js';
+import { openStore, storeTarget, type Store } from '../store/index.js';
 import { SERVER_BOUNDS, SERVER_DEFAULTS, type RmbgServer, type ServerOptions } from './server-options.js';
 
 export interface LocalService {
@@ -26,18 +28,24 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
   const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
   for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS)) checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
   const dataDir = dataDirOf(options.dataDir);
-  const store = openStore(dataDir);
+  const store = await openStore(storeTarget(options.store, dataDir));
   const closers: Array<() => unknown> = [() => store.close()];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
-    // One server per data directory: on start the service refunds charges that never finished, which would
-    // refund a second server's requests in flight.
-    closers.push(acquirePidLock(join(dataDir, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the data directory ${dataDir}; stop it or choose another --data-dir`));
+    // A SQLite file has one server: its lock lets that server settle every lease left behind at once when it
+    // starts. Servers on PostgreSQL share the database and settle each other's leases only once they expire.
+    const soleServer = store.engine === 'sqlite';
+    if (soleServer) {
+      // Beside the file, wherever --store put it (for the default store: in the data directory, as always).
+      const folder = dirname(store.path);
+      closers.push(acquirePidLock(join(folder, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`));
+    }
     const engine = await createEngine({ model: options.model });
     closers.push(() => engine.close());
-    const service = createService({
+    const metrics = createMetrics();
+    const service = await createService({
       store,
       engine,
       creditsPerImage: settings.creditsPerImage,
@@ -45,7 +53,11 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       maxQueue: settings.maxQueue,
       processingTimeoutMs: settings.processingTimeout * 1000,
       fetchImage: imageUrlFetcher({ allowPrivate: settings.allowPrivateUrls === true }),
+      leaseTimeMs: settings.leaseTime * 1000,
+      soleServer,
+      observer: metrics.observer,
     });
+    metrics.status = () => service.status();
     closers.push(() => service.close());
     const server = await startServer({
       host: settings.host,
@@ -53,6 +65,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       service,
       bodyTimeoutMs: settings.bodyTimeout * 1000,
       ui: settings.ui,
+      metrics,
+      metricsToken: settings.metricsToken,
       logger: { level: 'warn', stream: process.stderr },
     }).catch((error: NodeJS.ErrnoException) => {
       throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });

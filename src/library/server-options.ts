@@ -6,8 +6,17 @@ export interface ServerOptions {
   host?: string;
   /** Port to listen on; 0 picks a free port. Default 5000. */
   port?: number;
-  /** Folder of the SQLite store (keys, credits, idempotency records). Default: RMBG_DATA_DIR, else the platform's user data folder. */
+  /** Folder of the SQLite store (keys, credits, idempotency records) when no `store` is given. Default: RMBG_DATA_DIR, else the platform's user data folder. */
   dataDir?: string;
+  /**
+   * The store: a postgres:// or postgresql:// URL (several servers share one database), a SQLite file path or
+   * sqlite: URL. Default: RMBG_STORE_URL, else the SQLite file of dataDir.
+   */
+  store?: string;
+  /** Seconds a request in progress is leased for (renewed while it runs); another server refunds it after. Default 30. */
+  leaseTime?: number;
+  /** Lets GET /metrics be read from any address with `Authorization: Bearer <token>`; without it, loopback only. */
+  metricsToken?: string;
   /** Credits charged per processed image, any size. Default 1. */
   creditsPerImage?: number;
   /** Requests per minute per API key. Default 60. */
@@ -43,6 +52,7 @@ export const SERVER_DEFAULTS = {
   processingTimeout: 120,
   bodyTimeout: 30,
   ui: true,
+  leaseTime: 30,
 } as const satisfies ServerOptions;
 
 /** Whole-number options and their [min, max]. */
@@ -53,6 +63,7 @@ export const SERVER_BOUNDS = {
   maxQueue: [0, Number.MAX_SAFE_INTEGER],
   processingTimeout: [1, Number.MAX_SAFE_INTEGER],
   bodyTimeout: [1, Number.MAX_SAFE_INTEGER],
+  leaseTime: [1, 86_400],
 } as const satisfies Partial<Record<keyof ServerOptions, readonly [number, number]>>;
 
 /** The flag of an option: rateLimit → --rate-limit. */

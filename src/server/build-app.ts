@@ -10,11 +10,17 @@ import type { Service } from '../service/index.js';
 import { accountHandler } from './account-route.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
+import type { ServerMetrics } from './metrics.js';
+import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { removeBackgroundHandler } from './remove-route.js';
 import { webPageRoutes } from './web-page.js';
 
 export interface AppOptions {
-  service: Pick<Service, 'removeBackground' | 'getAccount'>;
+  service: Pick<Service, 'removeBackground' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
+  /** Counts every answer, and serves GET /metrics; without it there is no /metrics. */
+  metrics?: ServerMetrics;
+  /** Lets /metrics be read from any address with this bearer token (loopback only without it). */
+  metricsToken?: string;
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
   logger?: FastifyServerOptions['logger'];
@@ -59,12 +65,21 @@ export function buildApp(options: AppOptions): FastifyInstance {
     if (closing) reply.header('Connection', 'close');
   });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
+  const { metrics } = options;
+  if (metrics) {
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
 
   const routes = [
     { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, options.bodyTimeoutMs) },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
     ...(options.ui === true ? webPageRoutes() : []),
+    { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
+    { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service) },
+    ...(metrics ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken) }] : []),
   ];
   for (const route of routes) app.route(route);
 

@@ -6,11 +6,11 @@ import type { KeyOwner, Plan, Store } from '../store/index.js';
 /** Plans that include API access (api-spec: Pro and Enterprise; no free API allowance). */
 const API_PLANS: ReadonlySet<Plan> = new Set<Plan>(['pro', 'enterprise']);
 
-export function authenticate(store: Store, apiKey: string | undefined): KeyOwner {
+export async function authenticate(store: Store, apiKey: string | undefined): Promise<KeyOwner> {
   if (apiKey === undefined || apiKey.trim() === '') {
     throw new RmbgError('missing_api_key', 'send your API key in the X-API-Key header (create one with `rmbg keys create`)');
   }
-  const owner = store.accountForKey(apiKey.trim());
+  const owner = await store.accountForKey(apiKey.trim());
   if (!owner) {
     throw new RmbgError('invalid_api_key', 'the X-API-Key is not a valid key of this service (unknown or revoked); keys of other services are not accepted');
   }

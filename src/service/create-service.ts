@@ -1,5 +1,6 @@
 // Builds the local API service from its collaborators: the two use cases (remove background, read
-// account) framed by authentication, rate limiting and usage records, plus the replay purge timer.
+// account) framed by authentication, rate limiting and usage records, plus the timers: replay purge,
+// lease renewal and the sweep of expired leases.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -8,11 +9,12 @@ import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { accountRecord } from './get-account.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
 import { removeBackground } from './remove-background.js';
 import { handleRequest } from './request-lifecycle.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountOutcome, ImageFetcher, RemoveOutcome, RemoveRequest } from './types.js';
+import type { AccountOutcome, ImageFetcher, RemoveOutcome, RemoveRequest, ServiceObserver } from './types.js';
 
 /** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
 const PURGE_INTERVAL_MS = 60_000;
@@ -29,14 +31,33 @@ export interface ServiceDeps {
   processingTimeoutMs: number;
   /** Fetches image_url sources (its address policy is the fetcher's business). */
   fetchImage: ImageFetcher;
+  /** How long a request's lease lasts without renewal: after it, any instance refunds the request. Default 30 s. */
+  leaseTimeMs?: number;
+  /**
+   * This service is the store's only server (a SQLite data directory under its pid lock): at start it settles
+   * every lease left behind at once, instead of waiting for them to expire.
+   */
+  soleServer?: boolean;
+  observer?: ServiceObserver;
   now?: () => number;
+}
+
+/** What /readyz and /metrics read. */
+export interface ServiceStatus {
+  /** Requests admitted to the engine's line: the one running plus those waiting. */
+  queued: number;
+  /** Requests being handled (any endpoint, any stage). */
+  inFlight: number;
 }
 
 export interface Service {
   removeBackground(req: RemoveRequest): Promise<RemoveOutcome>;
   /** requestId: the transport's X-Request-ID, for the usage record (one is made up when absent). */
   getAccount(apiKey: string | undefined, requestId?: string): Promise<AccountOutcome>;
-  /** Stops the purge timer, refuses new requests, cancels waiting ones and waits for those in flight. */
+  /** Resolves when the store answers at the schema this rmbg expects; rejects with the reason otherwise. */
+  checkReady(): Promise<void>;
+  status(): ServiceStatus;
+  /** Stops the timers, refuses new requests, cancels waiting ones and waits for those in flight. */
   close(): Promise<void>;
 }
 
@@ -44,7 +65,7 @@ function assertWhole(name: string, value: number, min: number): void {
   if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be a whole number of at least ${min}; got ${value}`);
 }
 
-export function createService(deps: ServiceDeps): Service {
+export async function createService(deps: ServiceDeps): Promise<Service> {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
   assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
@@ -52,30 +73,38 @@ export function createService(deps: ServiceDeps): Service {
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
+  const observer = deps.observer ?? {};
+  const leases = new LeaseKeeper({
+    store: deps.store,
+    leaseTimeMs: deps.leaseTimeMs ?? 30_000,
+    now,
+    onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
+    onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
+  });
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
-    limiter: new RateLimiter(deps.rateLimitPerMinute),
+    limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
     fetchImage: deps.fetchImage,
     now,
+    leases,
+    observer,
     shutdown: shutdown.signal,
   };
 
-  // This process is the only one that charges: requests of an earlier run that were charged but never
-  // finished (a crash, a kill) are refunded now, and their keys marked failed instead of in progress for ever.
-  deps.store.recoverInterrupted(now());
-  const purge = () => {
-    try {
-      deps.store.purgeExpiredReplays(now());
-    } catch (error) {
+  // Requests left unsettled by an instance that died (a crash, a kill) are refunded and their keys failed:
+  // now if their leases expired (or this is the store's only server), later by the sweep otherwise.
+  await leases.sweep(deps.soleServer === true);
+  leases.start();
+  const purge = () =>
+    deps.store.purgeExpiredReplays(now()).catch((error: unknown) => {
       process.emitWarning(`purge of expired idempotent replays failed: ${(error as Error).message}`);
-    }
-  };
-  purge();
-  const timer = setInterval(purge, PURGE_INTERVAL_MS);
+    });
+  await purge();
+  const timer = setInterval(() => void purge(), PURGE_INTERVAL_MS);
   timer.unref();
 
   const inFlight = new Set<Promise<unknown>>();
@@ -109,14 +138,22 @@ export function createService(deps: ServiceDeps): Service {
         (async () => {
           assertOpen();
           return handleRequest(ctx, { apiKey, requestId, endpoint: 'account' }, async (caller, rateLimit) => ({
-            account: accountRecord(ctx, caller),
+            account: await accountRecord(ctx, caller),
             rateLimit,
           }));
         })(),
       );
     },
+    async checkReady() {
+      const version = await deps.store.schemaVersion();
+      if (version !== deps.store.latestSchemaVersion) {
+        throw new RmbgError('service_unavailable', `the store is at schema ${version}, this server needs ${deps.store.latestSchemaVersion}`, { retryAfterSeconds: 5 });
+      }
+    },
+    status: () => ({ queued: ctx.scheduler.admitted, inFlight: inFlight.size }),
     async close() {
       clearInterval(timer);
+      leases.stop();
       shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
       await Promise.allSettled([...inFlight]);
     },

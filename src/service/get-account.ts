@@ -4,8 +4,8 @@ import type { KeyOwner } from '../store/index.js';
 import type { ServiceContext } from './service-context.js';
 import type { AccountRecord } from './types.js';
 
-export function accountRecord(ctx: ServiceContext, caller: KeyOwner): AccountRecord {
-  const { subscription, payg, total } = ctx.store.balance(caller.accountId);
+export async function accountRecord(ctx: ServiceContext, caller: KeyOwner): Promise<AccountRecord> {
+  const { subscription, payg, total } = await ctx.store.balance(caller.accountId);
   return {
     data: {
       attributes: {

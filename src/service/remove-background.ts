@@ -1,5 +1,6 @@
 // The removeBackground use case after authentication and rate limiting: idempotency, queue place,
-// charge, image fetch, engine, and on any failure after the charge a refund and a failed key.
+// charge, image fetch, engine, then the settlement: delivered (with the key's replay) or, on any failure after
+// the charge, refunded (with a failed key), each in one transaction of the store's.
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
@@ -50,7 +51,12 @@ export async function removeBackground(
   if (req.idempotencyKey !== undefined) {
     const key = validateIdempotencyKey(req.idempotencyKey);
     const fingerprint = requestFingerprint(req.source, req.options);
-    const begun = ctx.store.beginIdempotent(caller.accountId, key, fingerprint, req.requestId, ctx.now());
+    const begun = await ctx.store.beginIdempotent(caller.accountId, key, fingerprint, ctx.leases.lease(req.requestId), ctx.now()).catch((error: unknown) => {
+      ctx.leases.end(req.requestId);
+      throw error;
+    });
+    // The lease stays held (renewed) only when the key was reserved for this request; the finally below ends it.
+    if (begun.state !== 'new') ctx.leases.end(req.requestId);
     if (begun.state === 'succeeded') {
       const { image, creditsCharged } = fromStoredReplay(begun.replay);
       usage.replayed = true;
@@ -68,7 +74,7 @@ export async function removeBackground(
   let charged = false;
   try {
     ticket = ctx.scheduler.admit();
-    const charge = ctx.store.charge(caller.accountId, price, req.requestId, ctx.now());
+    const charge = await ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now());
     if (!charge.ok) {
       const { total, subscription, payg } = charge.balance;
       throw new RmbgError(
@@ -77,14 +83,19 @@ export async function removeBackground(
       );
     }
     charged = true;
+    ctx.observer.charged?.(price);
     const input = await loadImage(ctx, req.source, signal);
     if (req.source.kind === 'url') usage.inputBytes = input.length;
-    const result = await ticket.run(
-      (engineSignal) => ctx.engine.removeBackground(input, req.options, engineSignal).catch((error: unknown) => {
+    const result = await ticket.run(async (engineSignal) => {
+      const started = performance.now();
+      try {
+        return await ctx.engine.removeBackground(input, req.options, engineSignal);
+      } catch (error) {
         throw toRmbgError(error, 'processing_failed');
-      }),
-      signal,
-    );
+      } finally {
+        ctx.observer.inference?.((performance.now() - started) / 1000);
+      }
+    }, signal);
     const image: ProcessedImage = {
       data: result.data,
       format: result.format,
@@ -93,7 +104,12 @@ export async function removeBackground(
       height: result.height,
       foreground: result.foreground,
     };
-    if (idempotency) ctx.store.completeIdempotent(idempotency, toStoredReplay(image, price), ctx.now());
+    // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
+    // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
+    const delivered = await ctx.store.deliver(req.requestId, idempotency && { ref: idempotency, replay: toStoredReplay(image, price) }, ctx.now());
+    if (!delivered) {
+      throw new RmbgError('service_unavailable', `request ${req.requestId} outlived its lease and was refunded by another server; send it again`, { retryAfterSeconds: 1 });
+    }
     usage.credits = price;
     describeResult(usage, image);
     return { image, creditsCharged: price, requestId: req.requestId, replayed: false, rateLimit };
@@ -102,11 +118,16 @@ export async function removeBackground(
       ? new RmbgError('interrupted', 'the request was cancelled before its image was processed; any credits charged for it were refunded', { cause: error })
       : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
-    if (charged) ctx.store.failRequest(req.requestId, idempotency, ctx.now());
-    else if (idempotency) ctx.store.releaseIdempotent(idempotency);
+    if (charged) {
+      const refunded = await ctx.store.failRequest(req.requestId, idempotency, ctx.now());
+      ctx.observer.refunded?.(refunded.subscription + refunded.payg);
+    } else if (idempotency) {
+      await ctx.store.releaseIdempotent(idempotency);
+    }
     throw failure;
   } finally {
     ticket?.release();
+    ctx.leases.end(req.requestId);
   }
 }
 

@@ -41,10 +41,10 @@ export async function handleRequest<T>(
   };
   let rateLimit: RateLimitInfo | undefined;
   try {
-    const caller = authenticate(ctx.store, frame.apiKey);
+    const caller = await authenticate(ctx.store, frame.apiKey);
     usage.accountId = caller.accountId;
     usage.keyId = caller.keyId;
-    rateLimit = ctx.limiter.take(caller.keyId, startedAt);
+    rateLimit = await ctx.limiter.take(caller.keyId, startedAt);
     return await run(caller, rateLimit, usage);
   } catch (error) {
     // Authentication errors come before any key is known, so only they go without the rate-limit window.
@@ -56,9 +56,10 @@ export async function handleRequest<T>(
   } finally {
     usage.durationMs = Math.max(0, ctx.now() - startedAt);
     try {
-      ctx.store.recordUsage(usage);
+      await ctx.store.recordUsage(usage);
     } catch (error) {
-      // Usage is reporting, not billing (the ledger is): a failed write must not turn an answered request into an error.
+      // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
+      // failed write must not turn an answered request into an error.
       process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
     }
   }

@@ -45,3 +45,13 @@ export interface AccountOutcome {
   account: AccountRecord;
   rateLimit: RateLimitInfo;
 }
+
+/** What the service reports as it works (src/server's metrics count it); every method is optional. */
+export interface ServiceObserver {
+  charged?(credits: number): void;
+  refunded?(credits: number): void;
+  /** Requests of any instance whose lease expired and that this instance settled as failed. */
+  leasesExpired?(count: number): void;
+  /** Seconds the engine spent on one image. */
+  inference?(seconds: number): void;
+}

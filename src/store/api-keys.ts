@@ -2,7 +2,7 @@
 // key itself exists in the answer to its creation and in the caller's configuration, nowhere else.
 
 import { createHash, randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import { one, type SqlExecutor } from './sql.js';
 import type { CreatedKey, KeyInfo, KeyOwner, Plan } from './types.js';
 
 const KEY_PREFIX = 'rmbg_';
@@ -34,37 +34,39 @@ function toKeyInfo(row: KeyRow): KeyInfo {
   return { id: row.id, accountId: row.account_id, plan: row.plan, keyPrefix: row.key_prefix, createdAt: row.created_at, revokedAt: row.revoked_at };
 }
 
-export function apiKeysTable(db: Database.Database) {
-  const insert = db.prepare('INSERT INTO api_keys (id, account_id, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?)');
-  const select = `SELECT k.id, k.account_id, a.plan, k.key_prefix, k.created_at, k.revoked_at FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
-  const all = db.prepare<[], KeyRow>(`${select} ORDER BY k.created_at, k.id`);
-  const byId = db.prepare<[string], KeyRow>(`${select} WHERE k.id = ?`);
-  const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
-  // Looking a key up by its hash needs no constant-time comparison: the index compares hashes, and
-  // timing can at best reveal a prefix of a sha256 digest, which says nothing about the key itself.
-  const owner = db.prepare<[string], { key_id: string; account_id: string; plan: Plan }>(
+const SELECT = 'SELECT k.id, k.account_id, a.plan, k.key_prefix, k.created_at, k.revoked_at FROM api_keys k JOIN accounts a ON a.id = k.account_id';
+
+async function keyById(db: SqlExecutor, id: string): Promise<KeyInfo | undefined> {
+  const row = await one<KeyRow>(db, `${SELECT} WHERE k.id = ?`, [id]);
+  return row && toKeyInfo(row);
+}
+
+export async function createKey(db: SqlExecutor, accountId: string, now: number): Promise<CreatedKey> {
+  const key = generateApiKey();
+  const id = newKeyId();
+  await db.run('INSERT INTO api_keys (id, account_id, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?)', [
+    id, accountId, hashApiKey(key), key.slice(0, DISPLAY_LENGTH), now,
+  ]);
+  return { ...((await keyById(db, id)) as KeyInfo), key };
+}
+
+export async function listKeys(db: SqlExecutor): Promise<KeyInfo[]> {
+  return (await db.all<KeyRow>(`${SELECT} ORDER BY k.created_at, k.id`)).map(toKeyInfo);
+}
+
+export async function revokeKey(db: SqlExecutor, id: string, now: number): Promise<KeyInfo | undefined> {
+  await db.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, id]);
+  return keyById(db, id);
+}
+
+// Looking a key up by its hash needs no constant-time comparison: the index compares hashes, and
+// timing can at best reveal a prefix of a sha256 digest, which says nothing about the key itself.
+export async function keyOwner(db: SqlExecutor, apiKey: string): Promise<KeyOwner | undefined> {
+  const row = await one<{ key_id: string; account_id: string; plan: Plan }>(
+    db,
     `SELECT k.id AS key_id, k.account_id, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+    [hashApiKey(apiKey)],
   );
-
-  return {
-    create(accountId: string, now: number): CreatedKey {
-      const key = generateApiKey();
-      const id = newKeyId();
-      insert.run(id, accountId, hashApiKey(key), key.slice(0, DISPLAY_LENGTH), now);
-      return { ...toKeyInfo(byId.get(id) as KeyRow), key };
-    },
-    list(): KeyInfo[] {
-      return all.all().map(toKeyInfo);
-    },
-    revoke(id: string, now: number): KeyInfo | undefined {
-      revoke.run(now, id);
-      const row = byId.get(id);
-      return row && toKeyInfo(row);
-    },
-    owner(apiKey: string): KeyOwner | undefined {
-      const row = owner.get(hashApiKey(apiKey));
-      return row && { keyId: row.key_id, accountId: row.account_id, plan: row.plan };
-    },
-  };
+  return row && { keyId: row.key_id, accountId: row.account_id, plan: row.plan };
 }

@@ -1,39 +1,87 @@
-// The schema of the store as an ordered list of migrations, applied once each and recorded in
-// PRAGMA user_version, so opening an existing data directory (by `serve` or the CLI) is always safe.
+// The schema as ordered lists of migrations, one list per engine with the same versions, written once with
+// each engine's spelling of the types: index i holds the step from version i to i + 1. Never change what a
+// released step creates: append a new one to both lists.
 
-import type Database from 'better-sqlite3';
-import { RmbgError } from '../api/errors.js';
+/** Version 2: leases (work in progress and its unsettled charge) and the shared rate-limit windows. */
+const LEASES_AND_RATE_WINDOWS = (bigint: string) => `
+  -- A request that holds something to settle: a reserved Idempotency-Key, a charge, or both. The row lives
+  -- until the request is settled (delivered or refunded, in the same transaction that deletes it); its owner
+  -- renews expires_at while it runs, and any instance settles a row whose lease expired as failed.
+  CREATE TABLE leases (
+    request_id  TEXT PRIMARY KEY,
+    account_id  TEXT NOT NULL REFERENCES accounts(id),
+    idem_key    TEXT,
+    owner       TEXT NOT NULL,
+    expires_at  ${bigint} NOT NULL,
+    charged     ${bigint} NOT NULL DEFAULT 0,
+    created_at  ${bigint} NOT NULL
+  );
+  CREATE INDEX leases_expiry ON leases (expires_at);
+  CREATE INDEX leases_owner ON leases (owner);
 
-/** Index i holds the step from user_version i to i + 1. Never edit a released step: append a new one. */
-export const MIGRATIONS: readonly string[] = [
-  `
+  -- Per-key fixed one-minute windows, shared by every instance on this database.
+  CREATE TABLE rate_windows (
+    key_id        TEXT PRIMARY KEY,
+    window_start  ${bigint} NOT NULL,
+    count         ${bigint} NOT NULL
+  );
+
+  -- Version 1 decided what to refund after a crash from missing usage records; from now on the lease does.
+  -- Charges a crashed version-1 server left unsettled, and keys it left in progress, become expired leases.
+  INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at)
+    SELECT i.request_id, i.account_id, i.key, 'schema-1', 0, 0, i.created_at FROM idempotency_keys i WHERE i.state = 'in_progress';
+  INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at)
+    SELECT l.request_id, MIN(l.account_id), NULL, 'schema-1', 0, -SUM(l.amount), MIN(l.created_at) FROM credit_ledger l
+    WHERE l.kind = 'charge'
+      AND NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.request_id = l.request_id)
+      AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = l.request_id AND r.kind = 'refund')
+    GROUP BY l.request_id
+  ON CONFLICT (request_id) DO UPDATE SET charged = excluded.charged;
+`;
+
+/** How the two engines spell the same column types. */
+interface Types {
+  int: string;
+  blob: string;
+  /** An auto-numbered row id. */
+  rowId: string;
+  /** SQLite's STRICT tables (types enforced); nothing on PostgreSQL, whose types always are. */
+  strict: string;
+}
+
+const SQLITE: Types = { int: 'INTEGER', blob: 'BLOB', rowId: 'INTEGER PRIMARY KEY', strict: ' STRICT' };
+/** BIGINT for millisecond times and credits, BYTEA for payloads. */
+const POSTGRES: Types = { int: 'BIGINT', blob: 'BYTEA', rowId: 'BIGSERIAL PRIMARY KEY', strict: '' };
+
+/** Version 1: accounts, keys, the ledger, idempotency records, usage records. */
+const FIRST_SCHEMA = (t: Types) => `
   CREATE TABLE accounts (
     id          TEXT PRIMARY KEY,
     plan        TEXT NOT NULL CHECK (plan IN ('pro', 'enterprise', 'free')),
-    created_at  INTEGER NOT NULL
-  ) STRICT;
+    created_at  ${t.int} NOT NULL
+  )${t.strict};
 
   CREATE TABLE api_keys (
     id          TEXT PRIMARY KEY,
     account_id  TEXT NOT NULL REFERENCES accounts(id),
     key_hash    TEXT NOT NULL UNIQUE,
     key_prefix  TEXT NOT NULL,
-    created_at  INTEGER NOT NULL,
-    revoked_at  INTEGER
-  ) STRICT;
+    created_at  ${t.int} NOT NULL,
+    revoked_at  ${t.int}
+  )${t.strict};
 
   -- Every credit movement is a row; a balance is the sum of its pool's rows, never a stored number.
   CREATE TABLE credit_ledger (
-    id          INTEGER PRIMARY KEY,
+    id          ${t.rowId},
     account_id  TEXT NOT NULL REFERENCES accounts(id),
     kind        TEXT NOT NULL CHECK (kind IN ('grant', 'charge', 'refund')),
     pool        TEXT NOT NULL CHECK (pool IN ('subscription', 'payg')),
-    amount      INTEGER NOT NULL,
+    amount      ${t.int} NOT NULL,
     request_id  TEXT,
-    created_at  INTEGER NOT NULL,
+    created_at  ${t.int} NOT NULL,
     CHECK ((kind = 'charge') = (amount < 0)),
     CHECK (kind = 'grant' OR request_id IS NOT NULL)
-  ) STRICT;
+  )${t.strict};
   CREATE INDEX credit_ledger_balance ON credit_ledger (account_id, pool, amount);
   -- A request is charged at most once per pool and refunded at most once per pool, even if two
   -- processes race: the database refuses the second row.
@@ -45,50 +93,36 @@ export const MIGRATIONS: readonly string[] = [
     fingerprint   TEXT NOT NULL,
     state         TEXT NOT NULL CHECK (state IN ('in_progress', 'succeeded', 'failed')),
     request_id    TEXT NOT NULL,
-    created_at    INTEGER NOT NULL,
-    completed_at  INTEGER,
-    payload       BLOB,
+    created_at    ${t.int} NOT NULL,
+    completed_at  ${t.int},
+    payload       ${t.blob},
     metadata      TEXT,
     PRIMARY KEY (account_id, key)
-  ) STRICT;
+  )${t.strict};
   CREATE INDEX idempotency_keys_purge ON idempotency_keys (completed_at) WHERE payload IS NOT NULL;
 
   CREATE TABLE usage_records (
-    id           INTEGER PRIMARY KEY,
+    id           ${t.rowId},
     request_id   TEXT NOT NULL,
     account_id   TEXT,
     key_id       TEXT,
     endpoint     TEXT NOT NULL,
-    status       INTEGER NOT NULL,
+    status       ${t.int} NOT NULL,
     code         TEXT,
-    credits      INTEGER NOT NULL,
-    replayed     INTEGER NOT NULL,
-    input_bytes  INTEGER,
+    credits      ${t.int} NOT NULL,
+    replayed     ${t.int} NOT NULL,
+    input_bytes  ${t.int},
     size         TEXT,
     format       TEXT,
-    width        INTEGER,
-    height       INTEGER,
-    duration_ms  INTEGER NOT NULL,
-    created_at   INTEGER NOT NULL
-  ) STRICT;
+    width        ${t.int},
+    height       ${t.int},
+    duration_ms  ${t.int} NOT NULL,
+    created_at   ${t.int} NOT NULL
+  )${t.strict};
   CREATE INDEX usage_records_request ON usage_records (request_id);
   CREATE INDEX usage_records_account ON usage_records (account_id, created_at);
-  `,
-];
+`;
 
-/** Brings the database to the latest schema. Safe to run on every open, from several processes. */
-export function migrate(db: Database.Database): number {
-  const apply = db.transaction(() => {
-    // Read inside the write transaction: a second process that opened meanwhile sees the result, not a stale version.
-    const current = db.pragma('user_version', { simple: true }) as number;
-    if (current > MIGRATIONS.length) {
-      throw new RmbgError('io_error', `the data directory was written by a newer rmbg (schema ${current}; this version knows ${MIGRATIONS.length})`);
-    }
-    for (let version = current; version < MIGRATIONS.length; version++) {
-      db.exec(MIGRATIONS[version] as string);
-    }
-    db.pragma(`user_version = ${MIGRATIONS.length}`);
-    return MIGRATIONS.length - current;
-  });
-  return apply.immediate();
-}
+export const SQLITE_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(SQLITE), LEASES_AND_RATE_WINDOWS(SQLITE.int)];
+
+export const POSTGRES_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(POSTGRES), LEASES_AND_RATE_WINDOWS(POSTGRES.int)];

@@ -1,4 +1,4 @@
-// What the local service's SQLite store holds and offers: accounts, hashed API keys, the credit
+// What the local service's store holds and offers: accounts, hashed API keys, the credit
 // ledger, idempotency records and usage records. Times are milliseconds since the Unix epoch.
 
 export const PLANS = ['pro', 'enterprise', 'free'] as const;
@@ -97,45 +97,85 @@ export interface UsageRecord {
   createdAt: number;
 }
 
-export interface RecoveryReport {
+/** A request's hold on its work: renewed by its owner while it runs, settled as failed by anyone once expired. */
+export interface Lease {
+  requestId: string;
+  /** The instance that runs the request (its id is random per process). */
+  owner: string;
+  expiresAt: number;
+}
+
+export interface RateWindow {
+  /** When the key's current window began. */
+  start: number;
+  /** Requests counted in it, this one included (over the limit ones too). */
+  count: number;
+}
+
+export interface ExpiryReport {
+  /** Requests settled as failed because their lease expired. */
+  expiredLeases: number;
+  /** Of those, requests whose charge was refunded. */
   refundedRequests: number;
+  /** Of those, requests whose Idempotency-Key is now failed instead of in progress. */
   failedIdempotencyKeys: number;
 }
 
+export type StoreEngine = 'sqlite' | 'postgres';
+
+/**
+ * The store, whichever engine holds it (SQLite file, PostgreSQL database): every call is asynchronous, and
+ * every write that must be all-or-nothing is one transaction of the engine's.
+ */
 export interface Store {
-  /** Absolute path of the SQLite file. */
+  readonly engine: StoreEngine;
+  /** The SQLite file's path, or the PostgreSQL URL without its password. */
   readonly path: string;
 
-  createAccount(plan: Plan, now?: number): Account;
+  createAccount(plan: Plan, now?: number): Promise<Account>;
   /** Account, first key and an optional grant, in one transaction (what `rmbg keys create` needs). */
-  createAccountWithKey(input: { plan: Plan; credits?: number; pool?: CreditPool; now?: number }): CreatedKey;
-  createKey(accountId: string, now?: number): CreatedKey;
-  listKeys(): KeyInfo[];
+  createAccountWithKey(input: { plan: Plan; credits?: number; pool?: CreditPool; now?: number }): Promise<CreatedKey>;
+  createKey(accountId: string, now?: number): Promise<CreatedKey>;
+  listKeys(): Promise<KeyInfo[]>;
   /** Revokes a key; undefined when no key has that id. Revoking twice keeps the first time. */
-  revokeKey(id: string, now?: number): KeyInfo | undefined;
-  accountForKey(apiKey: string): KeyOwner | undefined;
+  revokeKey(id: string, now?: number): Promise<KeyInfo | undefined>;
+  accountForKey(apiKey: string): Promise<KeyOwner | undefined>;
 
-  addCredits(target: CreditTarget, amount: number, pool: CreditPool, now?: number): Balance;
-  balance(accountId: string): Balance;
-  charge(accountId: string, amount: number, requestId: string, now?: number): ChargeResult;
-  /** Gives back what the charge of requestId took, once; later calls (and requests never charged) give zeros. */
-  refund(requestId: string, now?: number): PoolAmounts;
+  addCredits(target: CreditTarget, amount: number, pool: CreditPool, now?: number): Promise<Balance>;
+  balance(accountId: string): Promise<Balance>;
 
-  beginIdempotent(accountId: string, key: string, fingerprint: string, requestId: string, now?: number): IdempotencyBegin;
-  completeIdempotent(ref: IdempotencyRef, replay: StoredReplay, now?: number): void;
-  failIdempotent(ref: IdempotencyRef, now?: number): void;
-  /** Refund of the request's charge and the failed mark of its key, in one transaction. */
-  failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): PoolAmounts;
-  /** Forgets an in-progress key whose request ended before anything was charged, so the key can be retried. */
-  releaseIdempotent(ref: IdempotencyRef): void;
+  /** Reserves the key (and opens the request's lease) when new; otherwise says what the key holds. */
+  beginIdempotent(accountId: string, key: string, fingerprint: string, lease: Lease, now?: number): Promise<IdempotencyBegin>;
+  /** Charges the request under its lease (opened here for a request without a key). */
+  charge(accountId: string, amount: number, lease: Lease, now?: number): Promise<ChargeResult>;
+  /**
+   * Settles a charged request as delivered: its lease closed and its key (if any) succeeded with the replay, in
+   * one transaction. False when the request was settled already (its lease expired and another instance refunded
+   * it): the result must not be handed out then.
+   */
+  deliver(requestId: string, idempotency: { ref: IdempotencyRef; replay: StoredReplay } | undefined, now?: number): Promise<boolean>;
+  /** Settles a charged request as failed: lease closed, charge refunded, key failed, in one transaction; once. */
+  failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<PoolAmounts>;
+  /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
+  releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /** Deletes replay payloads whose window closed; the rows stay so the keys stay reserved. Returns how many. */
-  purgeExpiredReplays(now?: number): number;
+  purgeExpiredReplays(now?: number): Promise<number>;
 
-  recordUsage(record: UsageRecord): void;
-  usage(filter?: { accountId?: string; requestId?: string }): UsageRecord[];
+  /** Extends the leases of `owner`'s running requests to expiresAt, in one statement. */
+  renewLeases(owner: string, requestIds: readonly string[], expiresAt: number): Promise<number>;
+  /** Settles as failed (refund, failed key) every request whose lease expired by `now`: whoever's they were. */
+  expireLeases(now: number): Promise<ExpiryReport>;
 
-  /** After a crash: refunds charges of requests that never finished and fails their idempotency keys. */
-  recoverInterrupted(now?: number): RecoveryReport;
+  /** Counts one request of the key in the window shared by every instance on this store. */
+  countRequest(keyId: string, now: number, windowMs: number): Promise<RateWindow>;
 
-  close(): void;
+  recordUsage(record: UsageRecord): Promise<void>;
+  usage(filter?: { accountId?: string; requestId?: string }): Promise<UsageRecord[]>;
+
+  /** The schema version the database is at; rejects when the database cannot be reached. */
+  schemaVersion(): Promise<number>;
+  /** The version this rmbg migrates to. */
+  readonly latestSchemaVersion: number;
+
+  close(): Promise<void>;
 }

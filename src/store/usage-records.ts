@@ -1,6 +1,7 @@
-// Usage records: the metadata of every request (never the image), kept for usage reporting.
+// Usage records: the metadata of every request (never the image), kept for usage reporting only. No credit
+// ever depends on them: settlement lives in the ledger and the leases.
 
-import type Database from 'better-sqlite3';
+import type { SqlExecutor } from './sql.js';
 import type { UsageEndpoint, UsageRecord } from './types.js';
 
 interface Row {
@@ -41,33 +42,23 @@ function toRecord(row: Row): UsageRecord {
   };
 }
 
-export function usageRecords(db: Database.Database) {
-  const insert = db.prepare(
+export async function recordUsage(db: SqlExecutor, r: UsageRecord): Promise<void> {
+  await db.run(
     `INSERT INTO usage_records (request_id, account_id, key_id, endpoint, status, code, credits, replayed, input_bytes, size, format, width, height, duration_ms, created_at)
-     VALUES (@requestId, @accountId, @keyId, @endpoint, @status, @code, @credits, @replayed, @inputBytes, @size, @format, @width, @height, @durationMs, @createdAt)`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [r.requestId, r.accountId, r.keyId, r.endpoint, r.status, r.code, r.credits, r.replayed ? 1 : 0, r.inputBytes, r.size, r.format, r.width, r.height,
+      Math.round(r.durationMs), r.createdAt],
   );
-  const select = db.prepare<{ accountId: string | null; requestId: string | null }, Row>(
-    `SELECT * FROM usage_records
-     WHERE (@accountId IS NULL OR account_id = @accountId) AND (@requestId IS NULL OR request_id = @requestId)
-     ORDER BY id`,
-  );
-  // Charges whose request never wrote its usage record (written last, success or failure) were cut off by a crash.
-  const unfinishedCharges = db.prepare<[], { request_id: string }>(
-    `SELECT DISTINCT l.request_id FROM credit_ledger l
-     WHERE l.kind = 'charge'
-       AND NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.request_id = l.request_id)
-       AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = l.request_id AND r.kind = 'refund')`,
-  );
+}
 
-  return {
-    record(record: UsageRecord): void {
-      insert.run({ ...record, durationMs: Math.round(record.durationMs), replayed: record.replayed ? 1 : 0 });
-    },
-    list(filter: { accountId?: string; requestId?: string } = {}): UsageRecord[] {
-      return select.all({ accountId: filter.accountId ?? null, requestId: filter.requestId ?? null }).map(toRecord);
-    },
-    unfinishedChargeRequestIds(): string[] {
-      return unfinishedCharges.all().map((row) => row.request_id);
-    },
-  };
+export async function listUsage(db: SqlExecutor, filter: { accountId?: string; requestId?: string } = {}): Promise<UsageRecord[]> {
+  const accountId = filter.accountId ?? null;
+  const requestId = filter.requestId ?? null;
+  const rows = await db.all<Row>(
+    `SELECT * FROM usage_records
+     WHERE (CAST(? AS TEXT) IS NULL OR account_id = ?) AND (CAST(? AS TEXT) IS NULL OR request_id = ?)
+     ORDER BY id`,
+    [accountId, accountId, requestId, requestId],
+  );
+  return rows.map(toRecord);
 }

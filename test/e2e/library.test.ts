@@ -22,9 +22,9 @@ let apiKey: string;
 beforeAll(async () => {
   rmbg = createRmbg();
   dataDir = tempDir();
-  const store = openStore(dataDir);
-  apiKey = store.createAccountWithKey({ plan: 'pro', credits: CREDITS }).key;
-  store.close();
+  const store = await openStore(dataDir);
+  apiKey = (await store.createAccountWithKey({ plan: 'pro', credits: CREDITS })).key;
+  await store.close();
   server = await createServer({ port: 0, dataDir });
 });
 
@@ -192,11 +192,11 @@ describe('createServer', () => {
   });
 });
 
-function creditsLeft(): number {
-  const store = openStore(dataDir);
+async function creditsLeft(): Promise<number> {
+  const store = await openStore(dataDir);
   try {
-    return store.balance(store.listKeys()[0]!.accountId).total;
+    return (await store.balance((await store.listKeys())[0]!.accountId)).total;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -1,36 +1,5 @@
-// Writes a tiny but valid ONNX model (one Identity node) whose output is not named like the manifest's:
-// onnxruntime loads it, and every inference then fails inside the engine, which the API reports as 502.
+// The tiny identity ONNX model of the serve tests: one Identity node. Named like the manifest's output
+// (writeIdentityModel(path, 'input', 'output')) every inference succeeds; by default every inference fails
+// inside the engine, which the API reports as 502. One implementation, shared with the benchmarks.
 
-import { writeFileSync } from 'node:fs';
-
-function varint(value: number): Buffer {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest > 0x7f) {
-    bytes.push((rest & 0x7f) | 0x80);
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(rest);
-  return Buffer.from(bytes);
-}
-
-const int = (field: number, value: number) => Buffer.concat([varint(field << 3), varint(value)]);
-const bytes = (field: number, value: Buffer | string) => {
-  const data = typeof value === 'string' ? Buffer.from(value) : value;
-  return Buffer.concat([varint((field << 3) | 2), varint(data.length), data]);
-};
-
-/** ValueInfoProto of a float tensor of the given shape. */
-function tensorInfo(name: string, shape: number[]): Buffer {
-  const dims = Buffer.concat(shape.map((size) => bytes(1, int(1, size))));
-  const tensorType = Buffer.concat([int(1, 1 /* FLOAT */), bytes(2, dims)]);
-  return Buffer.concat([bytes(1, name), bytes(2, bytes(1, tensorType))]);
-}
-
-export function writeIdentityModel(path: string, inputName = 'input', outputName = 'not_the_mask'): void {
-  const shape = [1, 3, 1024, 1024];
-  const node = Buffer.concat([bytes(1, inputName), bytes(2, outputName), bytes(4, 'Identity')]);
-  const graph = Buffer.concat([bytes(1, node), bytes(2, 'identity'), bytes(11, tensorInfo(inputName, shape)), bytes(12, tensorInfo(outputName, shape))]);
-  const opset = Buffer.concat([bytes(1, ''), int(2, 13)]);
-  writeFileSync(path, Buffer.concat([int(1, 8 /* ir_version */), bytes(7, graph), bytes(8, opset)]));
-}
+export { writeIdentityModel } from '../../bench/lib/identity-model.mjs';

@@ -8,6 +8,7 @@ interface CreditsAddFlags {
   key: string;
   subscription?: boolean;
   dataDir?: string;
+  store?: string;
 }
 
 export async function run(opts: Record<string, unknown>, args: string[]): Promise<number> {
@@ -18,7 +19,7 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
     throw new RmbgError('usage_error', `credits to add must be a whole number of at least 1; got '${text}'`);
   }
   const pool = flags.subscription ? 'subscription' : 'payg';
-  const balance = withLocalStore(flags.dataDir, (store) => store.addCredits({ apiKey: flags.key }, amount, pool));
+  const balance = await withLocalStore(flags, (store) => store.addCredits({ apiKey: flags.key }, amount, pool));
   process.stdout.write(`added ${amount} ${pool} credits; balance ${balance.total} (subscription ${balance.subscription}, payg ${balance.payg})\n`);
   return EXIT.ok;
 }

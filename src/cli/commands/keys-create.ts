@@ -10,13 +10,14 @@ interface KeysCreateFlags {
   plan: Plan;
   json?: boolean;
   dataDir?: string;
+  store?: string;
 }
 
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
   const flags = opts as unknown as KeysCreateFlags;
-  const { created, credits, path } = withLocalStore(flags.dataDir, (store) => {
-    const created = store.createAccountWithKey({ plan: flags.plan, credits: flags.credits });
-    return { created, credits: store.balance(created.accountId).total, path: store.path };
+  const { created, credits, path } = await withLocalStore(flags, async (store) => {
+    const created = await store.createAccountWithKey({ plan: flags.plan, credits: flags.credits });
+    return { created, credits: (await store.balance(created.accountId)).total, path: store.path };
   });
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ key: created.key, account: created.accountId, plan: created.plan, credits })}\n`);

@@ -7,6 +7,7 @@ import { withLocalStore } from '../local-store.js';
 interface KeysListFlags {
   json?: boolean;
   dataDir?: string;
+  store?: string;
 }
 
 const iso = (time: number | null) => (time === null ? null : new Date(time).toISOString());
@@ -24,7 +25,7 @@ function table(keys: KeyInfo[]): string {
 
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
   const flags = opts as KeysListFlags;
-  const { keys, path } = withLocalStore(flags.dataDir, (store) => ({ keys: store.listKeys(), path: store.path }));
+  const { keys, path } = await withLocalStore(flags, async (store) => ({ keys: await store.listKeys(), path: store.path }));
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(keys.map(toJson))}\n`);
   } else if (keys.length === 0) {

@@ -6,14 +6,15 @@ import { withLocalStore } from '../local-store.js';
 
 interface KeysRevokeFlags {
   dataDir?: string;
+  store?: string;
 }
 
 export async function run(opts: Record<string, unknown>, args: string[]): Promise<number> {
   const flags = opts as KeysRevokeFlags;
   const id = args[0] as string;
-  const outcome = withLocalStore(flags.dataDir, (store) => {
-    const before = store.listKeys().find((key) => key.id === id);
-    return { before, after: store.revokeKey(id) };
+  const outcome = await withLocalStore(flags, async (store) => {
+    const before = (await store.listKeys()).find((key) => key.id === id);
+    return { before, after: await store.revokeKey(id) };
   });
   if (!outcome.after) throw new RmbgError('usage_error', `no API key has the id '${id}'; see \`rmbg keys list\` for ids`);
   if (outcome.before?.revokedAt != null) {

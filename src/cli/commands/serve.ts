@@ -23,6 +23,11 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** How `rmbg keys create` names the same store (the PostgreSQL URL is not repeated: it may hold a password). */
+function storeFlagOf(service: { store: { engine: string }; dataDir: string }): string {
+  return service.store.engine === 'postgres' ? '--store <the same URL>' : `--data-dir ${JSON.stringify(service.dataDir)}`;
+}
+
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
   const flags = opts as unknown as ServerOptions;
   // The model (onnxruntime, ~90 MB of weights), fastify and SQLite load only when this command runs.
@@ -32,8 +37,8 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
     if (flags.allowPrivateUrls) {
       process.stderr.write('rmbg: WARNING: --allow-private-urls lets image_url reach this machine and its private network; use it for local testing only\n');
     }
-    if (!service.store.listKeys().some((key) => key.revokedAt === null)) {
-      process.stderr.write(`rmbg: no API keys yet; create one with: rmbg keys create --data-dir ${JSON.stringify(service.dataDir)} --credits 100\n`);
+    if (!(await service.store.listKeys()).some((key) => key.revokedAt === null)) {
+      process.stderr.write(`rmbg: no API keys yet; create one with: rmbg keys create ${storeFlagOf(service)} --credits 100\n`);
     }
     process.stdout.write(`rmbg: listening on ${service.url}\n`);
     if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);

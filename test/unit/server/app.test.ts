@@ -29,7 +29,7 @@ let image: Buffer;
 
 async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bodyTimeoutMs?: number } = {}): Promise<void> {
   engine = testEngine(options.behaviour);
-  service = createService({
+  service = await createService({
     store,
     engine,
     ...TEST_SERVICE_LIMITS,
@@ -40,15 +40,15 @@ async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bo
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-server-'));
-  store = openStore(dir);
-  key = store.createAccountWithKey({ plan: 'pro', credits: 10 }).key;
+  store = await openStore(dir);
+  key = (await store.createAccountWithKey({ plan: 'pro', credits: 10 })).key;
   image = await testImage(64, 48);
 });
 
 afterEach(async () => {
   await server?.close();
   await service?.close();
-  store.close();
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -21,9 +21,9 @@ let service: Service;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-real-'));
-  store = openStore(dir);
+  store = await openStore(dir);
   engine = await createEngine();
-  service = createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }) });
+  service = await createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }) });
 });
 afterAll(async () => {
   await service?.close();
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 it('removes the background of a real photo, charges once and replays the same bytes', async () => {
-  const { key, accountId } = store.createAccountWithKey({ plan: 'pro', credits: 3 });
+  const { key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 3 });
   const photo = readFileSync(join(import.meta.dirname, '../../../samples/chelsea.png'));
   const req = { apiKey: key, idempotencyKey: 'chelsea', source: { kind: 'file' as const, data: photo }, options: { ...DEFAULT_OPTIONS, format: 'png' as const }, requestId: randomUUID() };
 
@@ -51,10 +51,10 @@ it('removes the background of a real photo, charges once and replays the same by
   const pixels = info.width * info.height;
   expect(transparent / pixels).toBeGreaterThan(0.05);
   expect(opaque / pixels).toBeGreaterThan(0.05);
-  expect(store.balance(accountId).total).toBe(2);
+  expect((await store.balance(accountId)).total).toBe(2);
 
   const replay = await service.removeBackground({ ...req, requestId: randomUUID() });
   expect([replay.replayed, replay.requestId, replay.creditsCharged]).toEqual([true, req.requestId, 1]);
   expect(replay.image.data.equals(outcome.image.data)).toBe(true);
-  expect(store.balance(accountId).total).toBe(2);
+  expect((await store.balance(accountId)).total).toBe(2);
 });

@@ -27,9 +27,9 @@ let key: string;
 let accountId: string;
 let image: Buffer;
 
-function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour } = {}): Service {
+async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour } = {}): Promise<Service> {
   engine = testEngine(options.behaviour);
-  service = createService({
+  service = await createService({
     store,
     engine,
     ...TEST_SERVICE_LIMITS,
@@ -62,9 +62,9 @@ function ledgerRows(requestId: string): unknown[] {
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-'));
-  store = openStore(dir);
+  store = await openStore(dir);
   clock = T0;
-  const created = store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 });
+  const created = (await store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 }));
   key = created.key;
   accountId = created.accountId;
   image ??= await testImage(64, 48);
@@ -73,13 +73,13 @@ beforeEach(async () => {
 afterEach(async () => {
   engine?.release();
   await service?.close();
-  store.close();
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe('a processed image', () => {
   it('returns the engine result, charges once, and reports request id and rate limit', async () => {
-    start();
+    await start();
     const req = request();
     const outcome = await service.removeBackground(req);
     expect(outcome.replayed).toBe(false);
@@ -89,39 +89,39 @@ describe('a processed image', () => {
     expect(outcome.image).toMatchObject({ format: 'png', mimeType: 'image/png', width: 64, height: 48, foreground: { top: 1, left: 2, width: 62, height: 47 } });
     const meta = await sharp(outcome.image.data).metadata();
     expect([meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual(['png', 64, 48, true]);
-    expect(store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect((await store.balance(accountId))).toEqual({ subscription: 0, payg: 4, total: 4 });
     expect(ledgerRows(req.requestId)).toEqual([{ kind: 'charge', pool: 'payg', amount: -1 }]);
-    expect(store.usage({ requestId: req.requestId })).toEqual([
+    expect((await store.usage({ requestId: req.requestId }))).toEqual([
       expect.objectContaining({ accountId, endpoint: 'removebg', status: 200, code: null, credits: 1, replayed: false, inputBytes: image.length, size: 'preview', format: 'png', width: 64, height: 48 }),
     ]);
   });
 
   it('charges the configured price, subscription credits first', async () => {
-    store.addCredits({ accountId }, 2, 'subscription');
-    start({ creditsPerImage: 3 });
+    await store.addCredits({ accountId }, 2, 'subscription');
+    await start({ creditsPerImage: 3 });
     const outcome = await service.removeBackground(request());
     expect(outcome.creditsCharged).toBe(3);
-    expect(store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect((await store.balance(accountId))).toEqual({ subscription: 0, payg: 4, total: 4 });
   });
 
   it('refuses with 402 insufficient_credits, saying balance and price, and processes nothing', async () => {
-    start({ creditsPerImage: 6 });
+    await start({ creditsPerImage: 6 });
     const error = await rejectionOf(service.removeBackground(request()));
     expect([error.status, error.code]).toEqual([402, 'insufficient_credits']);
     expect(error.message).toContain('costs 6 credits');
     expect(error.message).toContain('balance is 5');
     expect(error.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
     expect(engine.calls).toBe(0);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 });
 
 describe('authentication', () => {
   it('answers 403 with the catalogue codes and never reaches the engine', async () => {
-    start();
-    const free = store.createAccountWithKey({ plan: 'free', credits: 50 });
-    const revoked = store.createKey(accountId);
-    store.revokeKey(revoked.id);
+    await start();
+    const free = (await store.createAccountWithKey({ plan: 'free', credits: 50 }));
+    const revoked = (await store.createKey(accountId));
+    await store.revokeKey(revoked.id);
     const cases: Array<[string | undefined, string]> = [
       [undefined, 'missing_api_key'],
       ['', 'missing_api_key'],
@@ -136,14 +136,14 @@ describe('authentication', () => {
       expect([account.status, account.code]).toEqual([403, code]);
     }
     expect(engine.calls).toBe(0);
-    expect(store.balance(free.accountId).total).toBe(50);
-    expect(store.usage().filter((u) => u.status === 403)).toHaveLength(cases.length * 2);
+    expect((await store.balance(free.accountId)).total).toBe(50);
+    expect((await store.usage()).filter((u) => u.status === 403)).toHaveLength(cases.length * 2);
   });
 });
 
 describe('rate limit', () => {
   it('allows rateLimitPerMinute requests per key and minute, then 429 with Retry-After, across both endpoints', async () => {
-    start({ rateLimitPerMinute: 2 });
+    await start({ rateLimitPerMinute: 2 });
     expect((await service.getAccount(key)).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
     clock += 15_000;
     expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
@@ -151,77 +151,77 @@ describe('rate limit', () => {
     expect([error.status, error.code, error.retryAfterSeconds]).toEqual([429, 'rate_limited', 45]);
     expect(error.rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
     // Another key has its own budget.
-    const other = store.createKey(accountId);
+    const other = (await store.createKey(accountId));
     expect((await service.getAccount(other.key)).rateLimit.remaining).toBe(1);
     // A new window opens a minute after the first request.
     clock = T0 + 60_000;
     expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
-    expect(store.balance(accountId).total).toBe(3);
+    expect((await store.balance(accountId)).total).toBe(3);
   });
 });
 
 describe('failures after the charge are refunded', () => {
   it('502 from the engine: refunded exactly, key failed, reuse of the key is 409 idempotency_key_failed', async () => {
-    start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
+    await start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
     const req = request({ idempotencyKey: 'order-1' });
     const error = await rejectionOf(service.removeBackground(req));
     expect([error.status, error.code, error.message]).toEqual([502, 'processing_failed', 'onnx exploded']);
     expect(error.rateLimit?.remaining).toBe(59);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
     expect(ledgerRows(req.requestId)).toEqual([
       { kind: 'charge', pool: 'payg', amount: -1 },
       { kind: 'refund', pool: 'payg', amount: 1 },
     ]);
-    expect(store.usage({ requestId: req.requestId })[0]).toMatchObject({ status: 502, code: 'processing_failed', credits: 0 });
+    expect((await store.usage({ requestId: req.requestId }))[0]).toMatchObject({ status: 502, code: 'processing_failed', credits: 0 });
 
     engine.behaviour = { kind: 'work' };
     const reuse = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'order-1' })));
     expect([reuse.status, reuse.code]).toEqual([409, 'idempotency_key_failed']);
     expect(reuse.message).toContain(req.requestId);
     expect(engine.calls).toBe(1);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 
   it('400 image errors found by the engine are refunded too', async () => {
-    start();
+    await start();
     const error = await rejectionOf(service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })));
     expect([error.status, error.code]).toEqual([400, 'corrupt_image']);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 
   it('a refused image_url is refunded', async () => {
-    start();
+    await start();
     const source: ImageSource = { kind: 'url', url: 'http://127.0.0.1/photo.jpg' };
     const req = request({ source, idempotencyKey: 'url-1' });
     const error = await rejectionOf(service.removeBackground(req));
     expect([error.status, error.code]).toEqual([400, 'invalid_image_url']);
     expect(engine.calls).toBe(0);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
     expect(ledgerRows(req.requestId)).toHaveLength(2);
   });
 
   it('504 processing_timeout when the engine takes too long; refunded, key failed', async () => {
-    start({ behaviour: { kind: 'hang' }, processingTimeoutMs: 150 });
+    await start({ behaviour: { kind: 'hang' }, processingTimeoutMs: 150 });
     const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })));
     expect([error.status, error.code]).toEqual([504, 'processing_timeout']);
     expect(error.rateLimit?.limit).toBe(60);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
     expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe('idempotency_key_failed');
   });
 
   it('a client that goes away without an Idempotency-Key stops its request, which is refunded', async () => {
-    start({ behaviour: { kind: 'hang' } });
+    await start({ behaviour: { kind: 'hang' } });
     const controller = new AbortController();
     const pending = service.removeBackground(request({ signal: controller.signal }));
     await engine.started(1);
     controller.abort();
     const error = await rejectionOf(pending);
     expect(error.code).toBe('interrupted');
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 
   it('with an Idempotency-Key the request runs to the end after the client went away, and the retry replays it', async () => {
-    start({ behaviour: { kind: 'gated' } });
+    await start({ behaviour: { kind: 'gated' } });
     const controller = new AbortController();
     const first = request({ idempotencyKey: 'keep-going', signal: controller.signal });
     const pending = service.removeBackground(first);
@@ -231,13 +231,13 @@ describe('failures after the charge are refunded', () => {
     expect((await pending).replayed).toBe(false);
     const retry = await service.removeBackground(request({ idempotencyKey: 'keep-going' }));
     expect([retry.replayed, retry.requestId]).toEqual([true, first.requestId]);
-    expect(store.balance(accountId).total).toBe(4);
+    expect((await store.balance(accountId)).total).toBe(4);
   });
 });
 
 describe('idempotent replay', () => {
   it('repeats the original result, request id and credits, with no new charge and no engine call', async () => {
-    start({ creditsPerImage: 2 });
+    await start({ creditsPerImage: 2 });
     const first = request({ idempotencyKey: 'photo-42' }, { size: 'small' });
     const original = await service.removeBackground(first);
     const second = request({ idempotencyKey: 'photo-42', source: { kind: 'base64', data: Buffer.from(image) } }, { size: 'small' });
@@ -249,30 +249,30 @@ describe('idempotent replay', () => {
     expect({ ...replay.image, data: null }).toEqual({ ...original.image, data: null });
     expect(replay.rateLimit.remaining).toBe(58);
     expect(engine.calls).toBe(1);
-    expect(store.balance(accountId).total).toBe(3);
-    expect(store.usage({ requestId: second.requestId })[0]).toMatchObject({ status: 200, credits: 0, replayed: true, width: 64 });
+    expect((await store.balance(accountId)).total).toBe(3);
+    expect((await store.usage({ requestId: second.requestId }))[0]).toMatchObject({ status: 200, credits: 0, replayed: true, width: 64 });
   });
 
   it('409 idempotency_key_mismatch for another image or other options under the same key', async () => {
-    start();
+    await start();
     await service.removeBackground(request({ idempotencyKey: 'k' }));
     const otherOptions = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k' }, { crop: true })));
     const otherImage = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } })));
     for (const error of [otherOptions, otherImage]) expect([error.status, error.code]).toEqual([409, 'idempotency_key_mismatch']);
     expect(engine.calls).toBe(1);
-    expect(store.balance(accountId).total).toBe(4);
+    expect((await store.balance(accountId)).total).toBe(4);
   });
 
   it('400 invalid_idempotency_key for a key over 128 characters, before anything is charged', async () => {
-    start();
+    await start();
     const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })));
     expect([error.status, error.code]).toEqual([400, 'invalid_idempotency_key']);
     expect(error.rateLimit?.remaining).toBe(59);
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 
   it('of concurrent requests with one key exactly one is processed and charged; the others get 409 in progress', async () => {
-    start({ behaviour: { kind: 'gated' } });
+    await start({ behaviour: { kind: 'gated' } });
     const requests = Array.from({ length: 5 }, () => request({ idempotencyKey: 'same' }));
     const settled = Promise.allSettled(requests.map((req) => service.removeBackground(req)));
     await engine.started(1);
@@ -283,7 +283,7 @@ describe('idempotent replay', () => {
     expect(succeeded).toHaveLength(1);
     expect(rejected.map((e) => [e.status, e.code])).toEqual(Array(4).fill([409, 'idempotency_in_progress']));
     expect(engine.calls).toBe(1);
-    expect(store.balance(accountId).total).toBe(4);
+    expect((await store.balance(accountId)).total).toBe(4);
     const replay = await service.removeBackground(request({ idempotencyKey: 'same' }));
     expect(replay.replayed).toBe(true);
   });
@@ -291,41 +291,43 @@ describe('idempotent replay', () => {
   it('409 idempotency_key_expired after 10 minutes; the purge deletes the payload and keeps the key reserved', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
-      start();
+      await start();
       const first = request({ idempotencyKey: 'old' });
       await service.removeBackground(first);
       clock = T0 + LIMITS.replayWindowMs - 1;
       expect((await service.removeBackground(request({ idempotencyKey: 'old' }))).replayed).toBe(true);
 
       clock = T0 + LIMITS.replayWindowMs;
-      vi.advanceTimersByTime(60_000);
-      const db = new Database(store.path, { readonly: true });
-      const row = db.prepare("SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'").get();
-      db.close();
-      expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
+      await vi.advanceTimersByTimeAsync(60_000);
+      await vi.waitFor(() => {
+        const db = new Database(store.path, { readonly: true });
+        const row = db.prepare("SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'").get();
+        db.close();
+        expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
+      });
 
       const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'old' })));
       expect([error.status, error.code]).toEqual([409, 'idempotency_key_expired']);
       expect(error.message).toContain('use a new key');
-      expect(store.balance(accountId).total).toBe(4);
+      expect((await store.balance(accountId)).total).toBe(4);
     } finally {
       vi.useRealTimers();
     }
   });
 
   it('a 503 or 402 gives the key back: the same key works once the service can take the request', async () => {
-    start({ creditsPerImage: 6 });
+    await start({ creditsPerImage: 6 });
     expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe('insufficient_credits');
-    store.addCredits({ accountId }, 1, 'payg');
+    await store.addCredits({ accountId }, 1, 'payg');
     const outcome = await service.removeBackground(request({ idempotencyKey: 'retry-me' }));
     expect([outcome.replayed, outcome.creditsCharged]).toEqual([false, 6]);
-    expect(store.balance(accountId).total).toBe(0);
+    expect((await store.balance(accountId)).total).toBe(0);
   });
 });
 
 describe('queue', () => {
   it('runs one image at a time, lets maxQueue wait, and answers 503 service_busy beyond that (uncharged)', async () => {
-    start({ behaviour: { kind: 'gated' }, maxQueue: 1 });
+    await start({ behaviour: { kind: 'gated' }, maxQueue: 1 });
     const running = service.removeBackground(request());
     const waiting = service.removeBackground(request({ idempotencyKey: 'queued' }));
     await engine.started(1);
@@ -333,14 +335,14 @@ describe('queue', () => {
     expect([busy.status, busy.code]).toEqual([503, 'service_busy']);
     expect(busy.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(busy.rateLimit?.remaining).toBe(57);
-    expect(store.balance(accountId).total).toBe(3);
+    expect((await store.balance(accountId)).total).toBe(3);
 
     engine.release();
     await Promise.all([running, waiting]);
     expect(engine.maxRunning).toBe(1);
     const retried = await service.removeBackground(request({ idempotencyKey: 'too-many' }));
     expect(retried.replayed).toBe(false);
-    expect(store.balance(accountId).total).toBe(2);
+    expect((await store.balance(accountId)).total).toBe(2);
   });
 
   it('a full line of waiting requests raises no listener-leak warning', async () => {
@@ -348,31 +350,31 @@ describe('queue', () => {
     const onWarning = (warning: Error) => warnings.push(warning.name);
     process.on('warning', onWarning);
     try {
-      store.addCredits({ accountId }, 20, 'payg');
-      start({ behaviour: { kind: 'gated' }, maxQueue: 16 });
+      await store.addCredits({ accountId }, 20, 'payg');
+      await start({ behaviour: { kind: 'gated' }, maxQueue: 16 });
       const all = Promise.all(Array.from({ length: 17 }, (_, i) => service.removeBackground(request({ idempotencyKey: `k${i}` }))));
       await engine.started(1);
       // All 17 charged: each is past its charge and in line for the engine, listening for shutdown.
-      await vi.waitFor(() => expect(store.balance(accountId).total).toBe(8));
+      await vi.waitFor(async () => expect((await store.balance(accountId)).total).toBe(8));
       engine.release();
       await all;
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings).toEqual([]);
-      expect(store.balance(accountId).total).toBe(8);
+      expect((await store.balance(accountId)).total).toBe(8);
     } finally {
       process.off('warning', onWarning);
     }
   });
 
   it('close() cancels requests still waiting (refunded) and refuses new ones with 503', async () => {
-    start({ behaviour: { kind: 'hang' } });
+    await start({ behaviour: { kind: 'hang' } });
     const first = service.removeBackground(request());
     const second = service.removeBackground(request());
     await engine.started(1);
     await service.close();
     expect((await rejectionOf(first)).code).toBe('interrupted');
     expect((await rejectionOf(second)).code).toBe('interrupted');
-    expect(store.balance(accountId).total).toBe(5);
+    expect((await store.balance(accountId)).total).toBe(5);
     const refused = await rejectionOf(service.removeBackground(request()));
     expect([refused.status, refused.code]).toEqual([503, 'service_unavailable']);
   });
@@ -380,30 +382,54 @@ describe('queue', () => {
 
 describe('getAccount', () => {
   it('returns the spec account record with subscription, payg and their total', async () => {
-    store.addCredits({ accountId }, 3, 'subscription');
-    start();
+    await store.addCredits({ accountId }, 3, 'subscription');
+    await start();
     const outcome = await service.getAccount(key, 'acct-req-1');
     expect(outcome.account).toEqual({
       data: { attributes: { credits: { total: 8, subscription: 3, payg: 5, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
     });
     expect(outcome.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
-    expect(store.usage({ requestId: 'acct-req-1' })[0]).toMatchObject({ endpoint: 'account', status: 200, credits: 0 });
+    expect((await store.usage({ requestId: 'acct-req-1' }))[0]).toMatchObject({ endpoint: 'account', status: 200, credits: 0 });
   });
 });
 
 describe('start-up recovery', () => {
-  it('refunds a charge left by a crashed run and fails its in-progress key', async () => {
-    store.beginIdempotent(accountId, 'crashed', 'fp', 'req-crashed', T0);
-    store.charge(accountId, 2, 'req-crashed');
-    expect(store.balance(accountId).total).toBe(3);
-    start();
-    expect(store.balance(accountId).total).toBe(5);
-    expect(store.beginIdempotent(accountId, 'crashed', 'fp', 'req-later', T0).state).toBe('failed');
+  const lease = (requestId: string, owner: string, expiresAt: number) => ({ requestId, owner, expiresAt });
+
+  it('refunds a charge whose lease expired (its server died) and fails its in-progress key', async () => {
+    await store.beginIdempotent(accountId, 'crashed', 'fp', lease('req-crashed', 'dead', T0 - 1), T0 - 10);
+    await store.charge(accountId, 2, lease('req-crashed', 'dead', T0 - 1));
+    expect((await store.balance(accountId)).total).toBe(3);
+    await start();
+    expect((await store.balance(accountId)).total).toBe(5);
+    expect((await store.beginIdempotent(accountId, 'crashed', 'fp', lease('req-later', 'x', T0), T0)).state).toBe('failed');
+  });
+
+  it('a delivered request whose usage record was lost is not refunded by the next start (usage is reporting only)', async () => {
+    await start();
+    const req = request({ idempotencyKey: 'delivered' });
+    await service.removeBackground(req);
+    await service.close();
+    const db = new Database(store.path);
+    expect(db.prepare('DELETE FROM usage_records WHERE request_id = ?').run(req.requestId).changes).toBe(1);
+    db.close();
+    await start({ soleServer: true });
+    expect((await store.balance(accountId)).total).toBe(4);
+    expect((await service.removeBackground(request({ idempotencyKey: 'delivered' }))).replayed).toBe(true);
+  });
+
+  it("leaves another server's live lease alone, unless this is the store's only server", async () => {
+    await store.charge(accountId, 2, lease('req-live', 'other', T0 + 30_000));
+    await start();
+    expect((await store.balance(accountId)).total).toBe(3);
+    await service.close();
+    await start({ soleServer: true });
+    expect((await store.balance(accountId)).total).toBe(5);
   });
 });
 
 it('keeps the sqlite file free of API keys after serving requests', async () => {
-  start();
+  await start();
   await service.removeBackground(request({ idempotencyKey: 'k' }));
   await service.getAccount(key);
   const db = new Database(join(dir, STORE_FILE), { readonly: true });

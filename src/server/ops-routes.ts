@@ -1,0 +1,34 @@
+// The operations endpoints beside the API: GET /healthz (the process answers), GET /readyz (the store is
+// reachable and migrated, the model loaded: 503 with Retry-After otherwise) and GET /metrics (Prometheus).
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RmbgError } from '../api/errors.js';
+import type { Service } from '../service/index.js';
+import { mayReadMetrics, type ServerMetrics } from './metrics.js';
+import { headerValue } from './request-headers.js';
+
+export function healthHandler() {
+  return async (_request: FastifyRequest, reply: FastifyReply) => reply.type('application/json; charset=utf-8').send({ status: 'ok' });
+}
+
+/** The model is loaded before the server listens (createServer), so a listening server only waits for its store. */
+export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>) {
+  return async (_request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      await service.checkReady?.();
+    } catch (error) {
+      throw new RmbgError('service_unavailable', `not ready: ${(error as Error).message}`, { retryAfterSeconds: 2, cause: error });
+    }
+    return reply.type('application/json; charset=utf-8').send({ status: 'ready' });
+  };
+}
+
+export function metricsHandler(metrics: ServerMetrics, token: string | undefined) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!mayReadMetrics(request.socket.remoteAddress, headerValue(request.headers, 'authorization'), token)) {
+      // Not found rather than forbidden: to anyone else the endpoint does not exist.
+      throw new RmbgError('not_found', 'GET /metrics is served to this machine only, or with the server\'s --metrics-token as "Authorization: Bearer <token>"');
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  };
+}

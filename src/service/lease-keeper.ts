@@ -1,0 +1,60 @@
+// This instance's side of the leases: a random owner id, the requests it runs (their leases renewed every
+// third of the lease time), and the sweep that settles expired leases of any instance as failed, at start
+// and every half lease time. A SIGKILLed instance stops renewing, so the others refund its charges.
+
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ExpiryReport, Lease, Store } from '../store/index.js';
+
+export interface LeaseKeeperOptions {
+  store: Store;
+  leaseTimeMs: number;
+  now: () => number;
+  /** Called with each sweep's report (metrics), and with errors of the timers (the database may be away). */
+  onExpired?: (report: ExpiryReport) => void;
+  onError?: (what: string, error: unknown) => void;
+}
+
+export class LeaseKeeper {
+  readonly owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  readonly #running = new Set<string>();
+  readonly #timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly options: LeaseKeeperOptions) {}
+
+  /** A lease on the request, held (renewed) until end(requestId). */
+  lease(requestId: string): Lease {
+    this.#running.add(requestId);
+    return { requestId, owner: this.owner, expiresAt: this.options.now() + this.options.leaseTimeMs };
+  }
+
+  end(requestId: string): void {
+    this.#running.delete(requestId);
+  }
+
+  /**
+   * Settles the expired leases now; `everyone` settles all leases whatever their expiry, for an engine whose
+   * lock proves no other server runs (a SQLite data directory), so a restart refunds a crash at once.
+   */
+  sweep(everyone = false): Promise<ExpiryReport> {
+    return this.options.store.expireLeases(everyone ? Number.MAX_SAFE_INTEGER : this.options.now()).then((report) => {
+      if (report.expiredLeases > 0) this.options.onExpired?.(report);
+      return report;
+    });
+  }
+
+  start(): void {
+    const { leaseTimeMs } = this.options;
+    const every = (ms: number, what: string, work: () => Promise<unknown>) => {
+      const timer = setInterval(() => work().catch((error: unknown) => this.options.onError?.(what, error)), Math.max(100, Math.floor(ms)));
+      timer.unref();
+      this.#timers.push(timer);
+    };
+    every(leaseTimeMs / 3, 'lease renewal', () => this.options.store.renewLeases(this.owner, [...this.#running], this.options.now() + leaseTimeMs));
+    every(leaseTimeMs / 2, 'expired-lease sweep', () => this.sweep());
+  }
+
+  stop(): void {
+    for (const timer of this.#timers.splice(0)) clearInterval(timer);
+  }
+}

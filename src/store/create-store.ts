@@ -1,0 +1,125 @@
+// The Store over any SQL driver: each table's statements composed into the store's operations, and each
+// all-or-nothing write one transaction of the driver's. The same code runs on SQLite and on PostgreSQL.
+
+import { RmbgError } from '../api/errors.js';
+import { createAccount, lockAccount } from './accounts.js';
+import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
+import { balance, charge, grant, NOTHING, refund } from './credit-ledger.js';
+import { beginIdempotent, failIdempotent, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
+import { closeLease, expiredLeases, openLease, recordCharge, renewLeases } from './leases.js';
+import { countRequest } from './rate-windows.js';
+import type { SqlDriver, SqlExecutor } from './sql.js';
+import type { CreditTarget, ExpiryReport, IdempotencyRef, PoolAmounts, Store } from './types.js';
+import { listUsage, recordUsage } from './usage-records.js';
+
+/** Thrown inside deliver's transaction to roll it back. */
+class KeyLost extends Error {}
+
+export function createStore(driver: SqlDriver, latestSchemaVersion: number): Store {
+  const tx = driver.transaction.bind(driver);
+
+  async function accountIdOf(db: SqlExecutor, target: CreditTarget): Promise<string> {
+    if ('accountId' in target) return target.accountId;
+    const owner = await keyOwner(db, target.apiKey);
+    if (!owner) throw new RmbgError('invalid_api_key', 'no active API key matches the given key (unknown or revoked)');
+    return owner.accountId;
+  }
+
+  /**
+   * The failed settlement: whoever closes the lease refunds the charge and fails the key, in the same
+   * transaction; anyone else (the request was settled already) changes nothing. `expiredBefore` limits it
+   * to a lease that is still expired, so a lease renewed meanwhile is left alone.
+   */
+  async function settleFailed(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number, expiredBefore?: number) {
+    if ((await closeLease(db, requestId, expiredBefore)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
+    const refunded = await refund(db, requestId, now);
+    const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
+    return { settled: true, refunded, keyFailed };
+  }
+
+  return {
+    engine: driver.engine,
+    path: driver.location,
+    latestSchemaVersion,
+
+    createAccount: (plan, now = Date.now()) => createAccount(driver, plan, now),
+    createAccountWithKey: ({ plan, credits = 0, pool = 'payg', now = Date.now() }) =>
+      tx(async (db) => {
+        const account = await createAccount(db, plan, now);
+        const created = await createKey(db, account.id, now);
+        if (credits > 0) await grant(db, account.id, credits, pool, now);
+        return created;
+      }),
+    createKey: (accountId, now = Date.now()) =>
+      tx(async (db) => {
+        await lockAccount(db, accountId);
+        return createKey(db, accountId, now);
+      }),
+    listKeys: () => listKeys(driver),
+    revokeKey: (id, now = Date.now()) => tx((db) => revokeKey(db, id, now)),
+    accountForKey: (apiKey) => keyOwner(driver, apiKey),
+
+    addCredits: (target, amount, pool, now = Date.now()) =>
+      tx(async (db) => {
+        const accountId = await accountIdOf(db, target);
+        await lockAccount(db, accountId);
+        await grant(db, accountId, amount, pool, now);
+        return balance(db, accountId);
+      }),
+    balance: (accountId) => balance(driver, accountId),
+
+    beginIdempotent: (accountId, key, fingerprint, lease, now = Date.now()) =>
+      tx(async (db) => {
+        const begun = await beginIdempotent(db, accountId, key, fingerprint, lease.requestId, now);
+        if (begun.state === 'new') await openLease(db, lease, accountId, key, now);
+        return begun;
+      }),
+    charge: (accountId, amount, lease, now = Date.now()) =>
+      tx(async (db) => {
+        await lockAccount(db, accountId);
+        const result = await charge(db, accountId, amount, lease.requestId, now);
+        if (result.ok) await recordCharge(db, lease, accountId, amount, now);
+        return result;
+      }),
+    deliver: (requestId, idempotency, now = Date.now()) =>
+      tx(async (db) => {
+        if ((await closeLease(db, requestId)) === 0) return false;
+        // The key is no longer this request's: undo the lease's closing, and the caller fails the request.
+        if (idempotency && (await succeedIdempotent(db, idempotency.ref, idempotency.replay, now)) === 0) throw new KeyLost();
+        return true;
+      }).catch((error: unknown) => {
+        if (error instanceof KeyLost) return false;
+        throw error;
+      }),
+    failRequest: (requestId, ref, now = Date.now()): Promise<PoolAmounts> =>
+      tx(async (db) => (await settleFailed(db, requestId, ref, now)).refunded),
+    releaseIdempotent: (ref) =>
+      tx(async (db) => {
+        if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);
+      }),
+    purgeExpiredReplays: (now = Date.now()) => purgeExpiredReplays(driver, now),
+
+    renewLeases: (owner, requestIds, expiresAt) => renewLeases(driver, owner, requestIds, expiresAt),
+    async expireLeases(now): Promise<ExpiryReport> {
+      const report = { expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 };
+      for (const lease of await expiredLeases(driver, now)) {
+        const ref = lease.idem_key === null ? undefined : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
+        // One transaction per request: a crash halfway leaves every request either settled or still leased.
+        const outcome = await tx((db) => settleFailed(db, lease.request_id, ref, now, now));
+        if (!outcome.settled) continue;
+        report.expiredLeases += 1;
+        if (outcome.refunded.subscription + outcome.refunded.payg > 0) report.refundedRequests += 1;
+        if (outcome.keyFailed) report.failedIdempotencyKeys += 1;
+      }
+      return report;
+    },
+
+    countRequest: (keyId, now, windowMs) => countRequest(driver, keyId, now, windowMs),
+
+    recordUsage: (record) => recordUsage(driver, record),
+    usage: (filter) => listUsage(driver, filter),
+
+    schemaVersion: () => driver.schemaVersion(),
+    close: () => driver.close(),
+  };
+}

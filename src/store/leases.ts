@@ -1,0 +1,45 @@
+// Leases: the register of requests that hold something to settle (a reserved Idempotency-Key, a charge).
+// A lease row exists from the reservation or charge until the settlement, and the settlement deletes it in
+// its own transaction: whoever deletes the row settles the request, so each charge is settled exactly once.
+
+import type { SqlExecutor } from './sql.js';
+import type { Lease } from './types.js';
+
+export interface LeaseRow {
+  request_id: string;
+  account_id: string;
+  idem_key: string | null;
+  charged: number;
+}
+
+export function openLease(db: SqlExecutor, lease: Lease, accountId: string, idemKey: string | null, now: number): Promise<number> {
+  return db.run('INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at) VALUES (?, ?, ?, ?, ?, 0, ?)', [
+    lease.requestId, accountId, idemKey, lease.owner, lease.expiresAt, now,
+  ]);
+}
+
+/** Records the charge on the request's lease, opening one for a request without an Idempotency-Key. */
+export function recordCharge(db: SqlExecutor, lease: Lease, accountId: string, amount: number, now: number): Promise<number> {
+  return db.run(
+    `INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at) VALUES (?, ?, NULL, ?, ?, ?, ?)
+     ON CONFLICT (request_id) DO UPDATE SET charged = excluded.charged, expires_at = excluded.expires_at`,
+    [lease.requestId, accountId, lease.owner, lease.expiresAt, amount, now],
+  );
+}
+
+/** The settlement's first step: 1 when this caller took the lease away (and so settles), 0 when someone else did. */
+export function closeLease(db: SqlExecutor, requestId: string, expiredBefore?: number): Promise<number> {
+  return expiredBefore === undefined
+    ? db.run('DELETE FROM leases WHERE request_id = ?', [requestId])
+    : db.run('DELETE FROM leases WHERE request_id = ? AND expires_at <= ?', [requestId, expiredBefore]);
+}
+
+/** Only the requests still running: a lease its request could not settle (the database was away) must expire. */
+export function renewLeases(db: SqlExecutor, owner: string, requestIds: readonly string[], expiresAt: number): Promise<number> {
+  if (requestIds.length === 0) return Promise.resolve(0);
+  return db.run(`UPDATE leases SET expires_at = ? WHERE owner = ? AND request_id IN (${requestIds.map(() => '?').join(', ')})`, [expiresAt, owner, ...requestIds]);
+}
+
+export function expiredLeases(db: SqlExecutor, now: number): Promise<LeaseRow[]> {
+  return db.all<LeaseRow>('SELECT request_id, account_id, idem_key, charged FROM leases WHERE expires_at <= ? ORDER BY expires_at', [now]);
+}

@@ -1,0 +1,31 @@
+// What the store's tables need from a database, whichever engine: run a statement, read rows, and run a
+// function inside one all-or-nothing transaction. SQL is written once with `?` placeholders, in the subset
+// of SQL both SQLite and PostgreSQL speak (ON CONFLICT, RETURNING, CAST ... AS BIGINT).
+
+export type SqlValue = string | number | null | Buffer;
+
+export interface SqlExecutor {
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  /** Runs a statement; resolves with the number of rows it changed. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+  /**
+   * Appended to a SELECT that must lock the rows it reads until the transaction ends: ' FOR UPDATE' on
+   * PostgreSQL; '' on SQLite, whose write transaction (BEGIN IMMEDIATE) already excludes every other writer.
+   */
+  readonly forUpdate: string;
+}
+
+export interface SqlDriver extends SqlExecutor {
+  readonly engine: 'sqlite' | 'postgres';
+  /** Where the data is: the SQLite file's path, or the PostgreSQL URL without its password. */
+  readonly location: string;
+  /** Commits when fn resolves, rolls back when it throws. Statements of fn go through `tx` only. */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** The schema version the database is at (readiness: reachable and migrated). */
+  schemaVersion(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function one<T>(executor: SqlExecutor, sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+  return (await executor.all<T>(sql, params))[0];
+}

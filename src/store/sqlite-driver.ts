@@ -1,0 +1,107 @@
+// The SQLite engine: one better-sqlite3 connection to a file in WAL mode, migrated on open. Its calls are
+// synchronous, so an asynchronous transaction would let another request's statements run inside it: every
+// call takes its turn on the file's queue, and a transaction holds the queue from BEGIN IMMEDIATE to COMMIT.
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { RmbgError } from '../api/errors.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
+
+/** How long a write waits for another process's write (e.g. `rmbg keys create` while `rmbg serve` runs). */
+const BUSY_TIMEOUT_MS = 5000;
+
+function migrate(db: Database.Database): void {
+  const apply = db.transaction(() => {
+    // Read inside the write transaction: a second process that opened meanwhile sees the result, not a stale version.
+    const current = db.pragma('user_version', { simple: true }) as number;
+    if (current > SQLITE_MIGRATIONS.length) {
+      throw new RmbgError('io_error', `the data directory was written by a newer rmbg (schema ${current}; this version knows ${SQLITE_MIGRATIONS.length})`);
+    }
+    for (let version = current; version < SQLITE_MIGRATIONS.length; version++) db.exec(SQLITE_MIGRATIONS[version] as string);
+    db.pragma(`user_version = ${SQLITE_MIGRATIONS.length}`);
+  });
+  apply.immediate();
+}
+
+/**
+ * One queue per file for the whole process: two stores on one file in one process (tests, a library user)
+ * would otherwise deadlock, one holding the write lock across an await while the other's BEGIN IMMEDIATE
+ * blocks the event loop in busy_timeout.
+ */
+const queues = new Map<string, Promise<unknown>>();
+
+export function openSqliteDriver(path: string): SqlDriver {
+  // 0700: the directory holds key hashes, balances and replayable results of other users' images.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let db: Database.Database;
+  try {
+    db = new Database(path);
+  } catch (error) {
+    throw new RmbgError('io_error', `cannot open ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma('journal_mode = WAL');
+    // FULL (the default) rather than NORMAL: a granted or refunded credit must survive a power cut.
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+  const direct: SqlExecutor = {
+    forUpdate: '',
+    all: async <T>(sql: string, params: readonly SqlValue[] = []) => prepared(sql).all(...params) as T[],
+    run: async (sql: string, params: readonly SqlValue[] = []) => prepared(sql).run(...params).changes,
+  };
+
+  function inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const result = (queues.get(path) ?? Promise.resolve()).then(work);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    queues.set(path, settled);
+    // The last one out removes the file's queue, so the map does not grow with every file ever opened.
+    void settled.then(() => {
+      if (queues.get(path) === settled) queues.delete(path);
+    });
+    return result;
+  }
+
+  return {
+    engine: 'sqlite',
+    location: path,
+    forUpdate: '',
+    all: (sql, params) => inTurn(() => direct.all(sql, params)),
+    run: (sql, params) => inTurn(() => direct.run(sql, params)),
+    transaction: (fn) =>
+      inTurn(async () => {
+        // IMMEDIATE takes the write lock at BEGIN, so balance reads and the rows written after them cannot interleave.
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await fn(direct);
+          db.exec('COMMIT');
+          return result;
+        } catch (error) {
+          if (db.inTransaction) db.exec('ROLLBACK');
+          throw error;
+        }
+      }),
+    schemaVersion: () => inTurn(async () => db.pragma('user_version', { simple: true }) as number),
+    close: () =>
+      inTurn(async () => {
+        if (db.open) db.close();
+      }),
+  };
+}
