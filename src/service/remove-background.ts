@@ -74,7 +74,11 @@ export async function removeBackground(
   let charged = false;
   try {
     ticket = ctx.scheduler.admit();
+    // Until the store answers, the charge may have been committed (an answer lost with the connection): a
+    // failure then settles the request as failed (refunding whatever was charged) instead of giving the key back.
+    charged = true;
     const charge = await ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now());
+    charged = charge.ok;
     if (!charge.ok) {
       const { total, subscription, payg } = charge.balance;
       throw new RmbgError(
@@ -82,7 +86,6 @@ export async function removeBackground(
         `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
       );
     }
-    charged = true;
     ctx.observer.charged?.(price);
     const input = await loadImage(ctx, req.source, signal);
     if (req.source.kind === 'url') usage.inputBytes = input.length;
