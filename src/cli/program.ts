@@ -125,6 +125,12 @@ export function buildProgram(): Command {
     .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(SERVER_DEFAULTS.maxQueue).argParser(serverInteger('maxQueue')))
     .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
+    .addOption(new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed').default(SERVER_DEFAULTS.headersTimeout).argParser(serverInteger('headersTimeout')))
+    .addOption(new Option('--max-connections <n>', 'open connections at once; more are closed on arrival').default(SERVER_DEFAULTS.maxConnections).argParser(serverInteger('maxConnections')))
+    .addOption(new Option('--max-uploads <n>', 'request bodies received at once before 503').default(SERVER_DEFAULTS.maxUploads).argParser(serverInteger('maxUploads')))
+    .addOption(new Option('--max-url-fetches <n>', 'image_url downloads at once before 503').default(SERVER_DEFAULTS.maxUrlFetches).argParser(serverInteger('maxUrlFetches')))
+    .addOption(new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429').default(SERVER_DEFAULTS.maxInFlightPerKey).argParser(serverInteger('maxInFlightPerKey')))
+    .addOption(new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429').default(SERVER_DEFAULTS.maxAuthFailures).argParser(serverInteger('maxAuthFailures')))
     .option('--model <name|path>', 'model name or .onnx path')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `

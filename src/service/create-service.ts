@@ -6,13 +6,16 @@ import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
+import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
+import { KeyInFlight } from './key-in-flight.js';
 import { accountRecord } from './get-account.js';
 import { RateLimiter } from './rate-limiter.js';
 import { removeBackground } from './remove-background.js';
 import { handleRequest } from './request-lifecycle.js';
+import { Slots } from './slots.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountOutcome, ImageFetcher, RemoveOutcome, RemoveRequest } from './types.js';
+import type { AccountOutcome, DeferredRemoveRequest, ImageFetcher, RemoveOutcome, RemoveRequest } from './types.js';
 
 /** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
 const PURGE_INTERVAL_MS = 60_000;
@@ -27,15 +30,25 @@ export interface ServiceDeps {
   /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
   maxQueue: number;
   processingTimeoutMs: number;
+  /** Requests of one key in progress at once; one more gets 429 rate_limited. */
+  maxInFlightPerKey: number;
+  /** Failed authentications per client address and minute before its requests get 429. */
+  maxAuthFailures: number;
+  /** image_url downloads at once (all keys); one more gets 503 service_busy. */
+  maxUrlFetches: number;
   /** Fetches image_url sources (its address policy is the fetcher's business). */
   fetchImage: ImageFetcher;
   now?: () => number;
 }
 
 export interface Service {
-  removeBackground(req: RemoveRequest): Promise<RemoveOutcome>;
+  /**
+   * A deferred request's body is read only after authentication, the rate limit and the key's in-flight
+   * cap passed: a refused caller costs no body read.
+   */
+  removeBackground(req: RemoveRequest | DeferredRemoveRequest): Promise<RemoveOutcome>;
   /** requestId: the transport's X-Request-ID, for the usage record (one is made up when absent). */
-  getAccount(apiKey: string | undefined, requestId?: string): Promise<AccountOutcome>;
+  getAccount(apiKey: string | undefined, requestId?: string, clientAddress?: string): Promise<AccountOutcome>;
   /** Stops the purge timer, refuses new requests, cancels waiting ones and waits for those in flight. */
   close(): Promise<void>;
 }
@@ -48,6 +61,7 @@ export function createService(deps: ServiceDeps): Service {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
   assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
+  assertWhole('maxUrlFetches', deps.maxUrlFetches, 1);
   const now = deps.now ?? Date.now;
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
@@ -57,6 +71,9 @@ export function createService(deps: ServiceDeps): Service {
     engine: deps.engine,
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
     limiter: new RateLimiter(deps.rateLimitPerMinute),
+    authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    inFlight: new KeyInFlight(deps.maxInFlightPerKey),
+    urlFetches: new Slots(deps.maxUrlFetches),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
     fetchImage: deps.fetchImage,
@@ -94,21 +111,26 @@ export function createService(deps: ServiceDeps): Service {
       return track(
         (async () => {
           assertOpen();
-          const usage = {
-            size: req.options.size,
-            inputBytes: req.source.kind === 'url' ? null : req.source.data.length,
-          };
-          return handleRequest(ctx, { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg', usage }, (caller, rateLimit, record) =>
-            removeBackground(ctx, req, caller, rateLimit, record),
-          );
+          const frame = { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg' as const, clientAddress: req.clientAddress };
+          return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
+            const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
+            try {
+              const body = 'readBody' in req ? await req.readBody() : req;
+              record.size = body.options.size;
+              record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
+              return await removeBackground(ctx, { ...req, source: body.source, options: body.options }, caller, rateLimit, record);
+            } finally {
+              leave();
+            }
+          });
         })(),
       );
     },
-    getAccount(apiKey, requestId = randomUUID()) {
+    getAccount(apiKey, requestId = randomUUID(), clientAddress) {
       return track(
         (async () => {
           assertOpen();
-          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account' }, async (caller, rateLimit) => ({
+          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account', clientAddress }, async (caller, rateLimit) => ({
             account: accountRecord(ctx, caller),
             rateLimit,
           }));

@@ -3,7 +3,7 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
-import type { IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
+import type { Balance, IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
 import type { SchedulerTicket } from './engine-scheduler.js';
 import { fromStoredReplay, toStoredReplay } from './replay-record.js';
 import { requestFingerprint } from './request-fingerprint.js';
@@ -12,6 +12,8 @@ import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveR
 
 /** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
 const IN_PROGRESS_RETRY_SECONDS = 2;
+/** Retry-After when every image_url download place is taken: downloads take seconds, not minutes. */
+const URL_POOL_RETRY_SECONDS = 2;
 
 function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' }>, key: string): RmbgError {
   const original = `request ${begun.requestId}`;
@@ -31,11 +33,35 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
 
 async function loadImage(ctx: ServiceContext, source: ImageSource, signal: AbortSignal): Promise<Buffer> {
   if (source.kind !== 'url') return source.data;
-  return ctx.fetchImage(source.url, {
-    timeoutMs: Math.min(LIMITS.imageUrlTimeoutMs, ctx.processingTimeoutMs),
-    maxBytes: LIMITS.maxImageBytes,
-    signal,
-  });
+  const release = ctx.urlFetches.tryTake();
+  if (!release) {
+    throw new RmbgError('service_busy', `${ctx.urlFetches.size} image_url downloads are in progress (the most at once); retry shortly`, {
+      retryAfterSeconds: URL_POOL_RETRY_SECONDS,
+    });
+  }
+  try {
+    return await ctx.fetchImage(source.url, {
+      timeoutMs: Math.min(LIMITS.imageUrlTimeoutMs, ctx.processingTimeoutMs),
+      maxBytes: LIMITS.maxImageBytes,
+      signal,
+    });
+  } finally {
+    release();
+  }
+}
+
+function insufficientCredits(price: number, balance: Balance): RmbgError {
+  const { total, subscription, payg } = balance;
+  return new RmbgError(
+    'insufficient_credits',
+    `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
+  );
+}
+
+/** Before a download: a caller who could not pay for the image gets 402 without making us fetch it. */
+function assertCanPay(ctx: ServiceContext, caller: KeyOwner, price: number): void {
+  const balance = ctx.store.balance(caller.accountId);
+  if (balance.total < price) throw insufficientCredits(price, balance);
 }
 
 export async function removeBackground(
@@ -67,18 +93,15 @@ export async function removeBackground(
   let ticket: SchedulerTicket | undefined;
   let charged = false;
   try {
-    ticket = ctx.scheduler.admit();
-    const charge = ctx.store.charge(caller.accountId, price, req.requestId, ctx.now());
-    if (!charge.ok) {
-      const { total, subscription, payg } = charge.balance;
-      throw new RmbgError(
-        'insufficient_credits',
-        `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
-      );
-    }
-    charged = true;
+    // An image_url is downloaded before the request takes an engine place (a slow URL must not hold one),
+    // in its own bounded pool, and before the charge, so a refusal afterwards charges nothing.
+    if (req.source.kind === 'url') assertCanPay(ctx, caller, price);
     const input = await loadImage(ctx, req.source, signal);
     if (req.source.kind === 'url') usage.inputBytes = input.length;
+    ticket = ctx.scheduler.admit();
+    const charge = ctx.store.charge(caller.accountId, price, req.requestId, ctx.now());
+    if (!charge.ok) throw insufficientCredits(price, charge.balance);
+    charged = true;
     const result = await ticket.run(
       (engineSignal) => ctx.engine.removeBackground(input, req.options, engineSignal).catch((error: unknown) => {
         throw toRmbgError(error, 'processing_failed');

@@ -3,8 +3,11 @@
 
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
+import type { AuthThrottle } from './auth-throttle.js';
 import type { EngineScheduler } from './engine-scheduler.js';
+import type { KeyInFlight } from './key-in-flight.js';
 import type { RateLimiter } from './rate-limiter.js';
+import type { Slots } from './slots.js';
 import type { ImageFetcher } from './types.js';
 
 export interface ServiceContext {
@@ -12,6 +15,10 @@ export interface ServiceContext {
   engine: BackgroundRemover;
   scheduler: EngineScheduler;
   limiter: RateLimiter;
+  authThrottle: AuthThrottle;
+  inFlight: KeyInFlight;
+  /** image_url downloads at once: outside the engine's line, so a slow URL holds no engine place. */
+  urlFetches: Slots;
   creditsPerImage: number;
   processingTimeoutMs: number;
   fetchImage: ImageFetcher;

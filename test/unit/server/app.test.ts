@@ -35,7 +35,7 @@ async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bo
     ...TEST_SERVICE_LIMITS,
     ...options,
   });
-  server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000 });
+  server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16 });
 }
 
 beforeEach(async () => {
