@@ -12,6 +12,7 @@ import { KeyInFlight } from './key-in-flight.js';
 import { accountRecord } from './get-account.js';
 import { RateLimiter } from './rate-limiter.js';
 import { removeBackground } from './remove-background.js';
+import { RefundRetry } from './refund-retry.js';
 import { handleRequest } from './request-lifecycle.js';
 import { Slots } from './slots.js';
 import type { ServiceContext } from './service-context.js';
@@ -72,6 +73,7 @@ export function createService(deps: ServiceDeps): Service {
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
     limiter: new RateLimiter(deps.rateLimitPerMinute),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    refunds: new RefundRetry(deps.store, now),
     inFlight: new KeyInFlight(deps.maxInFlightPerKey),
     urlFetches: new Slots(deps.maxUrlFetches),
     creditsPerImage: deps.creditsPerImage,
@@ -141,6 +143,9 @@ export function createService(deps: ServiceDeps): Service {
       clearInterval(timer);
       shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
       await Promise.allSettled([...inFlight]);
+      // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
+      await ctx.refunds.retryPending();
+      ctx.refunds.stop();
     },
   };
 }

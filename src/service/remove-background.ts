@@ -125,7 +125,7 @@ export async function removeBackground(
       ? new RmbgError('interrupted', 'the request was cancelled before its image was processed; any credits charged for it were refunded', { cause: error })
       : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
-    if (charged) ctx.store.failRequest(req.requestId, idempotency, ctx.now());
+    if (charged) await ctx.refunds.settle(req.requestId, idempotency);
     else if (idempotency) ctx.store.releaseIdempotent(idempotency);
     throw failure;
   } finally {

@@ -69,7 +69,9 @@ export async function handleRequest<T>(
     usage.code = failure.code;
     throw failure;
   } finally {
-    if (!anonymous) writeUsage(ctx, usage, startedAt);
+    // A request whose refund is still pending gets no usage row yet: a restart then finds its charge
+    // unfinished and refunds it (src/store recoverInterrupted).
+    if (!anonymous && !ctx.refunds.isPending(usage.requestId)) writeUsage(ctx, usage, startedAt);
   }
 }
 

@@ -7,6 +7,7 @@ import type { AuthThrottle } from './auth-throttle.js';
 import type { EngineScheduler } from './engine-scheduler.js';
 import type { KeyInFlight } from './key-in-flight.js';
 import type { RateLimiter } from './rate-limiter.js';
+import type { RefundRetry } from './refund-retry.js';
 import type { Slots } from './slots.js';
 import type { ImageFetcher } from './types.js';
 
@@ -16,6 +17,8 @@ export interface ServiceContext {
   scheduler: EngineScheduler;
   limiter: RateLimiter;
   authThrottle: AuthThrottle;
+  /** Refunds after a failure, retried when the store fails. */
+  refunds: RefundRetry;
   inFlight: KeyInFlight;
   /** image_url downloads at once: outside the engine's line, so a slow URL holds no engine place. */
   urlFetches: Slots;
