@@ -1,7 +1,6 @@
 // Opens the store of a data directory: the SQLite file in WAL mode, migrated, with each table's
 // statements composed into one Store. Every write that must be all-or-nothing is one transaction.
 
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { RmbgError } from '../api/errors.js';
@@ -10,6 +9,7 @@ import { apiKeysTable } from './api-keys.js';
 import { creditLedger } from './credit-ledger.js';
 import { idempotencyRecords } from './idempotency-records.js';
 import { migrate } from './migrations.js';
+import { makeCompanionsPrivate, preparePrivateDataDir } from './private-files.js';
 import type { CreditTarget, IdempotencyRef, PoolAmounts, Store } from './types.js';
 import { usageRecords } from './usage-records.js';
 
@@ -20,9 +20,9 @@ const BUSY_TIMEOUT_MS = 5000;
 
 export function openStore(dataDir: string): Store {
   const dir = resolve(dataDir);
-  // 0700: the directory holds key hashes, balances and replayable results of other users' images.
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, STORE_FILE);
+  // 0700 / 0600 whatever existed before: the directory holds key hashes, balances and replayable results of other users' images.
+  preparePrivateDataDir(dir, path);
   let db: Database.Database;
   try {
     db = new Database(path);
@@ -36,6 +36,7 @@ export function openStore(dataDir: string): Store {
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db);
+    makeCompanionsPrivate(path);
   } catch (error) {
     db.close();
     throw error;
