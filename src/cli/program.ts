@@ -78,7 +78,7 @@ function addImageOptions(command: Command): void {
 function addApiOptions(command: Command): void {
   command
     .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
-    .option('--api-key <key>', 'API key (env RMBG_API_KEY)');
+    .option('--api-key <key>', "API key, or - to read it from stdin; prefer env RMBG_API_KEY or '-': a key on the command line shows in `ps` and shell history");
 }
 
 function addDataDirOption(command: Command): Command {
@@ -159,7 +159,8 @@ Examples:
       .command('add')
       .description('add credits to the account of a key')
       .argument('<n>', 'credits to add')
-      .requiredOption('--key <key>', 'API key of the account')
+      .option('--key-id <id>', 'id of a key of the account (from `rmbg keys list`)')
+      .option('--key <key>', "API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history")
       .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
   ).action(lazyAction('credits-add'));
 
@@ -176,7 +177,8 @@ Examples:
     .addHelpText('after', `
 Examples:
   $ rmbg config set api-url https://api.example.com
-  $ rmbg config set api-key "$KEY"          # stored with mode 0600
+  $ rmbg config set api-key < key.txt       # read from stdin (stored with mode 0600)
+  $ rmbg config set api-key "$KEY"          # works too, but the key shows in \`ps\` and shell history
   $ rmbg config set size hd                 # default for rmbg remove; flags still win
   $ rmbg config get
   $ rmbg config unset size`)

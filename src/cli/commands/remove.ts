@@ -9,6 +9,7 @@ import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
+import { secretOrStdin } from '../read-secret.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
@@ -106,7 +107,8 @@ function takeOverSignals(handler: () => void): () => void {
 
 export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
   const flags = opts as unknown as RemoveFlags;
-  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
+  if (flags.apiKey === '-' && inputs.includes('-')) throw new RmbgError('usage_error', "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead");
+  const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: await secretOrStdin(flags.apiKey, 'API key') });
   const options = optionsFrom(flags, command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
