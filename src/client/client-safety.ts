@@ -31,8 +31,13 @@ export function warnIfKeyInClearText(base: URL, warn: (message: string) => void 
 /** Reads a body, refusing (upstream_error) one that declares or sends more than `maxBytes`. */
 export async function readBounded(body: Readable, declared: string | undefined, maxBytes: number): Promise<Buffer> {
   const tooLarge = (what: string) => new RmbgError('upstream_error', `the API server's answer ${what}; no answer of the API is larger than ${maxBytes} bytes`);
-  if (declared !== undefined && Number(declared) > maxBytes) {
+  // Destroying an undici body emits an abort error; the refusal thrown here is the error that counts.
+  const abandon = (): void => {
+    body.on('error', () => undefined);
     body.destroy();
+  };
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    abandon();
     throw tooLarge(`declares ${declared} bytes`);
   }
   const chunks: Buffer[] = [];
@@ -40,7 +45,7 @@ export async function readBounded(body: Readable, declared: string | undefined, 
   for await (const chunk of body as AsyncIterable<Buffer>) {
     received += chunk.length;
     if (received > maxBytes) {
-      body.destroy();
+      abandon();
       throw tooLarge(`is larger than ${maxBytes} bytes`);
     }
     chunks.push(chunk);
