@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RmbgError } from '../api/errors.js';
 import { parseRemoveRequest, type ParsedRemoveRequest } from '../api/request-parsing.js';
+import { requestEncodingOf } from '../api/request-content-type.js';
 import { HEADERS } from '../api/response-headers.js';
 import type { RequestBody, Service } from '../service/index.js';
 import type { Slots } from '../service/slots.js';
@@ -76,6 +77,8 @@ async function readBodyInPlace(request: FastifyRequest, reply: FastifyReply, upl
 export function removeBackgroundHandler(service: Pick<Service, 'removeBackground'>, limits: { bodyTimeoutMs: number; uploads: Slots }) {
   return async function removeBackground(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
+    // The content type is a header: refused (415) before the key is looked at, like the query string.
+    requestEncodingOf(headerValue(request.headers, 'content-type'));
     const outcome = await service.removeBackground({
       apiKey: headerValue(request.headers, HEADERS.apiKey),
       idempotencyKey: headerValue(request.headers, HEADERS.idempotencyKey),
