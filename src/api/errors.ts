@@ -35,64 +35,72 @@ export interface ErrorPolicy {
   stopsBatch: boolean;
   /** The server keeps the Idempotency-Key reserved: the remote remover derives a fresh one and tries again. */
   needsNewKey: boolean;
+  /**
+   * What a client of the server reads as the error's detail: `'message'` when the error's own message is
+   * written for clients; otherwise this fixed text, because the message may carry file paths or raw
+   * library text (libvips, onnxruntime, SQLite). The message then goes to the server's log with the
+   * request id. Local callers (CLI, library) still see the message.
+   */
+  detail: 'message' | string;
   exit: ExitKind;
 }
 
 // Column defaults are deliberately absent: each row spells out every decision.
 const no = false;
 const yes = true;
+const own = 'message';
 
 export const ERRORS = {
   // 400: the request or the image is not acceptable
-  invalid_request: { status: 400, title: 'The request is malformed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  missing_image_source: { status: 400, title: 'No image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  multiple_image_sources: { status: 400, title: 'More than one image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  unknown_field: { status: 400, title: 'Unknown field', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  unsupported_parameter: { status: 400, title: 'Unsupported parameter', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
-  invalid_option: { status: 400, title: 'Invalid option value', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
-  invalid_base64: { status: 400, title: 'image_file_b64 is not valid base64', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  file_too_large: { status: 400, title: `Image data exceeds ${LIMIT_TEXT.maxImageBytes}`, wire: 'self', retryAfter: no, closesConnection: yes, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  unsupported_image_format: { status: 400, title: 'Unsupported image format', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  animated_image: { status: 400, title: 'Animated images are not supported', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  corrupt_image: { status: 400, title: 'The image is truncated or corrupt', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  image_dimensions_out_of_range: { status: 400, title: 'Image dimensions out of range', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  image_too_many_pixels: { status: 400, title: `Image exceeds ${LIMIT_TEXT.maxPixels}`, wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  invalid_image_url: { status: 400, title: 'image_url is not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  image_url_unreachable: { status: 400, title: 'image_url could not be fetched', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  invalid_request: { status: 400, title: 'The request is malformed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  missing_image_source: { status: 400, title: 'No image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  multiple_image_sources: { status: 400, title: 'More than one image source given', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  unknown_field: { status: 400, title: 'Unknown field', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  unsupported_parameter: { status: 400, title: 'Unsupported parameter', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'usage' },
+  invalid_option: { status: 400, title: 'Invalid option value', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'usage' },
+  invalid_base64: { status: 400, title: 'image_file_b64 is not valid base64', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  file_too_large: { status: 400, title: `Image data exceeds ${LIMIT_TEXT.maxImageBytes}`, wire: 'self', retryAfter: no, closesConnection: yes, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  unsupported_image_format: { status: 400, title: 'Unsupported image format', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  animated_image: { status: 400, title: 'Animated images are not supported', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  corrupt_image: { status: 400, title: 'The image is truncated or corrupt', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: 'the image could not be decoded: it is truncated or corrupt; check that the file opens in an image viewer', exit: 'failed' },
+  image_dimensions_out_of_range: { status: 400, title: 'Image dimensions out of range', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  image_too_many_pixels: { status: 400, title: `Image exceeds ${LIMIT_TEXT.maxPixels}`, wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  invalid_image_url: { status: 400, title: 'image_url is not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  image_url_unreachable: { status: 400, title: 'image_url could not be fetched', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // 402, 403: account (a re-run sends the file again once the account is fixed)
-  insufficient_credits: { status: 402, title: 'Insufficient credits', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
-  missing_api_key: { status: 403, title: 'X-API-Key header missing', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
-  invalid_api_key: { status: 403, title: 'Invalid API key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
-  plan_without_api_access: { status: 403, title: 'The plan has no API access', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
+  insufficient_credits: { status: 402, title: 'Insufficient credits', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, detail: own, exit: 'failed' },
+  missing_api_key: { status: 403, title: 'X-API-Key header missing', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, detail: own, exit: 'failed' },
+  invalid_api_key: { status: 403, title: 'Invalid API key', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, detail: own, exit: 'failed' },
+  plan_without_api_access: { status: 403, title: 'The plan has no API access', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, detail: own, exit: 'failed' },
   // 404, 405: routing (not in the spec's table; a careful API still answers them with the error body)
-  not_found: { status: 404, title: 'No such endpoint', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  method_not_allowed: { status: 405, title: 'Method not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  not_found: { status: 404, title: 'No such endpoint', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  method_not_allowed: { status: 405, title: 'Method not allowed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // 408
-  request_timeout: { status: 408, title: 'Request body not received in time', wire: 'self', retryAfter: no, closesConnection: yes, transient: yes, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  request_timeout: { status: 408, title: 'Request body not received in time', wire: 'self', retryAfter: no, closesConnection: yes, transient: yes, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // 409: idempotency. In progress: the first request is running and charged, so waiting for it is the point.
-  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  idempotency_key_mismatch: { status: 409, title: 'Idempotency-Key was used for a different request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
-  idempotency_key_expired: { status: 409, title: 'Idempotency-Key expired', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
+  idempotency_in_progress: { status: 409, title: 'A request with this Idempotency-Key is in progress', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  idempotency_key_mismatch: { status: 409, title: 'Idempotency-Key was used for a different request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, detail: own, exit: 'failed' },
+  idempotency_key_expired: { status: 409, title: 'Idempotency-Key expired', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: yes, detail: own, exit: 'failed' },
   // A 5xx retried under the same key meets the key the server failed (and refunded): the cause was transient.
-  idempotency_key_failed: { status: 409, title: 'Idempotency-Key belongs to a failed request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: yes, exit: 'failed' },
+  idempotency_key_failed: { status: 409, title: 'Idempotency-Key belongs to a failed request', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: yes, detail: own, exit: 'failed' },
   // 415
-  unsupported_content_type: { status: 415, title: 'Unsupported content type', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  unsupported_content_type: { status: 415, title: 'Unsupported content type', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // 429
-  rate_limited: { status: 429, title: 'Rate limit exceeded', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  rate_limited: { status: 429, title: 'Rate limit exceeded', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // 5xx
-  internal_error: { status: 500, title: 'Internal error', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  processing_failed: { status: 502, title: 'Processing failed', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  service_busy: { status: 503, title: 'Service busy', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  service_unavailable: { status: 503, title: 'Service unavailable', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  processing_timeout: { status: 504, title: 'Processing timed out', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
+  internal_error: { status: 500, title: 'Internal error', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: 'the server failed unexpectedly; report this with the X-Request-ID of the response', exit: 'failed' },
+  processing_failed: { status: 502, title: 'Processing failed', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: 'the model could not process this image; retry, and report it with the X-Request-ID if it keeps failing', exit: 'failed' },
+  service_busy: { status: 503, title: 'Service busy', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  service_unavailable: { status: 503, title: 'Service unavailable', wire: 'self', retryAfter: yes, closesConnection: no, transient: yes, slowsDown: yes, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
+  processing_timeout: { status: 504, title: 'Processing timed out', wire: 'self', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'failed' },
   // Local only (never on the wire): the CLI and the engine's own environment
-  usage_error: { status: 400, title: 'Invalid command line', wire: 'invalid_request', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, exit: 'usage' },
-  model_unavailable: { status: 500, title: 'Model weights missing or corrupt', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, exit: 'failed' },
-  io_error: { status: 500, title: 'File system error', wire: 'internal_error', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  network_error: { status: 502, title: 'Network error', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  upstream_error: { status: 502, title: 'Unexpected answer from the API server', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: 'by-status', slowsDown: 'by-status', retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'failed' },
-  interrupted: { status: 503, title: 'Interrupted', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, exit: 'interrupted' },
+  usage_error: { status: 400, title: 'Invalid command line', wire: 'invalid_request', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, detail: own, exit: 'usage' },
+  model_unavailable: { status: 500, title: 'Model weights missing or corrupt', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: yes, needsNewKey: no, detail: 'the server cannot run its model right now; retry shortly', exit: 'failed' },
+  io_error: { status: 500, title: 'File system error', wire: 'internal_error', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: 'the server failed unexpectedly; report this with the X-Request-ID of the response', exit: 'failed' },
+  network_error: { status: 502, title: 'Network error', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: yes, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: 'the image could not be processed; retry', exit: 'failed' },
+  upstream_error: { status: 502, title: 'Unexpected answer from the API server', wire: 'processing_failed', retryAfter: no, closesConnection: no, transient: 'by-status', slowsDown: 'by-status', retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: 'the image could not be processed; retry', exit: 'failed' },
+  interrupted: { status: 503, title: 'Interrupted', wire: 'service_unavailable', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: yes, stopsBatch: no, needsNewKey: no, detail: own, exit: 'interrupted' },
 } as const satisfies Record<string, ErrorPolicy>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -119,6 +127,12 @@ export function wireErrorCodes(): ErrorCode[] {
 export function wireCodeOf(code: ErrorCode): ErrorCode {
   const wire = ERRORS[code].wire;
   return wire === 'self' ? code : wire;
+}
+
+/** The detail a client of the server may read for an error of `code` with this message (see ErrorPolicy.detail). */
+export function clientDetailOf(code: ErrorCode, message: string): string {
+  const detail: string = ERRORS[code].detail;
+  return detail === 'message' ? message : detail;
 }
 
 /** Statuses that say "try again later" for an answer the client could not read (see StatusDecision). */

@@ -1,6 +1,7 @@
 // The one option schema of POST /v1.0/removebg: fields, defaults, allowed values and validation.
 // CLI flags, HTTP fields (all three content types), config keys and the OpenAPI document derive from it.
 
+import { describeValue } from './describe-value.js';
 import { RmbgError } from './errors.js';
 import { parseColor, type Rgba } from './color.js';
 import { LIMITS } from './limits.js';
@@ -113,13 +114,13 @@ function parseBoolean(name: string, value: unknown): boolean {
   if (typeof value === 'boolean') return value;
   if (value === 'true' || value === '1') return true;
   if (value === 'false' || value === '0') return false;
-  throw new RmbgError('invalid_option', `${name} must be true or false; got ${JSON.stringify(value)}`);
+  throw new RmbgError('invalid_option', `${name} must be true or false; got ${describeValue(value)}`);
 }
 
 function parseEnum(field: EnumField, value: unknown): string {
   if (typeof value === 'string' && field.values.includes(value)) return value;
   const allowed = field.values.join(', ');
-  const got = typeof value === 'string' ? `'${value}'` : JSON.stringify(value);
+  const got = describeValue(value);
   // Values of type, type_level and channels other than the allowed one are features we do not offer.
   const code = field.values.length === 1 ? 'unsupported_parameter' : 'invalid_option';
   throw new RmbgError(code, `${field.name} must be ${field.values.length === 1 ? '' : 'one of '}${allowed}; got ${got}`);
@@ -155,7 +156,7 @@ export function parseRemoveOptions(fields: Record<string, unknown>, defaults: Re
         options.crop = parseBoolean('crop', value);
         break;
       case 'bg_color':
-        if (typeof value !== 'string') throw new RmbgError('invalid_option', `bg_color must be a string; got ${JSON.stringify(value)}`);
+        if (typeof value !== 'string') throw new RmbgError('invalid_option', `bg_color must be a string; got ${describeValue(value)}`);
         options.bgColor = parseColor(value);
         break;
       default:

@@ -1,6 +1,7 @@
 // From the fields of a request (any encoding) to what the service takes: one image source and the
 // validated options. The rules shared by multipart, JSON and urlencoded live here, once.
 
+import { describeValue } from './describe-value.js';
 import type { ImageSource } from './image-source.js';
 import { parseImageUrl } from './image-url-rules.js';
 import { RmbgError } from './errors.js';
@@ -34,7 +35,7 @@ export function addField(fields: CollectedFields, name: string, value: unknown):
 
 function textSource(name: string, value: unknown): string | undefined {
   if (isEmpty(value)) return undefined;
-  if (typeof value !== 'string') throw new RmbgError('invalid_request', `${name} must be a string; got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string') throw new RmbgError('invalid_request', `${name} must be a string; got ${describeValue(value)}`);
   return value;
 }
 

@@ -80,7 +80,7 @@ function addImageOptions(command: Command): void {
 function addApiOptions(command: Command): void {
   command
     .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
-    .option('--api-key <key>', 'API key (env RMBG_API_KEY)');
+    .option('--api-key <key>', "API key, or - to read it from stdin; prefer env RMBG_API_KEY or '-': a key on the command line shows in `ps` and shell history");
 }
 
 /** Where the local service's store is: every command that opens it takes both flags. */
@@ -133,6 +133,12 @@ export function buildProgram(): Command {
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
     .addOption(new Option('--lease-time <seconds>', 'lease of a request in progress; another server refunds it once its lease expires').default(SERVER_DEFAULTS.leaseTime).argParser(serverInteger('leaseTime')))
     .option('--metrics-token <token>', 'let GET /metrics be read from any address with "Authorization: Bearer <token>" (default: loopback only)')
+    .addOption(new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed').default(SERVER_DEFAULTS.headersTimeout).argParser(serverInteger('headersTimeout')))
+    .addOption(new Option('--max-connections <n>', 'open connections at once; more are closed on arrival').default(SERVER_DEFAULTS.maxConnections).argParser(serverInteger('maxConnections')))
+    .addOption(new Option('--max-uploads <n>', 'request bodies received at once before 503').default(SERVER_DEFAULTS.maxUploads).argParser(serverInteger('maxUploads')))
+    .addOption(new Option('--max-url-fetches <n>', 'image_url downloads at once before 503').default(SERVER_DEFAULTS.maxUrlFetches).argParser(serverInteger('maxUrlFetches')))
+    .addOption(new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429').default(SERVER_DEFAULTS.maxInFlightPerKey).argParser(serverInteger('maxInFlightPerKey')))
+    .addOption(new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429').default(SERVER_DEFAULTS.maxAuthFailures).argParser(serverInteger('maxAuthFailures')))
     .option('--model <name|path>', 'model name or .onnx path')
     .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
@@ -163,7 +169,8 @@ Examples:
       .command('add')
       .description('add credits to the account of a key')
       .argument('<n>', 'credits to add')
-      .requiredOption('--key <key>', 'API key of the account')
+      .option('--key-id <id>', 'id of a key of the account (from `rmbg keys list`)')
+      .option('--key <key>', "API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history")
       .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
   ).action(lazyAction('credits-add'));
 
@@ -180,7 +187,8 @@ Examples:
     .addHelpText('after', `
 Examples:
   $ rmbg config set api-url https://api.example.com
-  $ rmbg config set api-key "$KEY"          # stored with mode 0600
+  $ rmbg config set api-key < key.txt       # read from stdin (stored with mode 0600)
+  $ rmbg config set api-key "$KEY"          # works too, but the key shows in \`ps\` and shell history
   $ rmbg config set size hd                 # default for rmbg remove; flags still win
   $ rmbg config get
   $ rmbg config unset size`)

@@ -1,6 +1,7 @@
 // The HTTP client of any server that speaks the API spec (a remote service or `rmbg serve`): builds the
 // requests, reads the answers into typed results, and sends every call through the one retry layer.
 
+import { MAX_RESPONSE_BYTES, readBounded, warnIfKeyInClearText } from './client-safety.js';
 import { Blob } from 'node:buffer';
 import { FormData, request, type Dispatcher } from 'undici';
 import { RmbgError } from '../api/errors.js';
@@ -32,6 +33,10 @@ export interface ApiClientOptions {
   onRetry?: (info: RetryInfo) => void;
   /** undici dispatcher, e.g. an Agent with other connection limits; default: undici's global one. */
   dispatcher?: Dispatcher;
+  /** Largest answer read before upstream_error (default MAX_RESPONSE_BYTES). */
+  maxResponseBytes?: number;
+  /** Where the once-per-origin warning about a key over plain http goes (default: stderr). */
+  warn?: (message: string) => void;
 }
 
 export interface RemoveCallOptions {
@@ -91,6 +96,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const timeoutMs = options.timeoutMs ?? LIMITS.clientTimeoutMs;
   const policy = resolveRetryPolicy(options.retry);
   const auth = { [HEADERS.apiKey]: options.apiKey };
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+  warnIfKeyInClearText(base, options.warn);
 
   async function attempt(call: Call, remainingMs: number): Promise<Answer> {
     const limitMs = Math.min(timeoutMs, remainingMs);
@@ -105,8 +112,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         signal,
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
       });
-      const body = Buffer.from(await response.body.arrayBuffer());
       const headers = flattenHeaders(response.headers);
+      const body = await readBounded(response.body, headers['content-length'], maxResponseBytes);
       if (response.statusCode >= 300 && response.statusCode < 400) {
         throw new RmbgError(
           'upstream_error',

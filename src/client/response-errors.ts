@@ -4,6 +4,7 @@
 import { isErrorCode, RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import { rateLimitFrom, type ResponseHeaders } from './response-values.js';
+import { printable } from './client-safety.js';
 import { parseRetryAfter } from './retry-after.js';
 
 /** How much of a non-JSON error body is quoted in the message. */
@@ -29,13 +30,14 @@ export function errorFromResponse(status: number, headers: ResponseHeaders, body
     parsed = undefined;
   }
   if (!isSpecErrorBody(parsed)) {
-    const quoted = body.trim().slice(0, QUOTE_CHARS).replace(/\s+/g, ' ');
+    const quoted = printable(body.trim().slice(0, QUOTE_CHARS)).replace(/\s+/g, ' ');
     return new RmbgError('upstream_error', `API server answered HTTP ${status} without the error body of the API spec${quoted ? `: ${quoted}` : ''}`, options);
   }
   const first = parsed.errors[0] ?? {};
-  const serverCode = typeof first.code === 'string' ? first.code : '';
-  const title = typeof first.title === 'string' ? first.title : '';
-  const detail = typeof first.detail === 'string' ? first.detail : '';
+  // The server's words end up on a terminal: no escape sequences, bells or carriage returns get through.
+  const serverCode = typeof first.code === 'string' ? printable(first.code).slice(0, 64) : '';
+  const title = typeof first.title === 'string' ? printable(first.title) : '';
+  const detail = typeof first.detail === 'string' ? printable(first.detail) : '';
   const text = detail || title || `HTTP ${status}`;
   if (isErrorCode(serverCode)) return new RmbgError(serverCode, text, options);
   return new RmbgError('upstream_error', `${text} (HTTP ${status}, server code '${serverCode || 'none'}')`, options);

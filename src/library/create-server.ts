@@ -52,6 +52,9 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       rateLimitPerMinute: settings.rateLimit,
       maxQueue: settings.maxQueue,
       processingTimeoutMs: settings.processingTimeout * 1000,
+      maxInFlightPerKey: settings.maxInFlightPerKey,
+      maxAuthFailures: settings.maxAuthFailures,
+      maxUrlFetches: settings.maxUrlFetches,
       fetchImage: imageUrlFetcher({ allowPrivate: settings.allowPrivateUrls === true }),
       leaseTimeMs: settings.leaseTime * 1000,
       soleServer,
@@ -67,6 +70,9 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       ui: settings.ui,
       metrics,
       metricsToken: settings.metricsToken,
+      headersTimeoutMs: settings.headersTimeout * 1000,
+      maxConnections: settings.maxConnections,
+      maxUploads: settings.maxUploads,
       logger: { level: 'warn', stream: process.stderr },
     }).catch((error: NodeJS.ErrnoException) => {
       throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });

@@ -27,6 +27,18 @@ export interface ServerOptions {
   processingTimeout?: number;
   /** Seconds to receive a request body before 408. Default 30. */
   bodyTimeout?: number;
+  /** Seconds to receive a request's headers before the connection is closed (408). Default 10. */
+  headersTimeout?: number;
+  /** Open connections at once; more are closed on arrival. Default 512. */
+  maxConnections?: number;
+  /** Request bodies being received at once (all keys); one more gets 503 service_busy. Default 16. */
+  maxUploads?: number;
+  /** image_url downloads at once (all keys); one more gets 503 service_busy. Default 8. */
+  maxUrlFetches?: number;
+  /** Requests of one API key in progress at once; one more gets 429 rate_limited. Default 4. */
+  maxInFlightPerKey?: number;
+  /** Failed authentications (missing or unknown key) per client address and minute before 429. Default 30. */
+  maxAuthFailures?: number;
   /** Model name or .onnx path. Default: the manifest's default model. */
   model?: string;
   /** Serve the web page at `/` (drop photos, see results; it uses the API like any client). Default true; `--no-ui`. */
@@ -53,6 +65,12 @@ export const SERVER_DEFAULTS = {
   bodyTimeout: 30,
   ui: true,
   leaseTime: 30,
+  headersTimeout: 10,
+  maxConnections: 512,
+  maxUploads: 16,
+  maxUrlFetches: 8,
+  maxInFlightPerKey: 4,
+  maxAuthFailures: 30,
 } as const satisfies ServerOptions;
 
 /** Whole-number options and their [min, max]. */
@@ -64,6 +82,12 @@ export const SERVER_BOUNDS = {
   processingTimeout: [1, Number.MAX_SAFE_INTEGER],
   bodyTimeout: [1, Number.MAX_SAFE_INTEGER],
   leaseTime: [1, 86_400],
+  headersTimeout: [1, 3600],
+  maxConnections: [1, 1_000_000],
+  maxUploads: [1, Number.MAX_SAFE_INTEGER],
+  maxUrlFetches: [1, Number.MAX_SAFE_INTEGER],
+  maxInFlightPerKey: [1, Number.MAX_SAFE_INTEGER],
+  maxAuthFailures: [1, Number.MAX_SAFE_INTEGER],
 } as const satisfies Partial<Record<keyof ServerOptions, readonly [number, number]>>;
 
 /** The flag of an option: rateLimit → --rate-limit. */

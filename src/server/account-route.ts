@@ -9,7 +9,7 @@ import { headerValue } from './request-headers.js';
 
 export function accountHandler(service: Pick<Service, 'getAccount'>) {
   return async function getAccount(request: FastifyRequest, reply: FastifyReply): Promise<AccountRecord> {
-    const outcome = await service.getAccount(headerValue(request.headers, HEADERS.apiKey), request.id);
+    const outcome = await service.getAccount(headerValue(request.headers, HEADERS.apiKey), request.id, request.ip);
     reply.headers(rateLimitHeaders(outcome.rateLimit));
     reply.type('application/json; charset=utf-8');
     return outcome.account;

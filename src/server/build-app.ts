@@ -2,6 +2,7 @@
 // handler, 404/405 and load shedding while shutting down. Tests and `rmbg serve` both build it here.
 
 import { randomUUID } from 'node:crypto';
+import { createServer, type RequestListener } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { RmbgError } from '../api/errors.js';
 import { openApiDocument } from '../api/openapi.js';
@@ -14,6 +15,7 @@ import type { ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { removeBackgroundHandler } from './remove-route.js';
 import { webPageRoutes } from './web-page.js';
+import { Slots } from '../service/slots.js';
 
 export interface AppOptions {
   service: Pick<Service, 'removeBackground' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
@@ -23,6 +25,12 @@ export interface AppOptions {
   metricsToken?: string;
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
+  /** Time a client has to send the request headers; the connection is then closed with 408. */
+  headersTimeoutMs: number;
+  /** Open connections at once; Node closes more on arrival. */
+  maxConnections: number;
+  /** Request bodies being read at once; one more gets 503 service_busy before its body is read. */
+  maxUploads: number;
   logger?: FastifyServerOptions['logger'];
   /** Serve the web page (web/) at `/`. Off unless asked: `rmbg serve` asks unless --no-ui. */
   ui?: boolean;
@@ -30,6 +38,38 @@ export interface AppOptions {
 
 /** Seconds a client should wait when the server is shutting down. */
 const CLOSING_RETRY_SECONDS = 5;
+/**
+ * How often Node checks connections against the headers and request timeouts. Its default (30 s) would let a
+ * slow client hold a connection up to 30 s past its timeout.
+ */
+const TIMEOUT_CHECK_MS = 1000;
+/** Idle time of a kept-alive connection between requests (Node's default). */
+const KEEP_ALIVE_MS = 5000;
+/** Slack past headers + body timeouts for Node's whole-request timeout, so the route's own 408 (with its body) comes first. */
+const REQUEST_TIMEOUT_SLACK_MS = 2000;
+
+/**
+ * Node's server with its timeouts set: headers within headersTimeoutMs, the whole request within the
+ * headers and body timeouts (fastify's default is no limit), and at most maxConnections sockets.
+ */
+function serverFactory(options: AppOptions) {
+  return (handler: RequestListener) => {
+    const server = createServer(
+      {
+        headersTimeout: options.headersTimeoutMs,
+        requestTimeout: options.headersTimeoutMs + options.bodyTimeoutMs + REQUEST_TIMEOUT_SLACK_MS,
+        keepAliveTimeout: KEEP_ALIVE_MS,
+        connectionsCheckingInterval: TIMEOUT_CHECK_MS,
+      },
+      handler,
+    );
+    server.maxConnections = options.maxConnections;
+    // Expect: 100-continue is answered by the route once the caller is authenticated (Node would send
+    // 100 Continue at once, inviting the body before anyone checked the key).
+    server.on('checkContinue', handler);
+    return server;
+  };
+}
 
 export function buildApp(options: AppOptions): FastifyInstance {
   const app = Fastify({
@@ -41,6 +81,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     return503OnClosing: false,
     clientErrorHandler: writeClientError,
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
+    serverFactory: serverFactory(options),
   });
 
   // Bodies are read by the route itself (src/api/request-parsing.ts), streamed and with our limits;
@@ -73,7 +114,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   }
 
   const routes = [
-    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, options.bodyTimeoutMs) },
+    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, { bodyTimeoutMs: options.bodyTimeoutMs, uploads: new Slots(options.maxUploads) }) },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
     ...(options.ui === true ? webPageRoutes() : []),

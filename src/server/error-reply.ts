@@ -6,13 +6,16 @@ import { ERRORS } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
 import { closeOrDiscardUnreadBody } from './unread-body.js';
-import { toWireError } from './wire-error.js';
+import { hiddenDetailOf, toWireError } from './wire-error.js';
 
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const failure = toWireError(error);
   // A bug (500) is an error; a failed or timed-out image is worth a warning; the rest are the client's.
-  if (failure.status === 500) request.log.error({ err: error, code: failure.code }, failure.message);
-  else if (failure.status === 502 || failure.status === 504) request.log.warn({ code: failure.code }, failure.message);
+  // What the client may not read (paths, raw library text) is logged here, with the request id.
+  const hidden = hiddenDetailOf(error);
+  const logged = { code: failure.code, requestId: request.id, ...(hidden === undefined ? {} : { detail: hidden }) };
+  if (failure.status === 500) request.log.error({ ...logged, err: error }, failure.message);
+  else if (failure.status === 502 || failure.status === 504 || hidden !== undefined) request.log.warn(logged, failure.message);
   reply.code(failure.status).headers(rateLimitHeaders(failure.rateLimit));
   if (!reply.hasHeader(HEADERS.requestId)) reply.header(HEADERS.requestId, request.id);
   // Only codes whose row says so carry Retry-After: the same column declares it in the OpenAPI document.

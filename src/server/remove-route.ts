@@ -1,11 +1,14 @@
-// POST /v1.0/removebg: parse the body within the body timeout, hand the request to the service with a
-// signal that fires when the client goes away, and answer with image bytes or the JSON result.
+// POST /v1.0/removebg: hand the request to the service with its body unread; the service asks for the body
+// once the key is authenticated and within its limits, and it is then parsed within the body timeout and a
+// bounded number of uploads at once. A signal fires when the client goes away. Answers image bytes or JSON.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RmbgError } from '../api/errors.js';
 import { parseRemoveRequest, type ParsedRemoveRequest } from '../api/request-parsing.js';
+import { requestEncodingOf } from '../api/request-content-type.js';
 import { HEADERS } from '../api/response-headers.js';
-import type { Service } from '../service/index.js';
+import type { RequestBody, Service } from '../service/index.js';
+import type { Slots } from '../service/slots.js';
 import { contentLengthOf, headerValue } from './request-headers.js';
 import { resultHeaders, resultJson, wantsJson } from './result-response.js';
 
@@ -51,16 +54,37 @@ function refuseQueryString(url: string): void {
   throw new RmbgError('invalid_request', `POST /v1.0/removebg takes its fields in the request body, not in the query string; got '?${shown}'`);
 }
 
-export function removeBackgroundHandler(service: Pick<Service, 'removeBackground'>, bodyTimeoutMs: number) {
+/** Retry-After when every upload place is taken: an upload takes a second or two on a fast link. */
+const UPLOADS_RETRY_SECONDS = 2;
+
+/** Reads the body in one of the upload places, or refuses at once (503) when all are taken. */
+async function readBodyInPlace(request: FastifyRequest, reply: FastifyReply, uploads: Slots, bodyTimeoutMs: number): Promise<RequestBody> {
+  const release = uploads.tryTake();
+  if (!release) {
+    throw new RmbgError('service_busy', `${uploads.size} request bodies are being received (the most at once); retry shortly`, {
+      retryAfterSeconds: UPLOADS_RETRY_SECONDS,
+    });
+  }
+  try {
+    // The client waits for this before sending its body (src/server/build-app.ts lets it wait until now).
+    if (headerValue(request.headers, 'expect')?.toLowerCase() === '100-continue') reply.raw.writeContinue();
+    return await parseWithin(request, bodyTimeoutMs);
+  } finally {
+    release();
+  }
+}
+
+export function removeBackgroundHandler(service: Pick<Service, 'removeBackground'>, limits: { bodyTimeoutMs: number; uploads: Slots }) {
   return async function removeBackground(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
-    const { source, options } = await parseWithin(request, bodyTimeoutMs);
+    // The content type is a header: refused (415) before the key is looked at, like the query string.
+    requestEncodingOf(headerValue(request.headers, 'content-type'));
     const outcome = await service.removeBackground({
       apiKey: headerValue(request.headers, HEADERS.apiKey),
       idempotencyKey: headerValue(request.headers, HEADERS.idempotencyKey),
-      source,
-      options,
+      readBody: () => readBodyInPlace(request, reply, limits.uploads, limits.bodyTimeoutMs),
       requestId: request.id,
+      clientAddress: request.ip,
       signal: clientGoneSignal(reply),
     });
     reply.headers(resultHeaders(outcome));

@@ -7,6 +7,15 @@ import { MAX_BODY_BYTES } from '../api/request-limits.js';
 
 /** No accepted request is larger; past this, the client is sending something no answer will change. */
 const DISCARD_MAX_BYTES = Math.max(...Object.values(MAX_BODY_BYTES));
+/**
+ * A body refused before any of it was read (no key, rate limit, busy, a bad query string) and larger than
+ * SMALL_UNREAD_BYTES (or of unknown length) is not read at all: the answer goes out with Connection: close,
+ * the server half-closes and stops reading, and cuts the connection after HOLD_UNREAD_MS. Closing at once
+ * would reset it while the client still sends (a broken pipe instead of the 403); draining would let anyone
+ * make the server read gigabytes for nothing. A small body is drained, so the connection stays reusable.
+ */
+const HOLD_UNREAD_MS = 2000;
+const SMALL_UNREAD_BYTES = 64 * 1024;
 /** A bound on a client that keeps sending slowly after its answer; the connection is then cut. */
 const DISCARD_MAX_MS = 10_000;
 
@@ -19,6 +28,10 @@ const DISCARD_MAX_MS = 10_000;
 export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgError): boolean {
   if (raw.complete) return false;
   const declared = Number(raw.headers['content-length']);
+  if (!raw.readableDidRead && !(declared <= SMALL_UNREAD_BYTES)) {
+    holdUnread(raw);
+    return true;
+  }
   if (ERRORS[failure.code].closesConnection || declared > DISCARD_MAX_BYTES) return true;
 
   let discarded = 0;
@@ -40,4 +53,20 @@ export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgErro
   raw.once('close', done);
   raw.resume();
   return false;
+}
+
+/**
+ * Stops reading the socket without closing it. A read(0) marks the body as consumed, so Node does not drain it
+ * after the answer; the body then fills its small buffer and backpressure stops reading from the socket.
+ * After a Connection: close answer Node would destroy the socket at once (destroySoon), which resets it while
+ * unread data waits: here it only half-closes (FIN after the answer), so the client reads the answer and
+ * sees the end. The connection is cut after HOLD_UNREAD_MS (or when the client leaves), whatever the client does.
+ */
+function holdUnread(raw: IncomingMessage): void {
+  raw.read(0);
+  const socket = raw.socket as (typeof raw.socket & { destroySoon?: () => void }) | null;
+  if (socket) socket.destroySoon = () => void socket.end();
+  const timer = setTimeout(() => raw.socket?.destroy(), HOLD_UNREAD_MS);
+  timer.unref();
+  raw.socket?.once('close', () => clearTimeout(timer));
 }

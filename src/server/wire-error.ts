@@ -1,8 +1,9 @@
 // Turns anything thrown while answering a request into the RmbgError the client sees: fastify's own
-// errors become API codes, local-only codes become the API code the error table names, and unknown
-// failures stay opaque.
+// errors become API codes, local-only codes become the API code the error table names, unknown failures
+// stay opaque, and a message the table does not let out (paths, raw library text) is replaced by its
+// stable detail; hiddenDetailOf() gives what the log gets instead.
 
-import { ERRORS, RmbgError, wireCodeOf, type ErrorCode } from '../api/errors.js';
+import { clientDetailOf, ERRORS, RmbgError, wireCodeOf, type ErrorCode } from '../api/errors.js';
 
 /** Seconds a client should wait when the service is shutting down or cannot run its model. */
 const UNAVAILABLE_RETRY_SECONDS = 5;
@@ -20,13 +21,21 @@ function fromFramework(error: Error & { statusCode?: number; code?: string }): R
   return code === undefined ? undefined : new RmbgError(code, error.message, { cause: error });
 }
 
+/** The message a client must not read but the log should (undefined when the client reads it all). */
+export function hiddenDetailOf(error: unknown): string | undefined {
+  // Anything else is a 500 whose whole error is logged as such.
+  if (!(error instanceof RmbgError)) return undefined;
+  return clientDetailOf(error.code, error.message) === error.message ? undefined : error.message;
+}
+
 export function toWireError(error: unknown): RmbgError {
   if (error instanceof RmbgError) {
     // An unexpected failure's message may name files or SQL: the client gets the generic text, the log the cause.
     if (error.code === 'internal_error') return opaqueInternalError(error);
     const wire = wireCodeOf(error.code);
-    if (wire === error.code) return error;
-    return new RmbgError(wire, error.message, {
+    const message = clientDetailOf(error.code, error.message);
+    if (wire === error.code) return message === error.message ? error : error.with({ message, cause: error });
+    return new RmbgError(wire, message, {
       cause: error,
       rateLimit: error.rateLimit,
       retryAfterSeconds: error.retryAfterSeconds ?? (ERRORS[wire].retryAfter ? UNAVAILABLE_RETRY_SECONDS : undefined),
@@ -40,5 +49,5 @@ export function toWireError(error: unknown): RmbgError {
 }
 
 function opaqueInternalError(cause: unknown): RmbgError {
-  return new RmbgError('internal_error', 'the server failed unexpectedly; report this with the X-Request-ID of the response', { cause });
+  return new RmbgError('internal_error', ERRORS.internal_error.detail, { cause });
 }

@@ -7,14 +7,18 @@ import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
+import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
+import { KeyInFlight } from './key-in-flight.js';
 import { accountRecord } from './get-account.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
 import { removeBackground } from './remove-background.js';
+import { RefundRetry } from './refund-retry.js';
 import { handleRequest } from './request-lifecycle.js';
+import { Slots } from './slots.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountOutcome, ImageFetcher, RemoveOutcome, RemoveRequest, ServiceObserver } from './types.js';
+import type { AccountOutcome, DeferredRemoveRequest, ImageFetcher, RemoveOutcome, RemoveRequest, ServiceObserver } from './types.js';
 
 /** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
 const PURGE_INTERVAL_MS = 60_000;
@@ -29,6 +33,12 @@ export interface ServiceDeps {
   /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
   maxQueue: number;
   processingTimeoutMs: number;
+  /** Requests of one key in progress at once; one more gets 429 rate_limited. */
+  maxInFlightPerKey: number;
+  /** Failed authentications per client address and minute before its requests get 429. */
+  maxAuthFailures: number;
+  /** image_url downloads at once (all keys); one more gets 503 service_busy. */
+  maxUrlFetches: number;
   /** Fetches image_url sources (its address policy is the fetcher's business). */
   fetchImage: ImageFetcher;
   /** How long a request's lease lasts without renewal: after it, any instance refunds the request. Default 30 s. */
@@ -51,9 +61,13 @@ export interface ServiceStatus {
 }
 
 export interface Service {
-  removeBackground(req: RemoveRequest): Promise<RemoveOutcome>;
+  /**
+   * A deferred request's body is read only after authentication, the rate limit and the key's in-flight
+   * cap passed: a refused caller costs no body read.
+   */
+  removeBackground(req: RemoveRequest | DeferredRemoveRequest): Promise<RemoveOutcome>;
   /** requestId: the transport's X-Request-ID, for the usage record (one is made up when absent). */
-  getAccount(apiKey: string | undefined, requestId?: string): Promise<AccountOutcome>;
+  getAccount(apiKey: string | undefined, requestId?: string, clientAddress?: string): Promise<AccountOutcome>;
   /** Resolves when the store answers at the schema this rmbg expects; rejects with the reason otherwise. */
   checkReady(): Promise<void>;
   status(): ServiceStatus;
@@ -69,6 +83,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
   assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
+  assertWhole('maxUrlFetches', deps.maxUrlFetches, 1);
   const now = deps.now ?? Date.now;
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
@@ -86,6 +101,10 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     engine: deps.engine,
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
     limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
+    authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    refunds: new RefundRetry(deps.store, now),
+    inFlight: new KeyInFlight(deps.maxInFlightPerKey),
+    urlFetches: new Slots(deps.maxUrlFetches),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
     fetchImage: deps.fetchImage,
@@ -123,21 +142,26 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       return track(
         (async () => {
           assertOpen();
-          const usage = {
-            size: req.options.size,
-            inputBytes: req.source.kind === 'url' ? null : req.source.data.length,
-          };
-          return handleRequest(ctx, { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg', usage }, (caller, rateLimit, record) =>
-            removeBackground(ctx, req, caller, rateLimit, record),
-          );
+          const frame = { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg' as const, clientAddress: req.clientAddress };
+          return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
+            const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
+            try {
+              const body = 'readBody' in req ? await req.readBody() : req;
+              record.size = body.options.size;
+              record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
+              return await removeBackground(ctx, { ...req, source: body.source, options: body.options }, caller, rateLimit, record);
+            } finally {
+              leave();
+            }
+          });
         })(),
       );
     },
-    getAccount(apiKey, requestId = randomUUID()) {
+    getAccount(apiKey, requestId = randomUUID(), clientAddress) {
       return track(
         (async () => {
           assertOpen();
-          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account' }, async (caller, rateLimit) => ({
+          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account', clientAddress }, async (caller, rateLimit) => ({
             account: await accountRecord(ctx, caller),
             rateLimit,
           }));
@@ -156,6 +180,9 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       leases.stop();
       shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
       await Promise.allSettled([...inFlight]);
+      // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
+      await ctx.refunds.retryPending();
+      ctx.refunds.stop();
     },
   };
 }

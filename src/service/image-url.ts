@@ -1,13 +1,13 @@
 // Fetches the bytes behind a request's image_url without letting the caller reach our own network:
 // https on port 443 only, one DNS resolution whose checked addresses are the only ones connected to, no redirects, capped size and time.
 
-import { lookup as dnsLookup } from 'node:dns/promises';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import { RmbgError } from '../api/errors.js';
 import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
 import { checkResolvedAddresses, type ResolvedAddress } from './address-policy.js';
+import { resolveHost } from './resolve-host.js';
 import type { ImageFetcher } from './types.js';
 
 export interface FetchImageUrlOptions {
@@ -18,7 +18,7 @@ export interface FetchImageUrlOptions {
   maxBytes: number;
   /** Aborts the fetch; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
-  /** test seam: DNS lookup, defaults to dns.promises.lookup with all: true */
+  /** test seam: DNS resolution, defaults to resolveHost (c-ares, off libuv's threadpool) */
   lookup?: (hostname: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
   /**
    * test seam: PEM CA certificate(s) to trust INSTEAD of the default roots, for in-process tests
@@ -67,7 +67,7 @@ async function resolveOnce(host: string, options: FetchImageUrlOptions): Promise
     addresses = [{ address: host, family: literalFamily }];
   } else {
     try {
-      const lookup = options.lookup ?? defaultLookup;
+      const lookup = options.lookup ?? resolveHost;
       addresses = await lookup(host);
     } catch (error) {
       const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
@@ -75,11 +75,6 @@ async function resolveOnce(host: string, options: FetchImageUrlOptions): Promise
     }
   }
   return checkResolvedAddresses(host, addresses, { allowPrivate: options.allowPrivate });
-}
-
-async function defaultLookup(hostname: string): Promise<ResolvedAddress[]> {
-  const found = await dnsLookup(hostname, { all: true, verbatim: true });
-  return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 }
 
 /**

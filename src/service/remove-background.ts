@@ -4,7 +4,7 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
-import type { IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
+import type { Balance, IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
 import type { SchedulerTicket } from './engine-scheduler.js';
 import { fromStoredReplay, toStoredReplay } from './replay-record.js';
 import { requestFingerprint } from './request-fingerprint.js';
@@ -13,6 +13,8 @@ import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveR
 
 /** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
 const IN_PROGRESS_RETRY_SECONDS = 2;
+/** Retry-After when every image_url download place is taken: downloads take seconds, not minutes. */
+const URL_POOL_RETRY_SECONDS = 2;
 
 function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' }>, key: string): RmbgError {
   const original = `request ${begun.requestId}`;
@@ -32,11 +34,35 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
 
 async function loadImage(ctx: ServiceContext, source: ImageSource, signal: AbortSignal): Promise<Buffer> {
   if (source.kind !== 'url') return source.data;
-  return ctx.fetchImage(source.url, {
-    timeoutMs: Math.min(LIMITS.imageUrlTimeoutMs, ctx.processingTimeoutMs),
-    maxBytes: LIMITS.maxImageBytes,
-    signal,
-  });
+  const release = ctx.urlFetches.tryTake();
+  if (!release) {
+    throw new RmbgError('service_busy', `${ctx.urlFetches.size} image_url downloads are in progress (the most at once); retry shortly`, {
+      retryAfterSeconds: URL_POOL_RETRY_SECONDS,
+    });
+  }
+  try {
+    return await ctx.fetchImage(source.url, {
+      timeoutMs: Math.min(LIMITS.imageUrlTimeoutMs, ctx.processingTimeoutMs),
+      maxBytes: LIMITS.maxImageBytes,
+      signal,
+    });
+  } finally {
+    release();
+  }
+}
+
+function insufficientCredits(price: number, balance: Balance): RmbgError {
+  const { total, subscription, payg } = balance;
+  return new RmbgError(
+    'insufficient_credits',
+    `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
+  );
+}
+
+/** Before a download: a caller who could not pay for the image gets 402 without making us fetch it. */
+async function assertCanPay(ctx: ServiceContext, caller: KeyOwner, price: number): Promise<void> {
+  const balance = await ctx.store.balance(caller.accountId);
+  if (balance.total < price) throw insufficientCredits(price, balance);
 }
 
 export async function removeBackground(
@@ -73,22 +99,19 @@ export async function removeBackground(
   let ticket: SchedulerTicket | undefined;
   let charged = false;
   try {
+    // An image_url is downloaded before the request takes an engine place (a slow URL must not hold one),
+    // in its own bounded pool, and before the charge, so a refusal afterwards charges nothing.
+    if (req.source.kind === 'url') await assertCanPay(ctx, caller, price);
+    const input = await loadImage(ctx, req.source, signal);
+    if (req.source.kind === 'url') usage.inputBytes = input.length;
     ticket = ctx.scheduler.admit();
     // Until the store answers, the charge may have been committed (an answer lost with the connection): a
     // failure then settles the request as failed (refunding whatever was charged) instead of giving the key back.
     charged = true;
     const charge = await ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now());
     charged = charge.ok;
-    if (!charge.ok) {
-      const { total, subscription, payg } = charge.balance;
-      throw new RmbgError(
-        'insufficient_credits',
-        `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
-      );
-    }
+    if (!charge.ok) throw insufficientCredits(price, charge.balance);
     ctx.observer.charged?.(price);
-    const input = await loadImage(ctx, req.source, signal);
-    if (req.source.kind === 'url') usage.inputBytes = input.length;
     const result = await ticket.run(async (engineSignal) => {
       const started = performance.now();
       try {
@@ -122,8 +145,8 @@ export async function removeBackground(
       : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
     if (charged) {
-      const refunded = await ctx.store.failRequest(req.requestId, idempotency, ctx.now());
-      ctx.observer.refunded?.(refunded.subscription + refunded.payg);
+      const refunded = await ctx.refunds.settle(req.requestId, idempotency);
+      if (refunded) ctx.observer.refunded?.(refunded.subscription + refunded.payg);
     } else if (idempotency) {
       await ctx.store.releaseIdempotent(idempotency);
     }

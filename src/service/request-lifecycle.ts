@@ -1,7 +1,8 @@
-// The frame of every API request: authenticate, count it against the key's rate limit, run the use
-// case, attach the rate-limit window to any error, and write the request's usage record whatever happens.
+// The frame of every API request: refuse an address that keeps failing authentication, authenticate,
+// count it against the key's rate limit, run the use case, attach the rate-limit window to any error, and
+// write the request's usage record whatever happens (a failed authentication is counted instead).
 
-import { toRmbgError } from '../api/errors.js';
+import { RmbgError, toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import { authenticate } from './authenticate.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
@@ -11,6 +12,8 @@ export interface RequestFrame {
   apiKey: string | undefined;
   requestId: string;
   endpoint: UsageEndpoint;
+  /** The client's address, for throttling failed authentications (undefined: not throttled). */
+  clientAddress?: string | undefined;
   /** Usage fields known before the request runs (requested size, input bytes). */
   usage?: Partial<UsageRecord>;
 }
@@ -40,8 +43,20 @@ export async function handleRequest<T>(
     ...frame.usage,
   };
   let rateLimit: RateLimitInfo | undefined;
+  // No key known (missing, invalid, or an address refused for failing): nobody to bill or report to, so no
+  // usage row; the throttle counts these instead.
+  let anonymous = true;
   try {
-    const caller = await authenticate(ctx.store, frame.apiKey);
+    ctx.authThrottle.check(frame.clientAddress, startedAt);
+    let caller: KeyOwner;
+    try {
+      caller = await authenticate(ctx.store, frame.apiKey);
+    } catch (error) {
+      if (isAuthFailure(error)) ctx.authThrottle.fail(frame.clientAddress, startedAt);
+      else anonymous = false;
+      throw error;
+    }
+    anonymous = false;
     usage.accountId = caller.accountId;
     usage.keyId = caller.keyId;
     rateLimit = await ctx.limiter.take(caller.keyId, startedAt);
@@ -54,13 +69,21 @@ export async function handleRequest<T>(
     usage.code = failure.code;
     throw failure;
   } finally {
-    usage.durationMs = Math.max(0, ctx.now() - startedAt);
-    try {
-      await ctx.store.recordUsage(usage);
-    } catch (error) {
-      // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
-      // failed write must not turn an answered request into an error.
-      process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
-    }
+    if (!anonymous) await writeUsage(ctx, usage, startedAt);
+  }
+}
+
+function isAuthFailure(error: unknown): boolean {
+  return error instanceof RmbgError && (error.code === 'missing_api_key' || error.code === 'invalid_api_key');
+}
+
+async function writeUsage(ctx: ServiceContext, usage: UsageRecord, startedAt: number): Promise<void> {
+  usage.durationMs = Math.max(0, ctx.now() - startedAt);
+  try {
+    await ctx.store.recordUsage(usage);
+  } catch (error) {
+    // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
+    // failed write must not turn an answered request into an error.
+    process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
   }
 }

@@ -3,9 +3,13 @@
 
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
+import type { AuthThrottle } from './auth-throttle.js';
 import type { EngineScheduler } from './engine-scheduler.js';
+import type { KeyInFlight } from './key-in-flight.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { RateLimiter } from './rate-limiter.js';
+import type { RefundRetry } from './refund-retry.js';
+import type { Slots } from './slots.js';
 import type { ImageFetcher, ServiceObserver } from './types.js';
 
 export interface ServiceContext {
@@ -13,6 +17,12 @@ export interface ServiceContext {
   engine: BackgroundRemover;
   scheduler: EngineScheduler;
   limiter: RateLimiter;
+  authThrottle: AuthThrottle;
+  /** Refunds after a failure, retried when the store fails. */
+  refunds: RefundRetry;
+  inFlight: KeyInFlight;
+  /** image_url downloads at once: outside the engine's line, so a slow URL holds no engine place. */
+  urlFetches: Slots;
   creditsPerImage: number;
   processingTimeoutMs: number;
   fetchImage: ImageFetcher;

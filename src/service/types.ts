@@ -26,6 +26,19 @@ export interface RemoveRequest {
   requestId: string;
   /** Aborted when the client goes away or the server shuts down. */
   signal?: AbortSignal;
+  /** The client's address: failed authentications are throttled by it. */
+  clientAddress?: string;
+}
+
+/** The body of a request, read by the transport when the service asks for it. */
+export interface RequestBody {
+  source: ImageSource;
+  options: RemoveOptions;
+}
+
+/** A request whose body is still unread: the service calls readBody() once the caller may send one. */
+export interface DeferredRemoveRequest extends Omit<RemoveRequest, 'source' | 'options'> {
+  readBody(): Promise<RequestBody>;
 }
 
 /** What the service keeps of an engine result (and replays): everything but the stage timings. */

@@ -13,7 +13,8 @@ import type { Store, StoreEngine } from './types.js';
 export const STORE_FILE = 'rmbg.sqlite';
 export const STORE_URL_ENV = 'RMBG_STORE_URL';
 
-export type StoreTarget = { engine: 'sqlite'; path: string } | { engine: 'postgres'; url: string };
+/** `dataDir`: the file is the data directory's own, so the directory is rmbg's to keep private (0700). */
+export type StoreTarget = { engine: 'sqlite'; path: string; dataDir?: boolean } | { engine: 'postgres'; url: string };
 
 /**
  * Where the store is. `url` is the --store flag (falling back to RMBG_STORE_URL); without either, the SQLite
@@ -21,7 +22,7 @@ export type StoreTarget = { engine: 'sqlite'; path: string } | { engine: 'postgr
  */
 export function storeTarget(url: string | undefined, dataDir: string, env: NodeJS.ProcessEnv = process.env): StoreTarget {
   const given = url ?? (env[STORE_URL_ENV] || undefined);
-  if (given === undefined || given === '') return { engine: 'sqlite', path: join(resolve(dataDir), STORE_FILE) };
+  if (given === undefined || given === '') return { engine: 'sqlite', path: join(resolve(dataDir), STORE_FILE), dataDir: true };
   if (/^postgres(ql)?:\/\//i.test(given)) return { engine: 'postgres', url: given };
   if (/^sqlite:\/\//i.test(given)) return { engine: 'sqlite', path: fileURLToPath(given.replace(/^sqlite:/i, 'file:')) };
   if (/^sqlite:/i.test(given)) return { engine: 'sqlite', path: resolve(given.slice('sqlite:'.length)) };
@@ -35,8 +36,8 @@ export const LATEST_SCHEMA: Record<StoreEngine, number> = { sqlite: SQLITE_MIGRA
 
 /** Opens (creating and migrating as needed) the store at `target`; a data directory path means its SQLite file. */
 export async function openStore(target: StoreTarget | string): Promise<Store> {
-  const where: StoreTarget = typeof target === 'string' ? { engine: 'sqlite', path: join(resolve(target), STORE_FILE) } : target;
-  if (where.engine === 'sqlite') return createStore(openSqliteDriver(where.path), LATEST_SCHEMA.sqlite);
+  const where: StoreTarget = typeof target === 'string' ? { engine: 'sqlite', path: join(resolve(target), STORE_FILE), dataDir: true } : target;
+  if (where.engine === 'sqlite') return createStore(openSqliteDriver(where.path, { privateDir: where.dataDir === true }), LATEST_SCHEMA.sqlite);
   // pg loads only when a PostgreSQL store is asked for.
   const { openPostgresDriver } = await import('./postgres-driver.js');
   return createStore(await openPostgresDriver(where.url), LATEST_SCHEMA.postgres);

@@ -2,11 +2,11 @@
 // synchronous, so an asynchronous transaction would let another request's statements run inside it: every
 // call takes its turn on the file's queue, and a transaction holds the queue from BEGIN IMMEDIATE to COMMIT.
 
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { RmbgError } from '../api/errors.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { makeCompanionsPrivate, preparePrivateFiles } from './private-files.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
 
 /** How long a write waits for another process's write (e.g. `rmbg keys create` while `rmbg serve` runs). */
@@ -32,9 +32,12 @@ function migrate(db: Database.Database): void {
  */
 const queues = new Map<string, Promise<unknown>>();
 
-export function openSqliteDriver(path: string): SqlDriver {
-  // 0700: the directory holds key hashes, balances and replayable results of other users' images.
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+/**
+ * `privateDir`: the directory is rmbg's data directory, made 0700 whatever existed before. A file the user
+ * named with --store keeps its directory's mode (it may be their working directory); the file is 0600 either way.
+ */
+export function openSqliteDriver(path: string, { privateDir = false }: { privateDir?: boolean } = {}): SqlDriver {
+  preparePrivateFiles(dirname(path), path, { chmodDir: privateDir });
   let db: Database.Database;
   try {
     db = new Database(path);
@@ -48,6 +51,7 @@ export function openSqliteDriver(path: string): SqlDriver {
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db);
+    makeCompanionsPrivate(path);
   } catch (error) {
     db.close();
     throw error;

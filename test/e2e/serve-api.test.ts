@@ -5,7 +5,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNSUPPORTED_FIELDS } from '../../src/api/options.js';
 import { balance, call, createKey, ensureBuilt, errorCode, rmbg, SAMPLES, startServe, tempDataDir, type HttpAnswer, type ServeProcess } from './serve-harness.js';
 
@@ -197,7 +197,8 @@ describe('credits and keys', () => {
 
 describe('invalid requests', () => {
   let key: string;
-  beforeAll(async () => {
+  // A key per test: bodies are read after the rate limit, so every refused body counts against --rate-limit 30.
+  beforeEach(async () => {
     key = (await createKey(dataDir, 3)).key;
   });
 

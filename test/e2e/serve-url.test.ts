@@ -52,7 +52,7 @@ beforeAll(async () => {
   openDir = tempDataDir();
   // Both servers trust the test CA, so the strict one fails for its policy and not for an unknown certificate.
   const env = { ...guard, NODE_EXTRA_CA_CERTS: ca.caCertPath };
-  [strict, open] = await Promise.all([startServe(strictDir, ['--rate-limit', '1000'], env), startServe(openDir, ['--allow-private-urls', '--rate-limit', '1000'], env)]);
+  [strict, open] = await Promise.all([startServe(strictDir, ['--rate-limit', '1000'], env), startServe(openDir, ['--allow-private-urls', '--rate-limit', '1000', '--max-queue', '1', '--max-in-flight-per-key', '2'], env)]);
   // Port 443 is taken last and held briefly: other test files wait for it.
   https = await startHttpsServer({
     key: ca.key,
@@ -64,12 +64,21 @@ beforeAll(async () => {
       const path = new URL(req.url ?? '/', 'https://x').pathname;
       seen.push(path);
       if (path === '/photo.jpg') res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
+      else if (path === '/trickle.jpg') trickle(res);
       else if (path === '/redirect') res.writeHead(302, { location: '/photo.jpg' }).end();
       else if (path === '/not-an-image') res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>');
       else res.writeHead(404, { 'content-type': 'text/plain' }).end('no such file');
     },
   });
 }, 240_000);
+
+/** A slow image server: the start of a JPEG, then one byte every 200 ms until the fetcher gives up. */
+function trickle(res: import('node:http').ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'image/jpeg' });
+  let sent = 0;
+  const timer = setInterval(() => res.write(photo.subarray(sent, ++sent)), 200);
+  res.on('close', () => clearInterval(timer));
+}
 
 afterAll(async () => {
   await https?.close();
@@ -216,5 +225,37 @@ describe('with --allow-private-urls (local testing)', () => {
     expect(html.status).toBe(400);
     expect(['unsupported_image_format', 'corrupt_image']).toContain(errorCode(html));
     expect(await balance(open.url, key)).toEqual({ total: 2, subscription: 0, payg: 2 });
+  });
+});
+
+describe('a slow image_url does not hold the engine (--max-queue 1, --max-in-flight-per-key 2)', () => {
+  it('one key trickling URLs is capped at 2 in flight (429); another key is served meanwhile', async () => {
+    const [slow, other] = await Promise.all([createKey(openDir, 5), createKey(openDir, 5)]);
+    seen = [];
+    const cancel = new AbortController();
+    const trickles = [1, 2].map(() =>
+      call(`${open.url}/v1.0/removebg`, {
+        method: 'POST',
+        body: JSON.stringify({ image_url: 'https://localhost/trickle.jpg' }),
+        headers: { 'X-API-Key': slow.key, 'Content-Type': 'application/json' },
+        signal: cancel.signal,
+      }).catch(() => undefined),
+    );
+    await expect.poll(() => seen.filter((path) => path === '/trickle.jpg').length, { timeout: 20_000 }).toBe(2);
+    // Both downloads are running: a third request of the same key is refused, not queued.
+    const third = await postUrl(open, slow.key, 'https://localhost/trickle.jpg', 'json');
+    expect([third.status, errorCode(third), third.headers.get('retry-after')]).toEqual([429, 'rate_limited', '2']);
+    // Another key's upload and image_url are processed while the slow downloads continue.
+    const form = new FormData();
+    form.append('image_file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'rocket.jpg');
+    const upload = await call(`${open.url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': other.key } });
+    expect(upload.status, upload.body.toString()).toBe(200);
+    const byUrl = await postUrl(open, other.key, 'https://localhost/photo.jpg', 'json');
+    expect(byUrl.status, byUrl.body.toString()).toBe(200);
+    expect(await balance(open.url, other.key)).toMatchObject({ total: 3 });
+    cancel.abort();
+    await Promise.all(trickles);
+    // The cancelled downloads were never charged.
+    expect(await balance(open.url, slow.key)).toMatchObject({ total: 5 });
   });
 });

@@ -4,6 +4,7 @@ import { RmbgError } from '../../api/errors.js';
 import { createApiClient, type ApiClient } from '../../client/api-client.js';
 import type { RetryInfo } from '../../client/retry-policy.js';
 import { loadConfig, requireSetting } from '../../config/load-config.js';
+import { secretOrStdin } from '../read-secret.js';
 import type { AccountRecord } from '../../api/wire-types.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
@@ -21,7 +22,7 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
   const flags = opts as AccountFlags;
   let client: ApiClient;
   try {
-    const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: flags.apiKey });
+    const config = loadConfig({ apiUrl: flags.apiUrl, apiKey: await secretOrStdin(flags.apiKey, 'API key') });
     client = createApiClient({
       baseUrl: requireSetting(config, 'apiUrl'),
       apiKey: requireSetting(config, 'apiKey'),

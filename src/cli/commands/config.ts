@@ -5,6 +5,7 @@ import { RmbgError } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
 import { readUserSettings, writeUserSetting } from '../../config/user-settings.js';
 import { EXIT } from '../exit-codes.js';
+import { readSecretFromStdin } from '../read-secret.js';
 
 const CONNECTION_SETTINGS = { 'api-url': 'apiUrl', 'api-key': 'apiKey' } as const;
 type ConnectionName = keyof typeof CONNECTION_SETTINGS;
@@ -18,7 +19,8 @@ function known(name: string): 'connection' | 'option' {
 }
 
 export async function run(_opts: Record<string, unknown>, args: string[]): Promise<number> {
-  const [action, name, value] = args as [string, string | undefined, string | undefined];
+  const [action, name] = args as [string, string | undefined];
+  let value = args[2];
   const { settings, path } = readUserSettings();
   if (action === 'path') {
     process.stdout.write(path + '\n');
@@ -37,6 +39,8 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
   if (action !== 'set' && action !== 'unset') throw new RmbgError('usage_error', `unknown action '${action}'; use set, get, unset or path`);
   if (!name) throw new RmbgError('usage_error', `rmbg config ${action} needs a setting name`);
   const kind = known(name);
+  // The key is read from stdin when not given: on the command line it would show in `ps` and the shell's history.
+  if (action === 'set' && value === undefined && name === 'api-key') value = await readSecretFromStdin('API key');
   if (action === 'set' && value === undefined) throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);
   if (kind === 'connection') {
     writeUserSetting(CONNECTION_SETTINGS[name as ConnectionName], action === 'set' ? value : undefined);

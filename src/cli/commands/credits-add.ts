@@ -1,11 +1,19 @@
-// `rmbg credits add <n> --key K [--subscription]`: grants credits to the account of a key, as one ledger row.
+// `rmbg credits add <n> (--key-id ID | --key - | --key K | RMBG_API_KEY) [--subscription]`: grants credits to
+// the account of a key, as one ledger row. By key id (from `rmbg keys list`) or from stdin / the environment,
+// the key itself never needs to be on the command line.
 
 import { RmbgError } from '../../api/errors.js';
 import { EXIT } from '../exit-codes.js';
 import { withLocalStore } from '../local-store.js';
+import { secretOrStdin } from '../read-secret.js';
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
 
 interface CreditsAddFlags {
-  key: string;
+  key?: string;
+  keyId?: string;
   subscription?: boolean;
   dataDir?: string;
   store?: string;
@@ -19,7 +27,17 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
     throw new RmbgError('usage_error', `credits to add must be a whole number of at least 1; got '${text}'`);
   }
   const pool = flags.subscription ? 'subscription' : 'payg';
-  const balance = await withLocalStore(flags, (store) => store.addCredits({ apiKey: flags.key }, amount, pool));
+  if (flags.key !== undefined && flags.keyId !== undefined) throw new RmbgError('usage_error', 'give --key or --key-id, not both');
+  const apiKey = flags.keyId === undefined ? ((await secretOrStdin(flags.key, 'API key')) ?? nonEmpty(process.env['RMBG_API_KEY'])) : undefined;
+  if (flags.keyId === undefined && apiKey === undefined) {
+    throw new RmbgError('usage_error', 'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY');
+  }
+  const balance = await withLocalStore(flags, async (store) => {
+    if (apiKey !== undefined) return store.addCredits({ apiKey }, amount, pool);
+    const key = (await store.listKeys()).find((candidate) => candidate.id === flags.keyId);
+    if (!key) throw new RmbgError('usage_error', `no API key has the id '${flags.keyId}'; see \`rmbg keys list\``);
+    return store.addCredits({ accountId: key.accountId }, amount, pool);
+  });
   process.stdout.write(`added ${amount} ${pool} credits; balance ${balance.total} (subscription ${balance.subscription}, payg ${balance.payg})\n`);
   return EXIT.ok;
 }

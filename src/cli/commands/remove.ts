@@ -10,6 +10,7 @@ import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
+import { secretOrStdin } from '../read-secret.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
@@ -120,7 +121,8 @@ function takeOverSignals(handler: () => void): () => void {
 
 export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
   const typed = opts as unknown as RemoveFlags;
-  const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: typed.apiKey });
+  if (typed.apiKey === '-' && inputs.includes('-')) throw new RmbgError('usage_error', "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead");
+  const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: await secretOrStdin(typed.apiKey, 'API key') });
   const local = runsLocally(typed, config);
   if (local && !typed.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
   const flags: RemoveFlags = { ...typed, local };

@@ -18,6 +18,15 @@ afterEach(() => {
 });
 
 describe('acquirePidLock', () => {
+  it('releasing leaves alone a lock that is no longer ours (removed by hand, then taken by another process)', () => {
+    const lock = lockIn();
+    const release = acquirePidLock(lock, () => 'busy');
+    rmSync(lock);
+    writeFileSync(lock, '424242');
+    release();
+    expect(readFileSync(lock, 'utf8')).toBe('424242');
+  });
+
   it('writes our pid, and releasing removes the lock', () => {
     const lock = lockIn();
     const release = acquirePidLock(lock, () => 'busy');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ERRORS } from '../../../src/api/errors.js';
+import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
@@ -27,7 +27,10 @@ let server: RunningServer;
 let key: string;
 let image: Buffer;
 
-async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bodyTimeoutMs?: number } = {}): Promise<void> {
+/** Lines the server logged (level warn and up), when a test asked start() for them. */
+let logged: string[] = [];
+
+async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bodyTimeoutMs?: number; log?: boolean } = {}): Promise<void> {
   engine = testEngine(options.behaviour);
   service = await createService({
     store,
@@ -35,7 +38,9 @@ async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bo
     ...TEST_SERVICE_LIMITS,
     ...options,
   });
-  server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000 });
+  logged = [];
+  const logger = options.log ? { level: 'warn', stream: { write: (line: string) => void logged.push(line) } } : undefined;
+  server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, ...(logger ? { logger } : {}) });
 }
 
 beforeEach(async () => {
@@ -340,6 +345,29 @@ describe('limits and load', () => {
     expect(response.status).toBe(200);
     await expect(fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).rejects.toThrow();
   });
+});
+
+describe('internal text stays in the log', () => {
+  const cases: Array<[string, unknown, number, string]> = [
+    ['onnxruntime text', new Error("onnxruntime: Non-zero status code returned while running Conv node. Name:'/stage1/conv' /opt/rmbg/models/isnet.onnx"), 502, 'processing_failed'],
+    ['libvips text', new RmbgError('corrupt_image', 'the image could not be decoded (truncated or corrupt): VipsJpeg: Premature end of input file /tmp/rmbg-upload-1'), 400, 'corrupt_image'],
+    ['a file path of io_error', new RmbgError('io_error', "EACCES: permission denied, open '/var/lib/rmbg/secret/rmbg.sqlite'"), 500, 'internal_error'],
+  ];
+  for (const [label, error, status, code] of cases) {
+    it(`answers ${label} with the table's stable detail; the log has the text and the request id`, async () => {
+      await start({ behaviour: { kind: 'fail', error }, log: true });
+      const failed = await post(form());
+      const body = errorOf(failed.body);
+      expect([failed.status, body.code]).toEqual([status, code]);
+      expect(body.detail).toBe(ERRORS[code as keyof typeof ERRORS].detail);
+      expect(failed.body.toString()).not.toMatch(/\/opt|\/tmp|\/var|onnxruntime|Vips/);
+      const requestId = failed.headers.get('x-request-id') as string;
+      const line = logged.find((entry) => entry.includes(requestId));
+      expect(line).toBeDefined();
+      expect(line).toContain((error as Error).message.slice(0, 40).replace(/'/g, "'"));
+      expect(await balance()).toBe(10);
+    });
+  }
 });
 
 describe('the OpenAPI document declares what the server sends', () => {

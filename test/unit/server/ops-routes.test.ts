@@ -22,7 +22,7 @@ async function start(metricsToken?: string): Promise<void> {
   const metrics = createMetrics();
   service = await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, observer: metrics.observer });
   metrics.status = () => service.status();
-  app = buildApp({ service, bodyTimeoutMs: 5000, metrics, metricsToken });
+  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, metrics, metricsToken });
 }
 
 beforeEach(async () => {

@@ -23,7 +23,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-real-'));
   store = await openStore(dir);
   engine = await createEngine();
-  service = await createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }) });
+  service = await createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }), maxInFlightPerKey: 4, maxAuthFailures: 30, maxUrlFetches: 8 });
 });
 afterAll(async () => {
   await service?.close();

@@ -137,7 +137,26 @@ describe('authentication', () => {
     }
     expect(engine.calls).toBe(0);
     expect((await store.balance(free.accountId)).total).toBe(50);
-    expect((await store.usage()).filter((u) => u.status === 403)).toHaveLength(cases.length * 2);
+    // Only the valid key of a plan without API access leaves usage rows; a missing or unknown key is counted.
+    expect((await store.usage()).filter((u) => u.status === 403).map((u) => u.code)).toEqual(['plan_without_api_access', 'plan_without_api_access']);
+  });
+
+  it('counts failed authentications instead of storing them, and refuses an address that keeps failing (429)', async () => {
+    await start({ maxAuthFailures: 3 });
+    const rowsBefore = (await store.usage()).length;
+    for (let i = 0; i < 3; i += 1) {
+      const error = await rejectionOf(service.removeBackground({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }));
+      expect(error.code).toBe('invalid_api_key');
+    }
+    // The address is over its limit: even a valid key from it waits for the minute to end.
+    const refused = await rejectionOf(service.removeBackground({ ...request(), clientAddress: '203.0.113.9' }));
+    expect([refused.status, refused.code]).toEqual([429, 'rate_limited']);
+    expect(refused.retryAfterSeconds).toBeGreaterThan(0);
+    const refusedAccount = await rejectionOf(service.getAccount('rmbg_guess-x', 'acct-x', '203.0.113.9'));
+    expect(refusedAccount.code).toBe('rate_limited');
+    expect(await store.usage()).toHaveLength(rowsBefore);
+    // Another address is not affected.
+    expect((await service.removeBackground({ ...request(), clientAddress: '198.51.100.7' })).creditsCharged).toBe(1);
   });
 });
 
@@ -189,7 +208,7 @@ describe('failures after the charge are refunded', () => {
     expect((await store.balance(accountId)).total).toBe(5);
   });
 
-  it('a refused image_url is refunded', async () => {
+  it('a refused image_url charges nothing (it is fetched before the charge) and frees its key', async () => {
     await start();
     const source: ImageSource = { kind: 'url', url: 'http://127.0.0.1/photo.jpg' };
     const req = request({ source, idempotencyKey: 'url-1' });
@@ -197,7 +216,9 @@ describe('failures after the charge are refunded', () => {
     expect([error.status, error.code]).toEqual([400, 'invalid_image_url']);
     expect(engine.calls).toBe(0);
     expect((await store.balance(accountId)).total).toBe(5);
-    expect(ledgerRows(req.requestId)).toHaveLength(2);
+    expect(ledgerRows(req.requestId)).toHaveLength(0);
+    // Nothing was charged: the same key may be used again.
+    expect((await rejectionOf(service.removeBackground(req))).code).toBe('invalid_image_url');
   });
 
   it('504 processing_timeout when the engine takes too long; refunded, key failed', async () => {

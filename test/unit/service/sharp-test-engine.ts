@@ -100,4 +100,8 @@ export const TEST_SERVICE_LIMITS = {
   maxQueue: 4,
   processingTimeoutMs: 5000,
   fetchImage: imageUrlFetcher({ allowPrivate: false }),
+  // Generous: the queue tests send more requests of one key at once than the per-key cap of rmbg serve.
+  maxInFlightPerKey: 100,
+  maxAuthFailures: 30,
+  maxUrlFetches: 8,
 };

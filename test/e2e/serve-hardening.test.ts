@@ -1,0 +1,109 @@
+// Attacks on the real `rmbg serve` (real model, real SQLite, 127.0.0.1), one shared server: each test is
+// an attack from issue #10 and what a user sees while it runs.
+
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
+import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
+import { trickle, type Trickler } from '../helpers/trickle-client.js';
+import { balance, call, createKey, ensureBuilt, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+
+const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
+const MB = 1024 * 1024;
+const HEADERS_TIMEOUT_S = 2;
+const BODY_TIMEOUT_S = 3;
+
+let server: ServeProcess;
+let dataDir: string;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  dataDir = tempDataDir();
+  // Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
+  // Short headers and body timeouts, so the slow-client test sees the server close connections.
+  server = await startServe(dataDir, ['--rate-limit', '1000', '--max-auth-failures', '1000', '--headers-timeout', String(HEADERS_TIMEOUT_S), '--body-timeout', String(BODY_TIMEOUT_S)]);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+function removebg(key: string, form: FormData) {
+  return call(`${server.url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+}
+
+function photoForm(fields: Record<string, string> = {}): FormData {
+  const form = new FormData();
+  form.append('image_file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'rocket.jpg');
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  return form;
+}
+
+describe('bodies are not read before authentication', () => {
+  it('30 concurrent unauthenticated 30 MB uploads: each 403 within a second, RSS grows < 200 MB, a keyed request is served meanwhile', async () => {
+    const { key } = await createKey(dataDir, 5);
+    const pid = server.child.pid as number;
+    const before = rssBytes(pid);
+    const peak = samplePeakRss(pid);
+    const attacks = Array.from({ length: 30 }, () =>
+      uploadUntilAnswered(`${server.url}/v1.0/removebg`, {
+        headers: { 'content-type': 'application/json' },
+        prefix: '{"image_file_b64":"',
+        totalBytes: 30 * MB,
+      }),
+    );
+    // An account query, not an image: a run of the model alone takes hundreds of MB, which would hide what the attack costs.
+    const honest = call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
+    const answers = await Promise.all(attacks);
+    const served = await honest;
+    const grown = peak.stop() - before;
+
+    for (const answer of answers) {
+      expect(answer.status).toBe(403);
+      expect(answerCode(answer)).toBe('missing_api_key');
+      expect(answer.elapsedMs).toBeLessThan(1000);
+    }
+    expect(grown).toBeLessThan(200 * MB);
+    expect(served.status).toBe(200);
+    expect(await balance(server.url, key)).toMatchObject({ total: 5 });
+  });
+});
+
+describe('slow clients', () => {
+  it('200 connections trickling headers or bodies: a normal client is served within 5 s; the server closes them at its timeouts', async () => {
+    const [normal, slowA, slowB] = await Promise.all([createKey(dataDir, 5), createKey(dataDir, 5), createKey(dataDir, 5)]);
+    const url = new URL(server.url);
+    const slow: Trickler[] = [];
+    for (let i = 0; i < 100; i++) slow.push(trickle(url, { head: 'POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-Slow: ', body: 'a' }));
+    for (let i = 0; i < 100; i++) {
+      const key = i % 2 === 0 ? slowA.key : slowB.key;
+      const head = `POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"image_file_b64":"`;
+      slow.push(trickle(url, { head, body: 'A' }));
+    }
+    // A normal client's request (an account query: a model run alone takes seconds on a loaded 2-core machine,
+    // which would measure the model, not the slow clients), sent once every slow connection is open.
+    await Promise.all(slow.map((client) => client.connected));
+    const started = performance.now();
+    const served = await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': normal.key } });
+    const servedMs = performance.now() - started;
+    expect(served.status).toBe(200);
+    expect(servedMs).toBeLessThan(5000);
+
+    const ends = await Promise.all(slow.map((client) => client.ended));
+    const headerEnds = ends.slice(0, 100);
+    const bodyEnds = ends.slice(100);
+    // Headers never finished: 408 and closed once the headers timeout passed (checked every second).
+    for (const end of headerEnds) {
+      expect(end.status).toBe(408);
+      expect(end.closedAfterMs).toBeLessThan((HEADERS_TIMEOUT_S + 3) * 1000);
+    }
+    // Bodies: 4 per key may upload (--max-in-flight-per-key) and get 408 at the body timeout; the rest get 429 at once.
+    const statuses = bodyEnds.map((end) => end.status).sort();
+    expect(statuses.filter((status) => status === 408)).toHaveLength(8);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(92);
+    for (const end of bodyEnds) expect(end.closedAfterMs).toBeLessThan((BODY_TIMEOUT_S + 3) * 1000);
+    expect(await balance(server.url, slowA.key)).toMatchObject({ total: 5 });
+  });
+});
