@@ -4,6 +4,7 @@
 import { localRemover, type Remover } from '../batch/remover.js';
 import { remoteRemover } from '../batch/remote-remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
+import { dataDirOf } from '../config/setting-rules.js';
 
 export interface RemoverFlags {
   local?: boolean;
@@ -15,8 +16,8 @@ export interface RemoverFlags {
 
 export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   if (flags.local) {
-    const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine({ model: flags.model }));
+    const [{ createEngine }, { userModelsDirOf }] = await Promise.all([import('../engine/index.js'), import('../engine/user-models.js')]);
+    return localRemover(await createEngine({ model: flags.model, userModelsDir: userModelsDirOf(dataDirOf(undefined)) }));
   }
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }

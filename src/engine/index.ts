@@ -8,14 +8,27 @@ import { runPipeline } from './pipeline.js';
 import type { BackgroundRemover, EngineResult } from './types.js';
 
 export interface EngineOptions extends SessionOptions {
-  /** Manifest name or .onnx path; default: the manifest's default model. */
+  /** Manifest name, user model name or .onnx path; default: the manifest's default model. */
   model?: string;
+  /** Folder of the user's own models (`rmbg models add`): user-models.ts' userModelsDirOf(data dir). */
+  userModelsDir?: string;
+  /** One blank run before the engine is handed out, so the first image is no slower than the next. */
+  warmUp?: boolean;
 }
 
 export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: ModelSession }> {
-  const model = resolveModel(options.model);
-  await verifyWeights(model);
-  const session = await ModelSession.load(model, options);
+  const model = resolveModel(options.model, options.userModelsDir);
+  // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
+  // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
+  const loading = ModelSession.load(model, options);
+  try {
+    await verifyWeights(model);
+  } catch (error) {
+    loading.then((session) => session.release(), () => undefined);
+    throw error;
+  }
+  const session = await loading;
+  if (options.warmUp) await session.warmUp();
   return {
     session,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {

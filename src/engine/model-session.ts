@@ -17,14 +17,29 @@ export interface SessionOptions {
   spinWait?: boolean;
 }
 
+/** The mask plane a run gives: one float per pixel of the model's output (0..1 after the contract's activation). */
+export interface MaskPlane {
+  data: Float32Array;
+  width: number;
+  height: number;
+}
+
 export class ModelSession {
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly inputName: string;
+  private readonly outputName: string;
 
   private constructor(
     private readonly session: OrtSession,
     private readonly ort: typeof import('onnxruntime-node'),
     readonly model: ResolvedModel,
-  ) {}
+  ) {
+    this.inputName = model.contract.input.name ?? (session.inputNames[0] as string);
+    this.outputName = model.contract.output ?? (session.outputNames[0] as string);
+    // A contract naming a tensor the file lacks fails here, at load, not at the first photo.
+    if (!session.inputNames.includes(this.inputName)) throw new Error(`it has no input '${this.inputName}' (inputs: ${session.inputNames.join(', ')})`);
+    if (!session.outputNames.includes(this.outputName)) throw new Error(`it has no output '${this.outputName}' (outputs: ${session.outputNames.join(', ')})`);
+  }
 
   static async load(model: ResolvedModel, options: SessionOptions = {}): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
@@ -35,34 +50,60 @@ export class ModelSession {
         executionMode: 'sequential',
         intraOpNumThreads: options.threads ?? availableParallelism(),
         interOpNumThreads: 1,
+        // No arena: the arena keeps the high-water mark of every run's activations (hundreds of MB at 1024²)
+        // for the life of the process; without it peak RSS drops and a run is no slower (bench/RESULTS.md).
+        enableCpuMemArena: false,
         extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
       });
-      return new ModelSession(session, ort, model);
+      try {
+        return new ModelSession(session, ort, model);
+      } catch (error) {
+        await session.release();
+        throw error;
+      }
     } catch (error) {
-      throw new RmbgError('model_unavailable', `cannot load model ${model.entry.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
+      throw new RmbgError('model_unavailable', `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
     }
   }
 
   get inputSize(): { width: number; height: number } {
-    const [, , height, width] = this.model.entry.input.shape;
+    const [, , height, width] = this.model.contract.input.shape;
     return { width, height };
   }
 
   /** Runs the model on a planar CHW float tensor; resolves to the first output plane (the mask, 0..1). */
-  run(input: Float32Array): Promise<Float32Array> {
+  run(input: Float32Array): Promise<MaskPlane> {
     const result = this.queue.then(() => this.runNow(input));
     this.queue = result.catch(() => undefined);
     return result;
   }
 
-  private async runNow(input: Float32Array): Promise<Float32Array> {
-    const { entry } = this.model;
-    const tensor = new this.ort.Tensor('float32', input, entry.input.shape);
-    // Fetch only the final mask: the model has 11 more side outputs (several of 1024² floats) we would copy for nothing.
-    const outputs = await this.session.run({ [entry.input.name]: tensor }, [entry.output]);
-    const mask = outputs[entry.output];
-    if (!mask) throw new RmbgError('processing_failed', `model ${entry.name} returned no '${entry.output}' output`);
-    return mask.data as Float32Array;
+  /**
+   * One run on a blank input, so the first photo does not pay for ORT's first-run planning and allocation
+   * (about a third of a run). `rmbg serve` does it before it listens.
+   */
+  async warmUp(): Promise<void> {
+    const { width, height } = this.inputSize;
+    await this.run(new Float32Array(3 * width * height));
+  }
+
+  private async runNow(input: Float32Array): Promise<MaskPlane> {
+    const { contract } = this.model;
+    const tensor = new this.ort.Tensor('float32', input, contract.input.shape);
+    // Fetch only the mask: a model may have side outputs (several 1024² planes) we would copy for nothing.
+    const outputs = await this.session.run({ [this.inputName]: tensor }, [this.outputName]);
+    const mask = outputs[this.outputName];
+    if (!mask) throw new RmbgError('processing_failed', `model ${this.model.name} returned no '${this.outputName}' output`);
+    const dims = mask.dims;
+    const height = Number(dims.at(-2));
+    const width = Number(dims.at(-1));
+    const data = mask.data as Float32Array;
+    if (!(width > 0 && height > 0) || data.length < width * height) {
+      throw new RmbgError('processing_failed', `model ${this.model.name}'s output '${this.outputName}' has shape [${dims.join(', ')}], not […, height, width]`);
+    }
+    const plane = data.length === width * height ? data : data.subarray(0, width * height);
+    if (contract.activation === 'sigmoid') for (let i = 0; i < plane.length; i++) plane[i] = 1 / (1 + Math.exp(-(plane[i] as number)));
+    return { data: plane, width, height };
   }
 
   async release(): Promise<void> {

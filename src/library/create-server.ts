@@ -7,6 +7,7 @@ import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
 import { dataDirOf } from '../config/setting-rules.js';
 import { createEngine } from '../engine/index.js';
+import { userModelsDirOf } from '../engine/user-models.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
 import { startServer } from '../server/start-server.js';
@@ -35,7 +36,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     // One server per data directory: on start the service refunds charges that never finished, which would
     // refund a second server's requests in flight.
     closers.push(acquirePidLock(join(dataDir, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the data directory ${dataDir}; stop it or choose another --data-dir`));
-    const engine = await createEngine({ model: options.model });
+    // Loaded and warmed before the server listens: the first request is no slower than the next ones.
+    const engine = await createEngine({ model: options.model, userModelsDir: userModelsDirOf(dataDir), warmUp: true });
     closers.push(() => engine.close());
     const service = createService({
       store,
