@@ -28,7 +28,9 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
     throw error;
   }
   const session = await loading;
-  if (options.warmUp) await session.warmUp();
+  // A model that cannot run fails the warm-up as it will fail each image: that is reported per image (a 502
+  // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
+  if (options.warmUp) await session.warmUp().catch(() => undefined);
   return {
     session,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {

@@ -36,9 +36,14 @@ export class ModelSession {
   ) {
     this.inputName = model.contract.input.name ?? (session.inputNames[0] as string);
     this.outputName = model.contract.output ?? (session.outputNames[0] as string);
-    // A contract naming a tensor the file lacks fails here, at load, not at the first photo.
-    if (!session.inputNames.includes(this.inputName)) throw new Error(`it has no input '${this.inputName}' (inputs: ${session.inputNames.join(', ')})`);
-    if (!session.outputNames.includes(this.outputName)) throw new Error(`it has no output '${this.outputName}' (outputs: ${session.outputNames.join(', ')})`);
+  }
+
+  /** The contract's tensor names that the file lacks, each with what it has instead (for `rmbg models add`). */
+  contractMismatches(): string[] {
+    const problems: string[] = [];
+    if (!this.session.inputNames.includes(this.inputName)) problems.push(`it has no input '${this.inputName}' (inputs: ${this.session.inputNames.join(', ')})`);
+    if (!this.session.outputNames.includes(this.outputName)) problems.push(`it has no output '${this.outputName}' (outputs: ${this.session.outputNames.join(', ')})`);
+    return problems;
   }
 
   static async load(model: ResolvedModel, options: SessionOptions = {}): Promise<ModelSession> {
@@ -55,12 +60,7 @@ export class ModelSession {
         enableCpuMemArena: false,
         extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
       });
-      try {
-        return new ModelSession(session, ort, model);
-      } catch (error) {
-        await session.release();
-        throw error;
-      }
+      return new ModelSession(session, ort, model);
     } catch (error) {
       throw new RmbgError('model_unavailable', `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
     }

@@ -20,9 +20,11 @@ export async function run(opts: Record<string, unknown>, positional: string[]): 
   if (!existsSync(path) || !statSync(path).isFile()) throw new RmbgError('usage_error', `model file ${path} does not exist`);
   const { preset, ...contract } = contractFromFlags(opts as ContractFlags);
 
-  // Loading it once proves onnxruntime can run it and the contract's tensor names exist (ModelSession checks).
+  // Loading it once proves onnxruntime can read it and that the tensors the contract names exist.
   const session = await ModelSession.load({ name, contract, path, fix: 'check the file and the flags' }, { threads: 1 });
+  const problems = session.contractMismatches();
   await session.release();
+  if (problems.length) throw new RmbgError('usage_error', `model file ${path} does not fit the contract: ${problems.join('; ')}; name the tensors with --input/--output`);
 
   const dir = userModelsDirOf(dataDirOf(opts['dataDir'] as string | undefined));
   const added = await addUserModel(dir, { name, ...contract, ...(preset ? { preset } : {}), addedFrom: path }, path);
