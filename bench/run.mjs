@@ -53,7 +53,7 @@ log(`${photos.length} photos in ${photoDir}; ${repeat} pass(es); options ${JSON.
 
 let started = performance.now();
 const engine = await rmbg.createEngine({ model });
-const modelName = engine.session.model.entry.name;
+const modelName = engine.session.model.name;
 const ourLoadMs = performance.now() - started;
 const inputs = await Promise.all(photos.map((p) => readFile(p.file)));
 const tensors = await Promise.all(photos.map((p) => modelInputTensor(p.file)));
