@@ -105,6 +105,8 @@ export function buildProgram(): Command {
   addApiOptions(remove);
   remove
     .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
+    .option('--keep-metadata', "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)")
+    .option('--keep-gps', "also keep the photo's GPS position (implies --keep-metadata)")
     .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
     .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
     .option('--retry-failed', 'retry files the journal records as failed')
