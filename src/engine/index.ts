@@ -20,9 +20,10 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
-  const loading = ModelSession.load(model, options);
+  const verified = verifyWeights(model);
+  const loading = ModelSession.load(model, options, verified);
   try {
-    await verifyWeights(model);
+    await verified;
   } catch (error) {
     loading.then((session) => session.release(), () => undefined);
     throw error;

@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
 import { RmbgError } from '../api/errors.js';
+import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
 import type { ResolvedModel } from './model-registry.js';
 
 export interface SessionOptions {
@@ -15,6 +16,11 @@ export interface SessionOptions {
    * thread takes the core that sharp needs to decode/encode the other image in flight (bench/RESULTS.md).
    */
   spinWait?: boolean;
+  /**
+   * Folder for ORT's optimised graph (graph-cache.ts); false: optimise at each start. Default: the user's
+   * cache folder. Only models with a known sha256 (manifest, `rmbg models add`) are cached.
+   */
+  graphCache?: string | false;
 }
 
 /** The mask plane a run gives: one float per pixel of the model's output (0..1 after the contract's activation). */
@@ -46,20 +52,41 @@ export class ModelSession {
     return problems;
   }
 
-  static async load(model: ResolvedModel, options: SessionOptions = {}): Promise<ModelSession> {
+  /**
+   * `verified` (the weights' sha256 check, run alongside): the optimised graph is kept for later starts only
+   * once it resolves, so a graph made from a corrupt file is never cached under the good file's hash.
+   */
+  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve()): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
+    const base: OrtSession.SessionOptions = {
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+      intraOpNumThreads: options.threads ?? availableParallelism(),
+      interOpNumThreads: 1,
+      // No arena: the arena keeps the high-water mark of every run's activations (hundreds of MB at 1024²)
+      // for the life of the process; without it peak RSS drops and a run is no slower (bench/RESULTS.md).
+      enableCpuMemArena: false,
+      extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
+      // Errors only: saving the optimised graph warns on stderr that it is specific to this CPU, which the
+      // cache's file name already accounts for (graph-cache.ts).
+      logSeverityLevel: 3,
+    };
+    const cacheDir = options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR;
+    const graph = cacheDir && model.expected ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common) : undefined;
     try {
-      const session = await ort.InferenceSession.create(model.path, {
-        executionProviders: ['cpu'],
-        graphOptimizationLevel: 'all',
-        executionMode: 'sequential',
-        intraOpNumThreads: options.threads ?? availableParallelism(),
-        interOpNumThreads: 1,
-        // No arena: the arena keeps the high-water mark of every run's activations (hundreds of MB at 1024²)
-        // for the life of the process; without it peak RSS drops and a run is no slower (bench/RESULTS.md).
-        enableCpuMemArena: false,
-        extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
-      });
+      if (graph?.cached) {
+        try {
+          return new ModelSession(await ort.InferenceSession.create(graph.cached, { ...base, graphOptimizationLevel: 'disabled' }), ort, model);
+        } catch {
+          dropCachedGraph(graph.cached); // unreadable: optimise the original again (and save it next time)
+        }
+      }
+      const session = await ort.InferenceSession.create(model.path, { ...base, ...(graph?.saveTo ? { optimizedModelFilePath: graph.saveTo } : {}) });
+      await verified.then(
+        () => graph?.commit(),
+        () => graph?.discard(),
+      );
       return new ModelSession(session, ort, model);
     } catch (error) {
       throw new RmbgError('model_unavailable', `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`, { cause: error });

@@ -3,7 +3,7 @@
 // convolution whose mask is the red channel of the normalised input plus a bias, so each contract (input size,
 // mean/std, 0–1 or 0–255 scale, sigmoid or not) gives alpha values the test computes on its own.
 
-import { appendFileSync, existsSync, openSync, writeSync, closeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -162,6 +162,27 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
 
     const listed = JSON.parse((await rmbg(['models', 'list', '--json'], env())).stdout) as Array<{ name: string }>;
     expect(listed.map((r) => r.name)).not.toEqual(expect.arrayContaining(['bare', 'named', 'means', 'picture']));
+  });
+
+  it("keeps ORT's optimised graph in the user cache folder, reuses it with the same result, and replaces a broken one", async () => {
+    const cache = path.join(work, 'xdg-cache');
+    const graphs = path.join(cache, 'rmbg', 'graphs');
+    const withCache = { env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: cache }, cwd: work };
+    const runIt = (out: string) => rmbg(['remove', photo, '--local', '--model', 'my-birefnet', '-o', path.join(work, out), '--format', 'png'], withCache);
+    expect((await runIt('cache-1')).exitCode).toBe(0);
+    const files = readdirSync(graphs);
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^[0-9a-f]{16}-ort[\d.]+-[0-9a-f]{8}\.onnx$/);
+
+    expect((await runIt('cache-2')).exitCode).toBe(0);
+    const first = readFileSync(path.join(work, 'cache-1', 'halves.png'));
+    expect(readFileSync(path.join(work, 'cache-2', 'halves.png')).equals(first)).toBe(true);
+
+    writeFileSync(path.join(graphs, files[0] as string), 'not a graph');
+    expect((await runIt('cache-3')).exitCode).toBe(0);
+    expect(readFileSync(path.join(work, 'cache-3', 'halves.png')).equals(first)).toBe(true);
+    expect((await runIt('cache-4')).exitCode).toBe(0);
+    expect(readFileSync(path.join(graphs, files[0] as string)).toString('latin1', 0, 11)).not.toBe('not a graph');
   });
 
   it('models remove forgets a model and deletes its copy; --model NAME is then unknown', async () => {
