@@ -168,7 +168,8 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     const cache = path.join(work, 'xdg-cache');
     const graphs = path.join(cache, 'rmbg', 'graphs');
     const withCache = { env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: cache }, cwd: work };
-    const runIt = (out: string) => rmbg(['remove', photo, '--local', '--model', 'my-birefnet', '-o', path.join(work, out), '--format', 'png'], withCache);
+    expect((await rmbg(['models', 'add', 'cached', 'birefnet.onnx', '--preset', 'birefnet'], env())).exitCode).toBe(0);
+    const runIt = (out: string) => rmbg(['remove', photo, '--local', '--model', 'cached', '-o', path.join(work, out), '--format', 'png'], withCache);
     expect((await runIt('cache-1')).exitCode).toBe(0);
     const files = readdirSync(graphs);
     expect(files).toHaveLength(1);
