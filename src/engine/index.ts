@@ -1,7 +1,8 @@
 // The engine's front door: verified model + one reused session + the pipeline, as a BackgroundRemover.
 
+import sharp from 'sharp';
 import { toRmbgError } from '../api/errors.js';
-import type { RemoveOptions } from '../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { resolveModel, verifyWeights } from './model-registry.js';
 import { ModelSession, type SessionOptions } from './model-session.js';
 import { runPipeline } from './pipeline.js';
@@ -14,6 +15,11 @@ export interface EngineOptions extends SessionOptions {
   userModelsDir?: string;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
+}
+
+async function warmUp(session: ModelSession): Promise<void> {
+  const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } }).jpeg().toBuffer();
+  await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
 export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: ModelSession }> {
@@ -29,9 +35,10 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
     throw error;
   }
   const session = await loading;
-  // A model that cannot run fails the warm-up as it will fail each image: that is reported per image (a 502
+  // The warm-up is one whole small image, not just one model run, so libvips' first decode, resize and encode
+  // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
   // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
-  if (options.warmUp) await session.warmUp().catch(() => undefined);
+  if (options.warmUp) await warmUp(session).catch(() => undefined);
   return {
     session,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {

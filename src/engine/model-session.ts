@@ -105,15 +105,6 @@ export class ModelSession {
     return result;
   }
 
-  /**
-   * One run on a blank input, so the first photo does not pay for ORT's first-run planning and allocation
-   * (about a third of a run). `rmbg serve` does it before it listens.
-   */
-  async warmUp(): Promise<void> {
-    const { width, height } = this.inputSize;
-    await this.run(new Float32Array(3 * width * height));
-  }
-
   private async runNow(input: Float32Array): Promise<MaskPlane> {
     const { contract } = this.model;
     const tensor = new this.ort.Tensor('float32', input, contract.input.shape);
