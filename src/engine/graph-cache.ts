@@ -5,10 +5,11 @@
 // temporary name and renamed only once ORT finished writing it, so a crash never leaves a half file to load.
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { arch, cpus } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import envPaths from 'env-paths';
+import { processAlive } from '../platform/process-alive.js';
 
 export const DEFAULT_GRAPH_CACHE_DIR = join(envPaths('rmbg', { suffix: '' }).cache, 'graphs');
 
@@ -34,6 +35,7 @@ export function cachedGraph(dir: string, modelSha256: string, ortVersion: string
   } catch {
     return none; // no cache folder: optimise at each start, as without the cache
   }
+  removeAbandoned(dir, basename(file));
   return {
     saveTo: temp,
     commit: () => {
@@ -50,4 +52,12 @@ export function cachedGraph(dir: string, modelSha256: string, ortVersion: string
 /** Forgets a cached graph ORT could not load (another tool wrote it, or the disk lost it). */
 export function dropCachedGraph(file: string): void {
   rmSync(file, { force: true });
+}
+
+/** Half-written graphs (`<file>.<pid>.tmp`) of processes that died while ORT wrote them: 176 MB each. */
+function removeAbandoned(dir: string, file: string): void {
+  for (const name of readdirSync(dir)) {
+    const match = name.startsWith(`${file}.`) ? /\.(\d+)\.tmp$/.exec(name) : null;
+    if (match && !processAlive(Number(match[1]))) rmSync(join(dir, name), { force: true });
+  }
 }

@@ -4,15 +4,7 @@
 
 import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { RmbgError } from '../api/errors.js';
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { processAlive } from './process-alive.js';
 
 /**
  * Locks this process holds now. A lock file with our own pid is ours only if it is here: otherwise it was left

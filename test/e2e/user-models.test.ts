@@ -164,7 +164,7 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect(listed.map((r) => r.name)).not.toEqual(expect.arrayContaining(['bare', 'named', 'means', 'picture']));
   });
 
-  it("keeps ORT's optimised graph in the user cache folder, reuses it with the same result, and replaces a broken one", async () => {
+  it("keeps ORT's optimised graph in the user cache folder, reuses it with the same result, replaces a broken one, removes an abandoned one", async () => {
     const cache = path.join(work, 'xdg-cache');
     const graphs = path.join(cache, 'rmbg', 'graphs');
     const withCache = { env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: cache }, cwd: work };
@@ -182,8 +182,12 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     writeFileSync(path.join(graphs, files[0] as string), 'not a graph');
     expect((await runIt('cache-3')).exitCode).toBe(0);
     expect(readFileSync(path.join(work, 'cache-3', 'halves.png')).equals(first)).toBe(true);
+    // A graph half-written by a process that died (no such pid) is removed when the graph is made again.
+    const abandoned = path.join(graphs, `${files[0]}.4194303.tmp`);
+    writeFileSync(abandoned, 'half');
     expect((await runIt('cache-4')).exitCode).toBe(0);
     expect(readFileSync(path.join(graphs, files[0] as string)).toString('latin1', 0, 11)).not.toBe('not a graph');
+    expect(existsSync(abandoned)).toBe(false);
   });
 
   it('models remove forgets a model and deletes its copy; --model NAME is then unknown', async () => {
