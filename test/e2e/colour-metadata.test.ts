@@ -34,7 +34,7 @@ const EXIF = {
   IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '48/1 51/1 30/1', GPSLongitudeRef: 'E', GPSLongitude: '2/1 21/1 8/1' },
 };
 
-const env = () => ({ env: { RMBG_DATA_DIR: path.join(work, 'data') }, cwd: work });
+const env = () => ({ env: { RMBG_DATA_DIR: path.join(work, 'data'), XDG_CACHE_HOME: path.join(work, 'cache') }, cwd: work });
 const removeLocal = (input: string, out: string, ...flags: string[]) =>
   rmbg(['remove', input, '--local', '--model', 'keep-all', '-o', out, '--overwrite', '--json', ...flags], env());
 

@@ -46,7 +46,8 @@ const alphaOf = (value: number) => (value <= 0 ? 0 : value >= 1 ? 255 : Math.flo
 let work: string;
 let dataDir: string;
 let photo: string;
-const env = () => ({ env: { RMBG_DATA_DIR: dataDir }, cwd: work });
+// Own data and cache folders: nothing of these generated models lands in the user's folders.
+const env = () => ({ env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: path.join(work, 'cache') }, cwd: work });
 
 beforeAll(async () => {
   ensureBuilt();
@@ -99,7 +100,7 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
   });
 
   it('`rmbg serve --model NAME` answers with the user model', async () => {
-    const server = await startServe(dataDir, ['--model', 'my-isnet']);
+    const server = await startServe(dataDir, ['--model', 'my-isnet'], { XDG_CACHE_HOME: path.join(work, 'cache') });
     try {
       const { key } = await createKey(dataDir, 2);
       const form = new FormData();
