@@ -2,7 +2,7 @@
 // Which model should be the default: pure session.run time of each installed manifest model (interleaved, so
 // both see the same machine load) and the agreement of their masks on the samples (IoU of alpha ≥ 128,
 // mean absolute alpha difference). Needs a build (dist/) and the models (npm run models -- --all).
-// Usage: node bench/model-agreement.mjs [runs=2]
+// Usage: node bench/model-agreement.mjs [runs=2] [model…]   (default: every installed manifest model)
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,7 +15,8 @@ const runs = Number(process.argv[2] ?? 2);
 const SAMPLES = ['astronaut.png', 'chelsea.png', 'coffee.png', 'rocket.jpg'];
 const rmbg = await loadRmbg();
 const manifest = JSON.parse(await readFile(join(MODELS_DIR, 'manifest.json'), 'utf8'));
-const names = manifest.models.map((m) => m.name).filter((name) => existsSync(join(MODELS_DIR, manifest.models.find((m) => m.name === name).file)));
+const wanted = process.argv.slice(3);
+const names = manifest.models.map((m) => m.name).filter((name) => !wanted.length || wanted.includes(name)).filter((name) => existsSync(join(MODELS_DIR, manifest.models.find((m) => m.name === name).file)));
 if (names.length < 2) throw new Error(`only ${names.join(', ')} installed: run 'npm run models -- --all' first`);
 const engines = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await rmbg.createEngine({ model: name })])));
 
@@ -41,17 +42,20 @@ for (const sample of SAMPLES) {
     let inter = 0;
     let union = 0;
     let diff = 0;
+    let maxDiff = 0;
     for (let i = 0; i < a.length; i++) {
       const fa = a[i] >= 128;
       const fb = b[i] >= 128;
       if (fa && fb) inter++;
       if (fa || fb) union++;
-      diff += Math.abs(a[i] - b[i]);
+      const d = Math.abs(a[i] - b[i]);
+      diff += d;
+      if (d > maxDiff) maxDiff = d;
     }
-    rows.push([sample, `${reference} vs ${other}`, union ? (inter / union).toFixed(4) : '–', (diff / a.length).toFixed(2)]);
+    rows.push([sample, `${reference} vs ${other}`, union ? (inter / union).toFixed(4) : '–', (diff / a.length).toFixed(3), String(maxDiff)]);
   }
   console.log(`${sample}: ${names.map((n) => `${n} ${ms(times[n].at(-1))} ms`).join(', ')}`);
 }
 for (const engine of Object.values(engines)) await engine.close();
 console.log(`\n${table(['model', 'pure session.run median ms', 'runs ms'], names.map((n) => [n, ms(median(times[n])), times[n].map((t) => ms(t)).join(', ')]))}\n`);
-console.log(table(['sample', 'models', 'IoU (alpha ≥ 128)', 'mean |Δalpha| (0..255)'], rows));
+console.log(table(['sample', 'models', 'IoU (alpha ≥ 128)', 'mean |Δalpha| (0..255)', 'max |Δalpha|'], rows));

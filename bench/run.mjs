@@ -11,7 +11,8 @@ import { basename, join } from 'node:path';
 import { ROOT, median, modelInputTensor } from './lib/inputs.mjs';
 import { mib, ms, ratio, sum, table } from './lib/markdown.mjs';
 import { ensurePeerInstalled, startPeer } from './lib/peer.mjs';
-import { preparePhotos } from './lib/photo-set.mjs';
+import { prepareLargePhoto, preparePhotos } from './lib/photo-set.mjs';
+import { removeWallTimes, serveProbe } from './lib/cli-probes.mjs';
 import { BENCH_OPTIONS, loadRmbg } from './lib/rmbg.mjs';
 
 const flag = (name, fallback) => {
@@ -52,7 +53,7 @@ log(`${photos.length} photos in ${photoDir}; ${repeat} pass(es); options ${JSON.
 
 let started = performance.now();
 const engine = await rmbg.createEngine({ model });
-const modelName = engine.session.model.entry.name;
+const modelName = engine.session.model.name;
 const ourLoadMs = performance.now() - started;
 const inputs = await Promise.all(photos.map((p) => readFile(p.file)));
 const tensors = await Promise.all(photos.map((p) => modelInputTensor(p.file)));
@@ -117,13 +118,30 @@ for (let pass = 1; pass <= repeat; pass++) {
   if (peer) log(`pass ${pass} peer folder: ${ms(peerFolder)} ms`);
   passes.push({ singles, folders, peerFolder });
 }
+
+// Start-up: `rmbg remove photo --local` in fresh processes, from spawn to exit, minus one steady inference of
+// the same photo (pure runs just before and after, in this process).
+const startupIndex = Math.max(0, photos.findIndex((p) => p.width === 640));
+const startupPhoto = photos[startupIndex];
+const startupPureBefore = await pureRun(tensors[startupIndex]);
+const startupWalls = await removeWallTimes(startupPhoto.file, 3, model);
+const startupPure = (startupPureBefore + (await pureRun(tensors[startupIndex]))) / 2;
+const startupOverheads = startupWalls.map((wall) => wall - startupPure);
+log(`start-up: rmbg remove ${names[startupIndex]} --local: ${startupWalls.map((w) => ms(w)).join(', ')} ms; one inference ${ms(startupPure)} ms; overhead median ${ms(median(startupOverheads))} ms`);
+
 await engine.close();
 const peerMaxRss = peer ? await peer.close() : undefined;
 
 log('memory: fresh processes');
 const largest = photos[photos.length - 1];
-const memImage = probeMemory(['image', largest.file, ...(model ? [model] : [])]);
+const large50 = await prepareLargePhoto(WORK);
+const memImage = probeMemory(['image', largest.file, model ?? '']);
 const memFolder = probeMemory(['folder', photoDir, join(WORK, 'out', 'memory'), String(rmbg.defaultConcurrency), ...(model ? [model] : [])]);
+const mem50 = probeMemory(['image', large50.file, model ?? '', JSON.stringify({ size: '50MP', format: 'jpg' })]);
+log('serve: first request vs later ones, then 8 concurrent 4000×3000 requests');
+const serve = await serveProbe({ small: startupPhoto.file, large: largest.file, model });
+const serveFirstRatio = serve.requests[0] / median(serve.requests.slice(1));
+log(`serve: ready in ${ms(serve.readyMs)} ms; requests ${serve.requests.map((r) => ms(r)).join(', ')} ms (first / median of later ${ratio(serveFirstRatio, 3)}); 8 concurrent ${ms(serve.concurrentMs)} ms; peak RSS ${mib(serve.maxRss)}`);
 
 // ---- report ----
 const passCols = (fn) => passes.map((p, i) => fn(p, i));
@@ -195,12 +213,46 @@ md.push(
     [
       [`rmbg, one ${largest.width}×${largest.height} image`, mib(memImage.afterModelLoadRss), mib(memImage.maxRss), ms(memImage.ms)],
       [`rmbg, folder of ${photos.length}, concurrency ${rmbg.defaultConcurrency}`, mib(memFolder.afterModelLoadRss), mib(memFolder.maxRss), ms(memFolder.ms)],
+      [`rmbg, one ${large50.width}×${large50.height} JPG, --size 50MP --format jpg`, mib(mem50.afterModelLoadRss), mib(mem50.maxRss), ms(mem50.ms)],
+      ['`rmbg serve`, 8 concurrent 4000×3000 requests (VmHWM)', '–', mib(serve.maxRss), ms(serve.concurrentMs)],
       ...(peerMaxRss ? [['peer process, whole bench', '–', mib(peerMaxRss), '–']] : []),
+    ],
+  ),
+);
+md.push('\n### Start-up and `rmbg serve`');
+md.push(
+  table(
+    ['measure', 'runs', 'median'],
+    [
+      [`\`rmbg remove ${names[startupIndex]} --local\` wall, fresh process`, startupWalls.map((w) => ms(w)).join(', '), ms(median(startupWalls))],
+      ['one steady inference of that photo (pure, this process)', ms(startupPure), ''],
+      ['start-up overhead = wall − one inference (target ≤ 600 ms)', startupOverheads.map((o) => ms(o)).join(', '), ms(median(startupOverheads))],
+      ['`rmbg serve`: spawn → listening (model loaded and warmed)', ms(serve.readyMs), ''],
+      [`\`rmbg serve\`: sequential requests of ${names[startupIndex]}, ms`, serve.requests.map((r) => ms(r)).join(', '), `first / later ${ratio(serveFirstRatio, 3)} (target ≤ 1.10×)`],
+    ],
+  ),
+);
+const folderDefault = passes.map((q) => q.folders.find((f) => f.concurrency === rmbg.defaultConcurrency));
+const big = photos.length - 1;
+md.push('\n### Issue #9 targets, this run');
+md.push(
+  table(
+    ['target', 'this run (per pass)', 'median'],
+    [
+      [`one ${largest.width}×${largest.height} photo, end-to-end ÷ pure inference ≤ 1.10×`, passes.map((q) => ratio(q.singles[big].e2e / q.singles[big].pure, 3)).join(' / '), ratio(median(passes.map((q) => q.singles[big].e2e / q.singles[big].pure)), 3)],
+      [`the same, ÷ the inference inside that call`, passes.map((q) => ratio(q.singles[big].e2e / q.singles[big].timings.inference, 3)).join(' / '), ''],
+      [`folder of ${photos.length}, wall ÷ inference bound (concurrency ${rmbg.defaultConcurrency})`, folderDefault.map((f) => ratio(f.wall / f.bound, 3)).join(' / '), ratio(median(folderDefault.map((f) => f.wall / f.bound)), 3)],
+      ['start-up overhead ≤ 600 ms', startupOverheads.map((o) => ms(o)).join(', '), `${ms(median(startupOverheads))} ms`],
+      ['serve: first request within 10 % of later ones', ratio(serveFirstRatio, 3), ''],
+      [`peak RSS, folder ≤ 1.5 GB`, mib(memFolder.maxRss), ''],
+      [`peak RSS, one 50 MP JPG at --size 50MP --format jpg ≤ 2.0 GB`, mib(mem50.maxRss), ''],
+      [`peak RSS, rmbg serve under 8 concurrent requests < 2 GB`, mib(serve.maxRss), ''],
+      ['folder: ≥ 3.2× the peer', passes.map((q, i) => (q.peerFolder ? ratio(q.peerFolder / folderDefault[i].wall) : '–')).join(' / '), passes.every((q) => q.peerFolder) ? ratio(median(passes.map((q, i) => q.peerFolder / folderDefault[i].wall))) : '–'],
     ],
   ),
 );
 const report = md.join('\n');
 console.log(`\n${report}\n`);
 await writeFile(join(WORK, 'last-run.md'), `${report}\n`);
-await writeFile(join(WORK, 'last-run.json'), JSON.stringify({ photos, modelName, ourLoadMs, peerWarmup, peerUnavailable, passes, memImage, memFolder, peerMaxRss }, null, 2));
+await writeFile(join(WORK, 'last-run.json'), JSON.stringify({ photos, modelName, ourLoadMs, peerWarmup, peerUnavailable, passes, memImage, memFolder, mem50, peerMaxRss, startupWalls, startupPure, startupOverheads, serve }, null, 2));
 log(`written: bench/.work/last-run.md and last-run.json`);

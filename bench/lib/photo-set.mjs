@@ -51,3 +51,10 @@ export async function preparePhotos(workDir, { quick = false } = {}) {
   const sized = await Promise.all(wanted.map(async (file) => ({ file, ...(await sharp(file).metadata()) })));
   return { dir, photos: sized.sort((a, b) => a.width * a.height - b.width * b.height).map(({ file, width, height, size }) => ({ file, width, height, bytes: size })) };
 }
+
+/** One 50 MP JPEG (8640×5760, the API's pixel limit), kept apart from the folder: the memory probe's largest case. */
+export async function prepareLargePhoto(workDir) {
+  const target = join(workDir, 'rocket-8640x5760.jpg');
+  if (!(await stat(target).catch(() => null))) await derive('rocket.jpg', 8640, 5760, target);
+  return { file: target, width: 8640, height: 5760 };
+}

@@ -4,6 +4,8 @@
 import { localRemover, type Remover } from '../batch/remover.js';
 import { remoteRemover } from '../batch/remote-remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
+import { dataDirOf } from '../config/setting-rules.js';
+import type { MetadataPolicy } from '../engine/keep-metadata.js';
 
 export interface RemoverFlags {
   local?: boolean;
@@ -11,6 +13,8 @@ export interface RemoverFlags {
   apiUrl?: string;
   apiKey?: string;
   timeout: number;
+  keepMetadata?: boolean;
+  keepGps?: boolean;
 }
 
 /**
@@ -27,9 +31,27 @@ export const LOCAL_BY_DEFAULT_NOTE =
   "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
 
 export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
+  const remover = await createBareRemover(flags, config);
+  // --keep-gps asks for the position, so it keeps the rest of the kept metadata too.
+  return flags.keepMetadata || flags.keepGps ? await keepingMetadata(remover, { keep: true, gps: Boolean(flags.keepGps) }) : remover;
+}
+
+/** Embeds the photo's kept metadata into each result, locally or from a server (which returns none). */
+async function keepingMetadata(remover: Remover, policy: MetadataPolicy): Promise<Remover> {
+  const { withKeptMetadata } = await import('../engine/keep-metadata.js');
+  return {
+    ...remover,
+    async remove(image, options, call) {
+      const result = await remover.remove(image, options, call);
+      return { ...result, data: await withKeptMetadata(image, result, policy) };
+    },
+  };
+}
+
+async function createBareRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   if (runsLocally(flags, config)) {
-    const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine({ model: flags.model }));
+    const [{ createEngine }, { userModelsDirOf }] = await Promise.all([import('../engine/index.js'), import('../engine/user-models.js')]);
+    return localRemover(await createEngine({ model: flags.model, userModelsDir: userModelsDirOf(dataDirOf(undefined)) }));
   }
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }

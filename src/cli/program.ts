@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { MAX_CONCURRENCY } from '../batch/remover.js';
+import { PRESET_NAMES } from '../engine/model-contract.js';
 import { flagOf, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
 
 const REMOVE_EXAMPLES = `
@@ -110,6 +111,8 @@ export function buildProgram(): Command {
   addApiOptions(remove);
   remove
     .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
+    .option('--keep-metadata', "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)")
+    .option('--keep-gps', "also keep the photo's GPS position (implies --keep-metadata)")
     .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
     .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
     .option('--retry-failed', 'retry files the journal records as failed')
@@ -195,7 +198,32 @@ Examples:
     .action(lazyAction('config'));
 
   const models = program.command('models').description('on-device models');
-  models.command('list').description('list models: name, size, verified, source, licence').option('--json', 'JSON output').action(lazyAction('models-list'));
+  addDataDirOption(models.command('list').description('list models: name, size, verified, source, licence (and your own, added with models add)').option('--json', 'JSON output')).action(lazyAction('models-list'));
+  addDataDirOption(
+    models
+      .command('add')
+      .description('register your own ONNX model (BiRefNet, BRIA RMBG, U²-Net, ISNet exports…) for --model NAME')
+      .argument('<name>', 'name to use with --model')
+      .argument('<file>', 'the .onnx file (copied into the data directory and verified by its sha256 before each use)')
+      .addOption(new Option('--preset <family>', 'the contract of a model family').choices(PRESET_NAMES))
+      .option('--input-size <N|WxH>', 'model input size in pixels (the photo is resized to it)')
+      .option('--mean <r,g,b>', 'per-channel mean subtracted, on the --range scale')
+      .option('--std <r,g,b>', 'per-channel std divided by, on the --range scale')
+      .option('--range <range>', 'pixel scale before normalising: 0-1 or 0-255')
+      .option('--activation <fn>', "'sigmoid' if the output is logits, 'none' if probabilities")
+      .option('--input <name>', "input tensor name (default: the model's first input)")
+      .option('--output <name>', "output tensor read as the mask (default: the model's first output)")
+      .option('--json', 'JSON output')
+      .addHelpText('after', `
+Presets (${PRESET_NAMES.join(', ')}): isnet and bria 1024² mean 0.5 std 1; birefnet 1024² ImageNet mean/std, logits;
+u2net 320² ImageNet mean/std. Flags given with a preset override it.
+
+Examples:
+  $ rmbg models add birefnet-general ./BiRefNet-general.onnx --preset birefnet
+  $ rmbg models add mine ./model.onnx --input-size 512 --mean 0.5 --std 0.5 --range 0-1 --activation sigmoid
+  $ rmbg remove photo.jpg --local --model birefnet-general`),
+  ).action(lazyAction('models-add'));
+  addDataDirOption(models.command('remove').description('forget a model added with models add and delete its copy').argument('<name>', 'model name')).action(lazyAction('models-remove'));
 
   return program;
 }

@@ -1,21 +1,44 @@
 // The engine's front door: verified model + one reused session + the pipeline, as a BackgroundRemover.
 
+import sharp from 'sharp';
 import { toRmbgError } from '../api/errors.js';
-import type { RemoveOptions } from '../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { resolveModel, verifyWeights } from './model-registry.js';
 import { ModelSession, type SessionOptions } from './model-session.js';
 import { runPipeline } from './pipeline.js';
 import type { BackgroundRemover, EngineResult } from './types.js';
 
 export interface EngineOptions extends SessionOptions {
-  /** Manifest name or .onnx path; default: the manifest's default model. */
+  /** Manifest name, user model name or .onnx path; default: the manifest's default model. */
   model?: string;
+  /** Folder of the user's own models (`rmbg models add`): user-models.ts' userModelsDirOf(data dir). */
+  userModelsDir?: string;
+  /** One blank run before the engine is handed out, so the first image is no slower than the next. */
+  warmUp?: boolean;
+}
+
+async function warmUp(session: ModelSession): Promise<void> {
+  const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } }).jpeg().toBuffer();
+  await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
 export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: ModelSession }> {
-  const model = resolveModel(options.model);
-  await verifyWeights(model);
-  const session = await ModelSession.load(model, options);
+  const model = resolveModel(options.model, options.userModelsDir);
+  // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
+  // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
+  const verified = verifyWeights(model);
+  const loading = ModelSession.load(model, options, verified);
+  try {
+    await verified;
+  } catch (error) {
+    loading.then((session) => session.release(), () => undefined);
+    throw error;
+  }
+  const session = await loading;
+  // The warm-up is one whole small image, not just one model run, so libvips' first decode, resize and encode
+  // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
+  // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
+  if (options.warmUp) await warmUp(session).catch(() => undefined);
   return {
     session,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {

@@ -1,22 +1,24 @@
-// The model registry: models/manifest.json entries, resolution of --model NAME|PATH, and weight verification.
-// Weights come from an npm package (scripts/fetch-model.mjs assembles them); nothing is downloaded here.
+// The model registry: models/manifest.json entries and the user's own models (user-models.ts), resolution of
+// --model NAME|PATH, and weight verification. Manifest weights come from an npm package (scripts/fetch-model.mjs
+// assembles or derives them); nothing is downloaded here.
 
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RmbgError } from '../api/errors.js';
+import type { ModelContract } from './model-contract.js';
+import { readUserModels } from './user-models.js';
+import { fileMatches } from './weight-check.js';
 
-export interface ModelEntry {
+export interface ModelEntry extends ModelContract {
   name: string;
   file: string;
   description: string;
   bytes: number;
   sha256: string;
   source: { package: string; version: string; resource: string };
-  input: { name: string; shape: [number, number, number, number] };
-  output: string;
-  normalization: { mean: [number, number, number]; std: [number, number, number] };
+  /** Made at install from another manifest model (scripts/fetch-model.mjs), not downloaded. */
+  derivedFrom?: { model: string; transform: 'fp32'; keepOutputs: string[] };
   licence: string;
   provenance: string;
 }
@@ -35,48 +37,54 @@ export function readManifest(): Manifest {
 }
 
 export interface ResolvedModel {
-  entry: ModelEntry;
+  name: string;
+  contract: ModelContract;
   path: string;
-  /** False for a user-supplied .onnx path, which has no manifest checksum. */
-  fromManifest: boolean;
+  /** Size and sha256 the file must have; absent for a bare .onnx path, which has no checksum to hold it to. */
+  expected?: { bytes: number; sha256: string };
+  /** What to run when the file is missing or does not match. */
+  fix: string;
 }
 
-/** --model NAME|PATH: a manifest name, or a path to an .onnx file that uses the default model's I/O contract. */
-export function resolveModel(nameOrPath?: string): ResolvedModel {
+/**
+ * --model NAME|PATH: a manifest name, a model added with `rmbg models add` (in `userModelsDir`), or a path to
+ * an .onnx file that uses the default model's contract.
+ */
+export function resolveModel(nameOrPath?: string, userModelsDir?: string): ResolvedModel {
   const manifest = readManifest();
   const wanted = nameOrPath ?? manifest.default;
   const entry = manifest.models.find((m) => m.name === wanted);
-  if (entry) return { entry, path: join(MODELS_DIR, entry.file), fromManifest: true };
+  if (entry) {
+    const fix = `run 'npm run models -- ${entry.name}' to ${entry.derivedFrom ? `derive it from ${entry.derivedFrom.model}` : `assemble it from ${entry.source.package}@${entry.source.version}`}`;
+    return { name: entry.name, contract: entry, path: join(MODELS_DIR, entry.file), expected: entry, fix };
+  }
+  const userModels = readUserModels(userModelsDir);
+  const user = userModels.find((m) => m.name === wanted);
+  if (user && userModelsDir) {
+    return { name: user.name, contract: user, path: join(userModelsDir, user.file), expected: user, fix: `add it again with 'rmbg models add ${user.name} FILE'` };
+  }
   if (wanted.endsWith('.onnx') || wanted.includes('/')) {
     const path = resolve(wanted);
     if (!existsSync(path)) throw new RmbgError('model_unavailable', `model file ${path} does not exist`);
     const base = manifest.models.find((m) => m.name === manifest.default) as ModelEntry;
-    return { entry: { ...base, name: path, file: path, bytes: statSync(path).size, sha256: '' }, path, fromManifest: false };
+    return { name: path, contract: base, path, fix: 'check the path' };
   }
-  const known = manifest.models.map((m) => m.name).join(', ');
-  throw new RmbgError('usage_error', `unknown model '${wanted}'; known models: ${known}, or a path to an .onnx file`);
-}
-
-export async function sha256OfFile(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 4 * 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  const known = [...manifest.models, ...userModels].map((m) => m.name).join(', ');
+  throw new RmbgError('usage_error', `unknown model '${wanted}'; known models: ${known}, or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`);
 }
 
 export type WeightStatus = 'verified' | 'missing' | 'corrupt' | 'unchecked';
 
 export async function checkWeights(model: ResolvedModel): Promise<WeightStatus> {
   if (!existsSync(model.path)) return 'missing';
-  if (!model.fromManifest) return 'unchecked';
-  if (statSync(model.path).size !== model.entry.bytes) return 'corrupt';
-  return (await sha256OfFile(model.path)) === model.entry.sha256 ? 'verified' : 'corrupt';
+  if (!model.expected) return 'unchecked';
+  return (await fileMatches(model.path, model.expected.bytes, model.expected.sha256)) ? 'verified' : 'corrupt';
 }
 
 /** Throws a message that says how to fix it when the weights are missing or do not match the manifest. */
 export async function verifyWeights(model: ResolvedModel): Promise<void> {
   const status = await checkWeights(model);
   if (status === 'verified' || status === 'unchecked') return;
-  const fix = `run 'npm run models -- ${model.entry.name}' to assemble it from ${model.entry.source.package}@${model.entry.source.version}`;
-  if (status === 'missing') throw new RmbgError('model_unavailable', `model ${model.entry.name} is not installed at ${model.path}; ${fix}`);
-  throw new RmbgError('model_unavailable', `model ${model.entry.name} at ${model.path} does not match its manifest sha256 (corrupt or partial); ${fix}`);
+  if (status === 'missing') throw new RmbgError('model_unavailable', `model ${model.name} is not installed at ${model.path}; ${model.fix}`);
+  throw new RmbgError('model_unavailable', `model ${model.name} at ${model.path} does not match its recorded sha256 (corrupt, partial or changed); ${model.fix}`);
 }

@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
 import { RmbgError } from '../api/errors.js';
+import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
 import type { ResolvedModel } from './model-registry.js';
 
 export interface SessionOptions {
@@ -15,54 +16,112 @@ export interface SessionOptions {
    * thread takes the core that sharp needs to decode/encode the other image in flight (bench/RESULTS.md).
    */
   spinWait?: boolean;
+  /**
+   * Folder for ORT's optimised graph (graph-cache.ts); false: optimise at each start. Default: the user's
+   * cache folder. Only models with a known sha256 (manifest, `rmbg models add`) are cached.
+   */
+  graphCache?: string | false;
+}
+
+/** The mask plane a run gives: one float per pixel of the model's output (0..1 after the contract's activation). */
+export interface MaskPlane {
+  data: Float32Array;
+  width: number;
+  height: number;
 }
 
 export class ModelSession {
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly inputName: string;
+  private readonly outputName: string;
 
   private constructor(
     private readonly session: OrtSession,
     private readonly ort: typeof import('onnxruntime-node'),
     readonly model: ResolvedModel,
-  ) {}
+  ) {
+    this.inputName = model.contract.input.name ?? (session.inputNames[0] as string);
+    this.outputName = model.contract.output ?? (session.outputNames[0] as string);
+  }
 
-  static async load(model: ResolvedModel, options: SessionOptions = {}): Promise<ModelSession> {
+  /** The contract's tensor names that the file lacks, each with what it has instead (for `rmbg models add`). */
+  contractMismatches(): string[] {
+    const problems: string[] = [];
+    if (!this.session.inputNames.includes(this.inputName)) problems.push(`it has no input '${this.inputName}' (inputs: ${this.session.inputNames.join(', ')})`);
+    if (!this.session.outputNames.includes(this.outputName)) problems.push(`it has no output '${this.outputName}' (outputs: ${this.session.outputNames.join(', ')})`);
+    return problems;
+  }
+
+  /**
+   * `verified` (the weights' sha256 check, run alongside): the optimised graph is kept for later starts only
+   * once it resolves, so a graph made from a corrupt file is never cached under the good file's hash.
+   */
+  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve()): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
+    const base: OrtSession.SessionOptions = {
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+      intraOpNumThreads: options.threads ?? availableParallelism(),
+      interOpNumThreads: 1,
+      // No arena: the arena keeps the high-water mark of every run's activations (hundreds of MB at 1024²)
+      // for the life of the process; without it peak RSS drops and a run is no slower (bench/RESULTS.md).
+      enableCpuMemArena: false,
+      extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
+      // Errors only: saving the optimised graph warns on stderr that it is specific to this CPU, which the
+      // cache's file name already accounts for (graph-cache.ts).
+      logSeverityLevel: 3,
+    };
+    const cacheDir = options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR;
+    const graph = cacheDir && model.expected ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common) : undefined;
     try {
-      const session = await ort.InferenceSession.create(model.path, {
-        executionProviders: ['cpu'],
-        graphOptimizationLevel: 'all',
-        executionMode: 'sequential',
-        intraOpNumThreads: options.threads ?? availableParallelism(),
-        interOpNumThreads: 1,
-        extra: { session: { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } } },
-      });
+      if (graph?.cached) {
+        try {
+          return new ModelSession(await ort.InferenceSession.create(graph.cached, { ...base, graphOptimizationLevel: 'disabled' }), ort, model);
+        } catch {
+          dropCachedGraph(graph.cached); // unreadable: optimise the original again (and save it next time)
+        }
+      }
+      const session = await ort.InferenceSession.create(model.path, { ...base, ...(graph?.saveTo ? { optimizedModelFilePath: graph.saveTo } : {}) });
+      await verified.then(
+        () => graph?.commit(),
+        () => graph?.discard(),
+      );
       return new ModelSession(session, ort, model);
     } catch (error) {
-      throw new RmbgError('model_unavailable', `cannot load model ${model.entry.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
+      throw new RmbgError('model_unavailable', `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
     }
   }
 
   get inputSize(): { width: number; height: number } {
-    const [, , height, width] = this.model.entry.input.shape;
+    const [, , height, width] = this.model.contract.input.shape;
     return { width, height };
   }
 
   /** Runs the model on a planar CHW float tensor; resolves to the first output plane (the mask, 0..1). */
-  run(input: Float32Array): Promise<Float32Array> {
+  run(input: Float32Array): Promise<MaskPlane> {
     const result = this.queue.then(() => this.runNow(input));
     this.queue = result.catch(() => undefined);
     return result;
   }
 
-  private async runNow(input: Float32Array): Promise<Float32Array> {
-    const { entry } = this.model;
-    const tensor = new this.ort.Tensor('float32', input, entry.input.shape);
-    // Fetch only the final mask: the model has 11 more side outputs (several of 1024² floats) we would copy for nothing.
-    const outputs = await this.session.run({ [entry.input.name]: tensor }, [entry.output]);
-    const mask = outputs[entry.output];
-    if (!mask) throw new RmbgError('processing_failed', `model ${entry.name} returned no '${entry.output}' output`);
-    return mask.data as Float32Array;
+  private async runNow(input: Float32Array): Promise<MaskPlane> {
+    const { contract } = this.model;
+    const tensor = new this.ort.Tensor('float32', input, contract.input.shape);
+    // Fetch only the mask: a model may have side outputs (several 1024² planes) we would copy for nothing.
+    const outputs = await this.session.run({ [this.inputName]: tensor }, [this.outputName]);
+    const mask = outputs[this.outputName];
+    if (!mask) throw new RmbgError('processing_failed', `model ${this.model.name} returned no '${this.outputName}' output`);
+    const dims = mask.dims;
+    const height = Number(dims.at(-2));
+    const width = Number(dims.at(-1));
+    const data = mask.data as Float32Array;
+    if (!(width > 0 && height > 0) || data.length < width * height) {
+      throw new RmbgError('processing_failed', `model ${this.model.name}'s output '${this.outputName}' has shape [${dims.join(', ')}], not […, height, width]`);
+    }
+    const plane = data.length === width * height ? data : data.subarray(0, width * height);
+    if (contract.activation === 'sigmoid') for (let i = 0; i < plane.length; i++) plane[i] = 1 / (1 + Math.exp(-(plane[i] as number)));
+    return { data: plane, width, height };
   }
 
   async release(): Promise<void> {

@@ -8,6 +8,7 @@ import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
+import { pixelScale } from './model-contract.js';
 import type { ModelSession } from './model-session.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import type { EngineResult, ForegroundBox } from './types.js';
@@ -37,11 +38,11 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
 
 /**
  * Planar CHW float tensor with the model's normalisation, from interleaved RGB bytes. One pass with a
- * 768-entry lookup table: the same float values as computing (v - mean) / std per pixel, without the division.
+ * 768-entry lookup table: the same float values as computing (v × scale - mean) / std per pixel, without the division.
  */
-function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[]): Float32Array {
+function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[], scale: number): Float32Array {
   const lut = new Float32Array(768);
-  for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v - (mean[c] as number)) / (std[c] as number);
+  for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
   const tensor = new Float32Array(pixelCount * 3);
   const green = pixelCount;
   const blue = pixelCount * 2;
@@ -63,8 +64,8 @@ function maskToBytes(mask: Float32Array): Buffer {
 }
 
 /** A one-channel mask resized; its raw output stays one channel ('b-w': sharp would otherwise emit sRGB). */
-function resizeMask(mask: Buffer, size: number, width: number, height: number): Sharp {
-  return sharp(mask, { raw: { width: size, height: size, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w');
+function resizeMask(mask: Buffer, plane: { width: number; height: number }, width: number, height: number): Sharp {
+  return sharp(mask, { raw: { width: plane.width, height: plane.height, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w');
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -87,7 +88,8 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
   timer.lap('probe');
   const canvas = { width: probe.orientedWidth, height: probe.orientedHeight };
   const { width: modelW, height: modelH } = session.inputSize;
-  const { mean, std } = session.model.entry.normalization;
+  const { contract } = session.model;
+  const { mean, std } = contract.normalization;
   const channels: 3 | 4 = probe.hasAlpha ? 4 : 3;
   const maxPixels = maxResultPixels(options.size, options.format);
 
@@ -99,10 +101,10 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
   const modelInput = await toRaw(decoder(input).resize(modelW, modelH, { fit: 'fill' }).flatten({ background: '#ffffff' }), 3);
   timer.lap('decode');
   throwIfAborted(signal);
-  const maskFloats = await session.run(toTensor(modelInput.data, modelW * modelH, mean, std));
+  const plane = await session.run(toTensor(modelInput.data, modelW * modelH, mean, std, pixelScale(contract)));
   timer.lap('inference');
   throwIfAborted(signal);
-  const mask = maskToBytes(maskFloats);
+  const mask = maskToBytes(plane.data);
 
   let pixels: Raw;
   let resultMask: Buffer;
@@ -110,7 +112,7 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
   if (options.crop) {
     // Exact box on the canvas, then cut both the pixels and the mask to it. With no foreground at all,
     // nothing is trimmed (an empty image is not a valid result).
-    const canvasMask = await resizeMask(mask, modelW, canvas.width, canvas.height).raw().toBuffer();
+    const canvasMask = await resizeMask(mask, plane, canvas.width, canvas.height).raw().toBuffer();
     const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
     foreground = toBox(bounds);
     const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
@@ -125,7 +127,7 @@ export async function runPipeline(session: ModelSession, input: Buffer, options:
         .toBuffer(),
     ]);
   } else {
-    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, modelW, outputSize.width, outputSize.height).raw().toBuffer()]);
+    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize.width, outputSize.height).raw().toBuffer()]);
     foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, canvas);
   }
   timer.lap('mask');

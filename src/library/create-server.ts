@@ -8,6 +8,7 @@ import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
 import { dataDirOf } from '../config/setting-rules.js';
 import { createEngine } from '../engine/index.js';
+import { userModelsDirOf } from '../engine/user-models.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
 import { startServer } from '../server/start-server.js';
@@ -42,7 +43,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       const folder = dirname(store.path);
       closers.push(acquirePidLock(join(folder, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`));
     }
-    const engine = await createEngine({ model: options.model });
+    // Loaded and warmed before the server listens: the first request is no slower than the next ones.
+    const engine = await createEngine({ model: options.model, userModelsDir: userModelsDirOf(dataDir), warmUp: true });
     closers.push(() => engine.close());
     const metrics = createMetrics();
     const service = await createService({

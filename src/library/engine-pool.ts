@@ -2,6 +2,7 @@
 // call (concurrent calls wait for the same load; the session serialises inference). Loading onnxruntime and
 // sharp happens here, on the first local removal, never at import.
 
+import { dataDirOf } from '../config/setting-rules.js';
 import type { BackgroundRemover } from '../engine/types.js';
 
 export class EnginePool {
@@ -9,12 +10,18 @@ export class EnginePool {
 
   /** The engine of `model` (a manifest name or .onnx path; undefined: the default model). */
   async engineFor(model: string | undefined): Promise<BackgroundRemover> {
-    const [{ createEngine }, { resolveModel }] = await Promise.all([import('../engine/index.js'), import('../engine/model-registry.js')]);
+    const [{ createEngine }, { resolveModel }, { userModelsDirOf }] = await Promise.all([
+      import('../engine/index.js'),
+      import('../engine/model-registry.js'),
+      import('../engine/user-models.js'),
+    ]);
+    // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
+    const userModelsDir = userModelsDirOf(dataDirOf(undefined));
     // Keyed by the weights' path, so 'isnet-medium' and the default share one engine.
-    const key = resolveModel(model).path;
+    const key = resolveModel(model, userModelsDir).path;
     let engine = this.engines.get(key);
     if (!engine) {
-      engine = createEngine({ model });
+      engine = createEngine({ model, userModelsDir });
       this.engines.set(key, engine);
       // A failed load (missing weights) is not cached: the next call tries again, e.g. after `npm run models`.
       engine.catch(() => this.engines.delete(key));

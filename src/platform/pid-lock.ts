@@ -7,21 +7,13 @@
 
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { RmbgError } from '../api/errors.js';
+import { processAlive } from './process-alive.js';
 
 /** A takeover takes microseconds; a guard older than this was left by a process that died inside one. */
 const STALE_GUARD_MS = 10_000;
 /** Rounds of link / takeover before giving up (each waits a little while another process holds the guard). */
 const MAX_ATTEMPTS = 200;
 const GUARD_WAIT_MS = 5;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Locks this process holds now. A lock file with our own pid is ours only if it is here: otherwise it was left

@@ -41,7 +41,9 @@ beforeAll(async () => {
     symlinkSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
   }
   // What `npm install` assembles from the model package (postinstall): the weights, here borrowed.
-  symlinkSync(path.join(ROOT, 'models/isnet-medium.onnx'), path.join(installed, 'models/isnet-medium.onnx'));
+  const models = JSON.parse(readFileSync(path.join(ROOT, 'models/manifest.json'), 'utf8')) as { default: string; models: Array<{ name: string; file: string }> };
+  const defaultFile = models.models.find((m) => m.name === models.default)?.file as string;
+  symlinkSync(path.join(ROOT, 'models', defaultFile), path.join(installed, 'models', defaultFile));
   copyFileSync(path.join(ROOT, 'samples/chelsea.png'), path.join(project, 'cat.png'));
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
 });

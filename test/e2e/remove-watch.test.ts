@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gif, jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { writeIdentityModel } from './serve-identity-model.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 const ROCKET = readFileSync(path.join(import.meta.dirname, '..', '..', 'samples', 'rocket.jpg'));
 let model: string;

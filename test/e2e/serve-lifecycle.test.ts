@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { balance, call, createKey, ensureBuilt, errorCode, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from './serve-identity-model.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 let server: ServeProcess | undefined;

@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pgRows } from '../helpers/postgres.js';
 import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from './serve-identity-model.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 let work: string;
 let postgres: EmbeddedPostgres;

@@ -13,7 +13,7 @@ import { createFaultServer, type FaultStep } from '../helpers/fault-server.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
 import { cutoutsIn, makeShoot, outputName, relayStep, removeRemote, waitFor, type Relayed } from './remove-remote-harness.js';
 import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from './serve-identity-model.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 const LEASE_SECONDS = 2;
 const RATE_LIMIT = 30;

@@ -8,7 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, SCREENSHOTS } from './browser-harness.js';
 import { balance, call, createKey, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from './serve-identity-model.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 const RATE_LIMIT = 8;
 let dataDir: string;

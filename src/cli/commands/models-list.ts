@@ -1,33 +1,54 @@
-// `rmbg models list`: the models of models/manifest.json with size, whether the weights are present and
-// match their sha256, where they come from and their licence.
+// `rmbg models list`: the models of models/manifest.json and those added with `rmbg models add`, with size,
+// whether the weights are present and match their sha256, and where they come from (licence for built-ins,
+// preset and contract for the user's own).
 
+import { dataDirOf } from '../../config/setting-rules.js';
 import { checkWeights, readManifest, resolveModel } from '../../engine/model-registry.js';
+import { readUserModels, userModelsDirOf } from '../../engine/user-models.js';
 import { EXIT } from '../exit-codes.js';
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const manifest = readManifest();
-  const rows = await Promise.all(
-    manifest.models.map(async (entry) => {
-      const model = resolveModel(entry.name);
-      return {
-        name: entry.name,
-        default: entry.name === manifest.default,
-        bytes: entry.bytes,
-        status: await checkWeights(model),
-        path: model.path,
-        source: `${entry.source.package}@${entry.source.version} ${entry.source.resource}`,
-        licence: entry.licence,
-      };
-    }),
-  );
+  const userDir = userModelsDirOf(dataDirOf(opts['dataDir'] as string | undefined));
+  const builtIn = manifest.models.map(async (entry) => {
+    const model = resolveModel(entry.name);
+    return {
+      name: entry.name,
+      kind: 'built-in' as const,
+      default: entry.name === manifest.default,
+      bytes: entry.bytes,
+      status: await checkWeights(model),
+      path: model.path,
+      source: entry.derivedFrom ? `derived at install from ${entry.derivedFrom.model} (${entry.derivedFrom.transform})` : `${entry.source.package}@${entry.source.version} ${entry.source.resource}`,
+      licence: entry.licence,
+    };
+  });
+  const own = readUserModels(userDir).map(async (entry) => {
+    const model = resolveModel(entry.name, userDir);
+    const [, , height, width] = entry.input.shape;
+    const { mean, std, range } = entry.normalization;
+    return {
+      name: entry.name,
+      kind: 'user' as const,
+      default: false,
+      bytes: entry.bytes,
+      status: await checkWeights(model),
+      path: model.path,
+      source: `added from ${entry.addedFrom}`,
+      contract: `${entry.preset ? `preset ${entry.preset}; ` : ''}input ${width}×${height}, mean ${mean.join(',')}, std ${std.join(',')} on ${range ?? '0-255'}, activation ${entry.activation ?? 'none'}`,
+    };
+  });
+  const rows = await Promise.all([...builtIn, ...own]);
   if (opts['json']) {
     process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
     return EXIT.ok;
   }
   for (const row of rows) {
     const size = `${(row.bytes / 1e6).toFixed(1)} MB`;
-    process.stdout.write(`${row.name}${row.default ? ' (default)' : ''}  ${size}  ${row.status}\n  source:  ${row.source}\n  licence: ${row.licence}\n`);
-    if (row.status === 'missing') process.stdout.write(`  install: npm run models -- ${row.name}\n`);
+    process.stdout.write(`${row.name}${row.default ? ' (default)' : ''}${row.kind === 'user' ? ' (yours)' : ''}  ${size}  ${row.status}\n  source:  ${row.source}\n`);
+    if ('licence' in row) process.stdout.write(`  licence: ${row.licence}\n`);
+    if ('contract' in row) process.stdout.write(`  contract: ${row.contract}\n`);
+    if (row.status === 'missing') process.stdout.write(row.kind === 'user' ? `  add it again: rmbg models add ${row.name} FILE\n` : `  install: npm run models -- ${row.name}\n`);
   }
   return EXIT.ok;
 }

@@ -241,7 +241,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
 describe('choosing the store', () => {
   it('--store / RMBG_STORE_URL: postgres URLs, sqlite: URLs and paths; nothing means the data directory file', () => {
-    expect(storeTarget(undefined, '/d', {})).toEqual({ engine: 'sqlite', path: join('/d', STORE_FILE) });
+    expect(storeTarget(undefined, '/d', {})).toEqual({ engine: 'sqlite', path: join('/d', STORE_FILE), dataDir: true });
     expect(storeTarget(undefined, '/d', { RMBG_STORE_URL: 'postgres://u@h/db' })).toEqual({ engine: 'postgres', url: 'postgres://u@h/db' });
     expect(storeTarget('postgresql://u@h/db', '/d', { RMBG_STORE_URL: '/x.sqlite' })).toEqual({ engine: 'postgres', url: 'postgresql://u@h/db' });
     expect(storeTarget('sqlite:///tmp/a.sqlite', '/d', {})).toEqual({ engine: 'sqlite', path: '/tmp/a.sqlite' });

@@ -1,0 +1,77 @@
+// The real commands as a user runs them, in fresh processes: start-up cost of `rmbg remove photo --local`, and
+// `rmbg serve`'s first request against later ones and its peak RSS under 8 concurrent requests.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from './inputs.mjs';
+
+const CLI = join(ROOT, 'bin', 'rmbg.js');
+const run = promisify(execFile);
+
+/** Wall time of `rmbg remove FILE --local` from spawn to exit (a fresh output folder each time), `runs` times. */
+export async function removeWallTimes(file, runs, model) {
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const out = await mkdtemp(join(tmpdir(), 'rmbg-bench-start-'));
+    const started = performance.now();
+    await run(process.execPath, [CLI, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : [])], { cwd: ROOT });
+    times.push(performance.now() - started);
+    await rm(out, { recursive: true, force: true });
+  }
+  return times;
+}
+
+/** Peak RSS of a process (VmHWM), bytes. */
+async function peakRss(pid) {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024;
+}
+
+/**
+ * Starts `rmbg serve` on a free port with its own data dir; times `sequential` requests of `small` one after
+ * another (the first against the rest), then sends `concurrent` requests of `large` at once and reads the
+ * server's peak RSS.
+ */
+export async function serveProbe({ small, large, sequential = 4, concurrent = 8, model }) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-serve-'));
+  const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--json', '--credits', '1000', '--data-dir', dataDir], { cwd: ROOT });
+  const { key } = JSON.parse(stdout);
+  const started = performance.now();
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--max-queue', String(concurrent), ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (chunk) => {
+        out += chunk;
+        const match = /listening on (http:\/\/\S+)/.exec(out);
+        if (match) resolve(match[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`rmbg serve exited with ${code} before listening`)));
+    });
+    const readyMs = performance.now() - started;
+    const post = async (image) => {
+      const form = new FormData();
+      form.append('image_file', new Blob([image]), 'photo');
+      form.append('size', 'full');
+      const t = performance.now();
+      const response = await fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
+      return performance.now() - t;
+    };
+    const smallBytes = await readFile(small);
+    const requests = [];
+    for (let i = 0; i < sequential; i++) requests.push(await post(smallBytes));
+    const largeBytes = await readFile(large);
+    const t = performance.now();
+    await Promise.all(Array.from({ length: concurrent }, () => post(largeBytes)));
+    const concurrentMs = performance.now() - t;
+    return { readyMs, requests, concurrentMs, maxRss: await peakRss(child.pid) };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}

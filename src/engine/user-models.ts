@@ -1,0 +1,72 @@
+// Bring-your-own models: ONNX files a user registered with `rmbg models add`, kept in <data dir>/models/
+// with their contract and sha256 in <data dir>/models/models.json. The file is copied in (so moving or
+// editing the original changes nothing) and verified by its sha256 before each use, like the manifest's.
+
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RmbgError } from '../api/errors.js';
+import type { ModelContract } from './model-contract.js';
+import { hashAndStamp, stampPathOf } from './weight-check.js';
+
+export interface UserModelEntry extends ModelContract {
+  name: string;
+  /** File name inside the user models folder. */
+  file: string;
+  bytes: number;
+  sha256: string;
+  /** The preset it was added with, if any (for `rmbg models list`). */
+  preset?: string;
+  /** Where the user's file was when it was added. */
+  addedFrom: string;
+}
+
+interface UserRegistry {
+  models: UserModelEntry[];
+}
+
+/** The folder of user models inside a data directory. */
+export const userModelsDirOf = (dataDir: string): string => join(dataDir, 'models');
+
+const registryPath = (dir: string): string => join(dir, 'models.json');
+
+/** A name usable as a file name and on a command line; never one that could be read as a path. */
+export const USER_MODEL_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
+
+export function readUserModels(dir: string | undefined): UserModelEntry[] {
+  if (!dir || !existsSync(registryPath(dir))) return [];
+  try {
+    return (JSON.parse(readFileSync(registryPath(dir), 'utf8')) as UserRegistry).models;
+  } catch (error) {
+    throw new RmbgError('io_error', `cannot read the user model registry ${registryPath(dir)}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function writeRegistry(dir: string, models: UserModelEntry[]): void {
+  const temp = `${registryPath(dir)}.${process.pid}.tmp`;
+  writeFileSync(temp, JSON.stringify({ models } satisfies UserRegistry, null, 2) + '\n');
+  renameSync(temp, registryPath(dir));
+}
+
+/** Copies `source` into the folder as NAME.onnx and records it with the copy's size and sha256. */
+export async function addUserModel(dir: string, entry: Omit<UserModelEntry, 'file' | 'bytes' | 'sha256'>, source: string): Promise<UserModelEntry> {
+  mkdirSync(dir, { recursive: true });
+  const file = `${entry.name}.onnx`;
+  const temp = join(dir, `${file}.${process.pid}.tmp`);
+  copyFileSync(source, temp);
+  renameSync(temp, join(dir, file));
+  const sha256 = await hashAndStamp(join(dir, file));
+  const added: UserModelEntry = { ...entry, file, bytes: statSync(join(dir, file)).size, sha256 };
+  writeRegistry(dir, [...readUserModels(dir).filter((m) => m.name !== entry.name), added]);
+  return added;
+}
+
+/** Forgets NAME and deletes its copy; false when there is no such user model. */
+export function removeUserModel(dir: string, name: string): boolean {
+  const models = readUserModels(dir);
+  const entry = models.find((m) => m.name === name);
+  if (!entry) return false;
+  writeRegistry(dir, models.filter((m) => m !== entry));
+  rmSync(join(dir, entry.file), { force: true });
+  rmSync(stampPathOf(join(dir, entry.file)), { force: true });
+  return true;
+}

@@ -1,0 +1,60 @@
+// Verifying weights by sha256 without reading 88–176 MB at every start.
+
+import { createHash } from 'node:crypto';
+import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs';
+
+export async function sha256OfFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path, { highWaterMark: 4 * 1024 * 1024 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * The verify stamp: `<model>.verified` next to the weights holds the size, mtime and sha256 they had when they
+ * were last hashed. While size and mtime are unchanged the file is taken as verified without reading its
+ * 88–176 MB again (that hash cost about 0.3–0.6 s at every start). Any change of the file re-hashes it.
+ */
+interface VerifyStamp {
+  bytes: number;
+  mtimeMs: number;
+  sha256: string;
+}
+
+export const stampPathOf = (modelPath: string): string => `${modelPath}.verified`;
+
+function readStamp(modelPath: string): VerifyStamp | undefined {
+  try {
+    return JSON.parse(readFileSync(stampPathOf(modelPath), 'utf8')) as VerifyStamp;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeStamp(modelPath: string, stamp: VerifyStamp): void {
+  // Written last, after the hash matched: a stamp never vouches for bytes that were not read.
+  try {
+    writeFileSync(stampPathOf(modelPath), JSON.stringify(stamp) + '\n');
+  } catch {
+    // A read-only install folder: verify by hashing each time, as before.
+  }
+}
+
+/** Whether the file at `path` has `bytes` bytes and the sha256 `expected`, hashing only when its stamp is stale. */
+export async function fileMatches(path: string, bytes: number, expected: string): Promise<boolean> {
+  const { size, mtimeMs } = statSync(path);
+  if (size !== bytes) return false;
+  const stamp = readStamp(path);
+  if (stamp && stamp.bytes === size && stamp.mtimeMs === mtimeMs && stamp.sha256 === expected) return true;
+  const actual = await sha256OfFile(path);
+  if (actual !== expected) return false;
+  writeStamp(path, { bytes: size, mtimeMs, sha256: actual });
+  return true;
+}
+
+/** Hashes a file just written (e.g. a model copied in by `rmbg models add`) and stamps it as verified. */
+export async function hashAndStamp(path: string): Promise<string> {
+  const { size, mtimeMs } = statSync(path);
+  const sha256 = await sha256OfFile(path);
+  writeStamp(path, { bytes: size, mtimeMs, sha256 });
+  return sha256;
+}
