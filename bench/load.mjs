@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
+import { listeningUrl } from './lib/serve-url.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const CLI = join(ROOT, 'bin', 'rmbg.js');
@@ -28,15 +29,7 @@ async function startServer(dataDir) {
   const child = spawn('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`rmbg serve exited with ${code}: ${stderr}`)));
-  });
+  const url = await listeningUrl(child, () => stderr);
   return { child, url, stderr: () => stderr };
 }
 

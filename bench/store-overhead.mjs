@@ -20,6 +20,7 @@ import sharp from 'sharp';
 import { writeIdentityModel } from './lib/identity-model.mjs';
 import { ROOT } from './lib/inputs.mjs';
 import { ms, ratio, table } from './lib/markdown.mjs';
+import { listeningUrl } from './lib/serve-url.mjs';
 
 const cycles = Number(process.argv[2] ?? 400);
 const requests = Number(process.argv[3] ?? 200);
@@ -108,15 +109,7 @@ const httpRates = {};
 for (const [name, target] of Object.entries(targets)) {
   const child = execa('node', [join(ROOT, 'bin/rmbg.js'), 'serve', '--port', '0', '--store', target.flag, '--model', model, '--rate-limit', '1000000',
     '--max-queue', '64'], { cwd: ROOT, reject: false });
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const match = /listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.then((result) => reject(new Error(`rmbg serve exited: ${result.stderr}`)));
-  });
+  const url = await listeningUrl(child, () => child.stderr.read()?.toString() ?? '');
   const keys = await execa('node', [join(ROOT, 'bin/rmbg.js'), 'keys', 'create', '--json', '--credits', String(requests * 4), '--store', target.flag], { cwd: ROOT });
   const { key } = JSON.parse(keys.stdout);
   const send = async () => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from './inputs.mjs';
+import { listeningUrl } from './serve-url.mjs';
 
 const CLI = join(ROOT, 'bin', 'rmbg.js');
 const run = promisify(execFile);
@@ -41,15 +42,7 @@ export async function serveProbe({ small, large, sequential = 4, concurrent = 8,
   const started = performance.now();
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--max-queue', String(concurrent), ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const url = await new Promise((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (chunk) => {
-        out += chunk;
-        const match = /listening on (http:\/\/\S+)/.exec(out);
-        if (match) resolve(match[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`rmbg serve exited with ${code} before listening`)));
-    });
+    const url = await listeningUrl(child);
     const readyMs = performance.now() - started;
     const post = async (image) => {
       const form = new FormData();

@@ -41,7 +41,7 @@ describe('local re-runs', () => {
 describe('usage errors of nested commands', () => {
   it.each([
     [['keys', 'create', '--plan', 'gold'], 'Allowed choices are pro, enterprise, free'],
-    [['credits', 'add', '5'], "required option '--key <key>' not specified"],
+    [['credits', 'add', '5'], 'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY'],
     [['config', 'sett', 'size', 'hd'], "unknown action 'sett'"],
   ])('rmbg %j exits 2 with a message', async (args, message) => {
     const dataDir = tempDir();
