@@ -40,7 +40,7 @@ export async function serveProbe({ small, large, sequential = 4, concurrent = 8,
   const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--json', '--credits', '1000', '--data-dir', dataDir], { cwd: ROOT });
   const { key } = JSON.parse(stdout);
   const started = performance.now();
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--max-queue', String(concurrent), ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--max-queue', String(concurrent), '--max-in-flight-per-key', String(concurrent), ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const url = await listeningUrl(child);
     const readyMs = performance.now() - started;
