@@ -114,7 +114,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   }
 
   const routes = [
-    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, { bodyTimeoutMs: options.bodyTimeoutMs, uploads: new Slots(options.maxUploads) }) },
+    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, { bodyTimeoutMs: options.bodyTimeoutMs, uploads: new Slots(options.maxUploads, 'maxUploads') }) },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
     ...(options.ui === true ? webPageRoutes() : []),

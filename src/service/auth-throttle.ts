@@ -3,6 +3,7 @@
 // answered 429 before its key is even looked at, until its window ends.
 
 import { RmbgError } from '../api/errors.js';
+import { assertWhole } from './assert-whole.js';
 
 const WINDOW_MS = 60_000;
 /** Addresses kept before expired windows are swept, so spoofed-looking churn cannot grow the map for ever. */
@@ -10,20 +11,12 @@ const SWEEP_THRESHOLD = 4096;
 
 export class AuthThrottle {
   readonly #windows = new Map<string, { start: number; failures: number; reported: boolean }>();
-  /** Every failure since start: what an operator reads instead of one usage row per failure. */
-  #total = 0;
 
   constructor(
     readonly maxFailuresPerMinute: number,
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
   ) {
-    if (!Number.isSafeInteger(maxFailuresPerMinute) || maxFailuresPerMinute < 1) {
-      throw new RangeError(`maxAuthFailures must be a whole number of at least 1; got ${maxFailuresPerMinute}`);
-    }
-  }
-
-  get totalFailures(): number {
-    return this.#total;
+    assertWhole('maxAuthFailures', maxFailuresPerMinute, 1);
   }
 
   /** Throws 429 rate_limited while `address` is over its failures of the current minute. */
@@ -40,7 +33,6 @@ export class AuthThrottle {
 
   /** Counts one failed authentication of `address`; the first time it reaches the limit, one warning. */
   fail(address: string | undefined, now: number): void {
-    this.#total += 1;
     if (address === undefined) return;
     let window = this.#current(address, now);
     if (!window) {

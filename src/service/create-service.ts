@@ -7,6 +7,7 @@ import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
+import { assertWhole } from './assert-whole.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
@@ -75,15 +76,10 @@ export interface Service {
   close(): Promise<void>;
 }
 
-function assertWhole(name: string, value: number, min: number): void {
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be a whole number of at least ${min}; got ${value}`);
-}
-
 export async function createService(deps: ServiceDeps): Promise<Service> {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
   assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
-  assertWhole('maxUrlFetches', deps.maxUrlFetches, 1);
   const now = deps.now ?? Date.now;
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
@@ -104,7 +100,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
     refunds: new RefundRetry(deps.store, now),
     inFlight: new KeyInFlight(deps.maxInFlightPerKey),
-    urlFetches: new Slots(deps.maxUrlFetches),
+    urlFetches: new Slots(deps.maxUrlFetches, 'maxUrlFetches'),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
     fetchImage: deps.fetchImage,

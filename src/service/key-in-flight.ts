@@ -3,6 +3,7 @@
 
 import { RmbgError } from '../api/errors.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
+import { assertWhole } from './assert-whole.js';
 
 /** Retry-After of a refused request: about one image's processing time. */
 const RETRY_SECONDS = 2;
@@ -11,7 +12,7 @@ export class KeyInFlight {
   readonly #counts = new Map<string, number>();
 
   constructor(readonly maxPerKey: number) {
-    if (!Number.isSafeInteger(maxPerKey) || maxPerKey < 1) throw new RangeError(`maxInFlightPerKey must be a whole number of at least 1; got ${maxPerKey}`);
+    assertWhole('maxInFlightPerKey', maxPerKey, 1);
   }
 
   /** Counts one request of `keyId` until the returned release is called; over the cap: 429 rate_limited. */

@@ -1,11 +1,14 @@
 // A counted pool of places (bodies being read, image_url downloads): take one or be told it is full,
 // never wait. Refusing at once keeps memory and sockets bounded; the caller answers 503 with Retry-After.
 
+import { assertWhole } from './assert-whole.js';
+
 export class Slots {
   #taken = 0;
 
-  constructor(readonly size: number) {
-    if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`a pool needs at least 1 place; got ${size}`);
+  /** `name`: the setting the size comes from, for the message of a wrong one. */
+  constructor(readonly size: number, name: string) {
+    assertWhole(name, size, 1);
   }
 
   get taken(): number {
