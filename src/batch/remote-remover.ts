@@ -4,7 +4,7 @@
 // a key reserved (expired, failed, used for another request), the client's retry layer asks here for the
 // next one. It reports throttling (429/503 retries) so the batch can lower its concurrency.
 
-import { asksToSlowDown, RmbgError } from '../api/errors.js';
+import { asksToSlowDown, policyOf, RmbgError } from '../api/errors.js';
 import { formatOfMime } from '../api/media-types.js';
 import { LIMIT_TEXT, type RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient } from '../client/api-client.js';
@@ -55,11 +55,11 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
         signal: call.signal,
         filename: call.filename,
         renewIdempotencyKey: async (error) => {
-          if (error.code === 'idempotency_key_expired' && earlier && !earlier.finished && earlier.token === key && !call.payAgain) {
+          if (policyOf(error.code).newKeyPaysAgain && earlier && !earlier.finished && earlier.token === key && !call.payAgain) {
             // An earlier run sent this key and never got its answer into an output (killed, or lost); the server
             // charged it and no longer keeps the result. A fresh key pays again: only on request.
             throw new RmbgError(
-              'idempotency_key_expired',
+              error.code,
               `the server charged for this image in an earlier run more than ${LIMIT_TEXT.replayWindow} ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
               { status: error.status, cause: error },
             );

@@ -46,7 +46,7 @@ export interface BatchSummary {
   credits: number;
   ms: number;
   /** Set when the batch stopped early: 'interrupted', or the error code that stopped it. */
-  stoppedBy: string | null;
+  stoppedBy: ErrorCode | null;
   failedInputs: string[];
 }
 

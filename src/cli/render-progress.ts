@@ -2,6 +2,7 @@
 // failures as they happen, and a closing summary that names what failed and how to resume.
 
 import cliProgress from 'cli-progress';
+import { policyOf } from '../api/errors.js';
 import type { BatchEvent, BatchSummary } from '../batch/run-batch.js';
 
 export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
@@ -114,7 +115,7 @@ export interface StopDetail {
 /** Why the batch stopped and how to resume, or undefined when it ran to the end. */
 export function stopHint(summary: BatchSummary, detail: StopDetail = {}): string | undefined {
   const why = detail.message ? ` (${detail.message})` : '';
-  if (summary.stoppedBy === 'insufficient_credits') {
+  if (summary.stoppedBy && policyOf(summary.stoppedBy).reportsBalance) {
     const left = detail.creditsLeft === undefined ? '' : ` The account has ${detail.creditsLeft} credits left.`;
     return `stopped: the account is out of credits${why}.${left} Add credits and run the same command again to resume; finished files are not charged again.`;
   }

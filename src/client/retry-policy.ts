@@ -3,7 +3,7 @@
 // blind re-sending of a POST that the server may already have charged (only with an Idempotency-Key).
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { isTransient, type RmbgError } from '../api/errors.js';
+import { isTransient, policyOf, type RmbgError } from '../api/errors.js';
 import { LIMITS } from '../api/options.js';
 
 export interface RetryPolicy {
@@ -20,8 +20,8 @@ export interface RetryPolicy {
    */
   maxTotalMs: number;
   /**
-   * 409 idempotency_in_progress: the first request with this key is still running and already charged, so
-   * waiting for its result is the point. Bounded by this time, not by maxAttempts; 0 disables the wait.
+   * Errors whose table row says waitsForFirst (409 idempotency_in_progress): the first request with this key
+   * is still running and already charged, so waiting for its result is the point. Bounded by this time, not by maxAttempts; 0 disables the wait.
    */
   maxInProgressWaitMs: number;
   /** Longest backoff between two in-progress checks without Retry-After: the result is usually seconds away. */
@@ -78,7 +78,7 @@ export interface RetryContext {
 function transientReason(error: RmbgError): string | undefined {
   if (!isTransient(error)) return undefined;
   if (error.code === 'network_error') return `network error${networkCause(error)}`;
-  if (error.code === 'idempotency_in_progress') return 'HTTP 409 idempotency_in_progress (the first request with this key is still running)';
+  if (policyOf(error.code).waitsForFirst) return `HTTP ${error.status} ${error.code} (the first request with this key is still running)`;
   return `HTTP ${error.status} ${error.code}`;
 }
 
@@ -93,7 +93,7 @@ export function decideRetry(error: RmbgError, context: RetryContext, policy: Ret
   if (!context.repeatable) {
     return { retry: false, reason: `${reason}; a POST without Idempotency-Key is not repeated, the server may already have charged` };
   }
-  const waitingForFirst = error.code === 'idempotency_in_progress';
+  const waitingForFirst = policyOf(error.code).waitsForFirst;
   if (waitingForFirst && context.elapsedMs >= policy.maxInProgressWaitMs) {
     return { retry: false, reason: `${reason}; still running after ${policy.maxInProgressWaitMs / 1000} s` };
   }

@@ -31,8 +31,8 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
     try {
       return await attempt(n, Math.max(1, policy.maxTotalMs - (policy.now() - started)));
     } catch (thrown) {
+      throwIfInterrupted(run.signal);
       const error = toRmbgError(thrown);
-      if (error.code === 'interrupted') throw error;
       if (policyOf(error.code).needsNewKey && run.renewKey && (await run.renewKey(error))) {
         n = 0;
         started = policy.now();

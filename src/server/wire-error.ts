@@ -30,8 +30,6 @@ export function hiddenDetailOf(error: unknown): string | undefined {
 
 export function toWireError(error: unknown): RmbgError {
   if (error instanceof RmbgError) {
-    // An unexpected failure's message may name files or SQL: the client gets the generic text, the log the cause.
-    if (error.code === 'internal_error') return opaqueInternalError(error);
     const wire = wireCodeOf(error.code);
     const message = clientDetailOf(error.code, error.message);
     if (wire === error.code) return message === error.message ? error : error.with({ message, cause: error });

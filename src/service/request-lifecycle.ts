@@ -2,7 +2,7 @@
 // count it against the key's rate limit, run the use case, attach the rate-limit window to any error, and
 // write the request's usage record whatever happens (a failed authentication is counted instead).
 
-import { RmbgError, toRmbgError } from '../api/errors.js';
+import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import { authenticate } from './authenticate.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
@@ -74,7 +74,7 @@ export async function handleRequest<T>(
 }
 
 function isAuthFailure(error: unknown): boolean {
-  return error instanceof RmbgError && (error.code === 'missing_api_key' || error.code === 'invalid_api_key');
+  return error instanceof RmbgError && policyOf(error.code).authFailure;
 }
 
 async function writeUsage(ctx: ServiceContext, usage: UsageRecord, startedAt: number): Promise<void> {

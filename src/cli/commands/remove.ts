@@ -3,7 +3,7 @@
 
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
-import { RmbgError, toRmbgError } from '../../api/errors.js';
+import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
 import { discoverInputs } from '../../batch/discover-inputs.js';
 import { foldersToWatch, watchInputs } from '../../batch/watch-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
@@ -93,7 +93,7 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
  */
 async function reportStop(summary: BatchSummary, context: { json: boolean; message: string | undefined; remover: Remover }): Promise<void> {
   if (!summary.stoppedBy) return;
-  const creditsLeft = summary.stoppedBy === 'insufficient_credits' ? await context.remover.creditsLeft?.() : undefined;
+  const creditsLeft = summary.stoppedBy && policyOf(summary.stoppedBy).reportsBalance ? await context.remover.creditsLeft?.() : undefined;
   if (context.json) process.stderr.write(`rmbg: ${stopHint(summary, { message: context.message, creditsLeft })}\n`);
   else if (creditsLeft !== undefined) process.stderr.write(`rmbg: the account has ${creditsLeft} credits left.\n`);
 }
