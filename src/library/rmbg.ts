@@ -10,6 +10,7 @@ import type { BatchEvent } from '../batch/run-batch.js';
 import type { Remover } from '../batch/remover.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
+import { untilAborted } from './until-aborted.js';
 import { parseImageOptions, remoteTarget, type ImageOptions, type RemoteTarget, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
 
 export interface RemoveBackgroundResult {
@@ -76,16 +77,14 @@ export function createRmbg(): Rmbg {
       signal?.throwIfAborted();
       const removeOptions = parseImageOptions(options);
       const target = remoteTarget(options);
-      try {
+      const work = (async () => {
         const image = await readImageInput(input, signal);
         const remover = await removerFor(target, options.model);
         const result = await remover.remove(image, removeOptions, { signal });
         return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
-      } catch (error) {
-        // A cancelled call rejects with the caller's reason, as fetch() and timers do, not with our 'interrupted'.
-        signal?.throwIfAborted();
-        throw error;
-      }
+      })();
+      // A cancelled call rejects with the caller's reason at once, not with our 'interrupted' at the engine's next stage.
+      return untilAborted(work, signal);
     },
 
     async *removeBackgrounds(inputs, options) {
