@@ -53,7 +53,8 @@ export interface Rmbg {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recursive', 'overwrite', 'retryFailed', 'watch']);
+/** The batch's own options, checked by the compiler against RemoveBackgroundsOptions. */
+const BATCH_KEYS: readonly string[] = Object.keys({ outDir: true, concurrency: true, recursive: true, overwrite: true, retryFailed: true, watch: true } satisfies Record<Exclude<keyof RemoveBackgroundsOptions, keyof RemoveBackgroundOptions>, true>);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
