@@ -199,6 +199,41 @@ describe('removeBackgrounds', () => {
   });
 });
 
+describe('removeBackgrounds through apiUrl', () => {
+  it('a batch aborted after its first file and run again charges each image once and writes each output once', async () => {
+    const inputDir = tempDir();
+    const outDir = path.join(tempDir(), 'out');
+    const names = ['astronaut.png', 'chelsea.png', 'coffee.png'];
+    for (const name of names) copyFileSync(path.join(ROOT, 'samples', name), path.join(inputDir, name));
+    // webp: options no earlier test sent, so no answer of theirs is replayed here.
+    const options = { outDir, size: 'preview', format: 'webp', concurrency: 1, apiUrl: server.url, apiKey } as const;
+    const before = await creditsLeft();
+
+    const stop = new AbortController();
+    const charged: number[] = [];
+    await expect(
+      (async () => {
+        for await (const event of rmbg.removeBackgrounds(inputDir, { ...options, signal: stop.signal })) {
+          if (event.type === 'file' && event.status === 'done') {
+            charged.push(event.credits);
+            stop.abort();
+          }
+        }
+      })(),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    const events: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, options)) events.push(event);
+
+    const summary = events.at(-1);
+    expect(summary).toMatchObject({ type: 'summary', total: 3, failed: 0, stoppedBy: null });
+    const done = events.flatMap((event) => (event.type === 'file' && event.status === 'done' ? [event] : []));
+    expect(done.length + charged.length).toBeGreaterThanOrEqual(names.length);
+    // Whatever the abort cut short was either journalled and replayed or sent again under its key: one charge per image.
+    expect(await creditsLeft()).toBe(before - names.length);
+    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual(names.map((name) => name.replace('.png', '.webp')));
+  });
+});
+
 describe('removeBackgrounds with watch: true', () => {
   it('processes a photo that lands after the start, then ends when the loop is left', async () => {
     const inputDir = tempDir();
