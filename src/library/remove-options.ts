@@ -33,16 +33,25 @@ export interface RemoveBackgroundOptions extends ImageOptions, RunOptions {
   signal?: AbortSignal;
 }
 
-const RUN_KEYS: ReadonlySet<string> = new Set(['model', 'apiUrl', 'apiKey', 'timeoutMs', 'signal']);
+/** Every image option, checked by the compiler against ImageOptions (a key added there must be added here). */
+const IMAGE_KEYS: readonly string[] = Object.keys({ size: true, format: true, crop: true, bgColor: true } satisfies Record<keyof ImageOptions, true>);
+const RUN_KEYS: readonly string[] = Object.keys({ model: true, apiUrl: true, apiKey: true, timeoutMs: true, signal: true } satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
 
 /** camelCase option → the API's field name: bgColor → bg_color. */
 const fieldName = (name: string): string => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
-/** Validates the image options with the API's schema; other keys of `options` (run and batch keys) are the caller's. */
-export function parseImageOptions(options: object, ownKeys: ReadonlySet<string> = RUN_KEYS): RemoveOptions {
+/**
+ * Validates the image options with the API's schema (its messages, e.g. "bg_color must be …"); the run keys
+ * and the caller's own keys (the batch's) pass through. Any other key is refused in the library's own words:
+ * a misspelt option, or an API field such as `bg_color` or `image_url`, would otherwise be a silent no-op.
+ */
+export function parseImageOptions(options: object, ownKeys: readonly string[] = []): RemoveOptions {
   const fields: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(options)) {
-    if (!ownKeys.has(name) && !RUN_KEYS.has(name)) fields[fieldName(name)] = value;
+    if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
+    else if (!RUN_KEYS.includes(name) && !ownKeys.includes(name)) {
+      throw new RmbgError('unknown_field', `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...RUN_KEYS, ...ownKeys].join(', ')}`);
+    }
   }
   return parseRemoveOptions(fields, CALLER_DEFAULT_OPTIONS);
 }

@@ -10,6 +10,7 @@ import type { BatchEvent } from '../batch/run-batch.js';
 import type { Remover } from '../batch/remover.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
+import { untilAborted } from './until-aborted.js';
 import { parseImageOptions, remoteTarget, type ImageOptions, type RemoteTarget, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
 
 export interface RemoveBackgroundResult {
@@ -52,7 +53,8 @@ export interface Rmbg {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-const BATCH_KEYS: ReadonlySet<string> = new Set(['outDir', 'concurrency', 'recursive', 'overwrite', 'retryFailed', 'watch']);
+/** The batch's own options, checked by the compiler against RemoveBackgroundsOptions. */
+const BATCH_KEYS: readonly string[] = Object.keys({ outDir: true, concurrency: true, recursive: true, overwrite: true, retryFailed: true, watch: true } satisfies Record<Exclude<keyof RemoveBackgroundsOptions, keyof RemoveBackgroundOptions>, true>);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
@@ -76,16 +78,14 @@ export function createRmbg(): Rmbg {
       signal?.throwIfAborted();
       const removeOptions = parseImageOptions(options);
       const target = remoteTarget(options);
-      try {
+      const work = (async () => {
         const image = await readImageInput(input, signal);
         const remover = await removerFor(target, options.model);
         const result = await remover.remove(image, removeOptions, { signal });
         return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
-      } catch (error) {
-        // A cancelled call rejects with the caller's reason, as fetch() and timers do, not with our 'interrupted'.
-        signal?.throwIfAborted();
-        throw error;
-      }
+      })();
+      // A cancelled call rejects with the caller's reason at once, not with our 'interrupted' at the engine's next stage.
+      return untilAborted(work, signal);
     },
 
     async *removeBackgrounds(inputs, options) {

@@ -2,10 +2,13 @@
 // resolve from this repository's node_modules (only the package's runtime dependencies, plus typescript and
 // @types/node, as a consumer would have), then imported through `exports` and type-checked with tsc.
 
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from '../../src/index.js';
+import { openStore } from '../../src/store/index.js';
 import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
@@ -20,10 +23,16 @@ async function nodeIn(file: string): Promise<Record<string, unknown>> {
   return JSON.parse(result.stdout) as Record<string, unknown>;
 }
 
+const DOC = () => readFileSync(path.join(ROOT, 'docs/library.md'), 'utf8');
+
 /** The ```ts examples of docs/library.md, each as a module of the consumer project. */
 function docExamples(): string[] {
-  const text = readFileSync(path.join(ROOT, 'docs/library.md'), 'utf8');
-  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => `${match[1]}\nexport {};\n`);
+  return [...DOC().matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => `${match[1]}\nexport {};\n`);
+}
+
+/** The ```js examples of docs/library.md, each under the file name its first line gives (`// report.cjs`). */
+function docScripts(): Array<{ name: string; code: string }> {
+  return [...DOC().matchAll(/```js\n\/\/ (\S+\.c?js)\n([\s\S]*?)```/g)].map((match) => ({ name: match[1] as string, code: match[2] as string }));
 }
 
 beforeAll(async () => {
@@ -129,6 +138,10 @@ describe('the packed tarball', () => {
     for (const name of EXPORTS) expect(examples.some((code) => new RegExp(`\\b${name}\\b`).test(code)), name).toBe(true);
     writeFileSync(path.join(project, 'wrong-option.ts'), "import { removeBackground } from 'rmbg';\nawait removeBackground('cat.png', { sise: 'hd' });\n");
     writeFileSync(
+      path.join(project, 'wrong-code.ts'),
+      "import { RmbgError } from 'rmbg';\nexport function what(error: RmbgError): string {\n  switch (error.code) {\n    case 'insufficient_credits': return 'top up';\n    case 'not_enough_credits': return 'never';\n    default: return error.message;\n  }\n}\n",
+    );
+    writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
         compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
@@ -137,6 +150,69 @@ describe('the packed tarball', () => {
     );
     const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: project, reject: false });
     const errors = tsc.stdout.split('\n').filter((line) => /error TS\d+/.test(line));
-    expect(errors).toEqual([expect.stringMatching(/^wrong-option\.ts\(2,37\): error TS2353: .*'sise' does not exist in type 'RemoveBackgroundOptions'/)]);
+    expect(errors).toEqual([
+      expect.stringMatching(/^wrong-code\.ts\(5,10\): error TS2678: Type '"not_enough_credits"' is not comparable to type '"interrupted" \| .*"upstream_error"'\.$/),
+      expect.stringMatching(/^wrong-option\.ts\(2,37\): error TS2353: .*'sise' does not exist in type 'RemoveBackgroundOptions'/),
+    ]);
   });
+
+  it('runs every example of docs/library.md as written, compiled from the tarball, next to the files they name', async () => {
+    // The files the examples name, made from the samples: photos, a GIF (refused), a shoot with a subfolder.
+    const rocket = path.join(ROOT, 'samples/rocket.jpg');
+    for (const name of ['photo.jpg', 'a.jpg', 'b.jpg', 'c.jpg', 'huge.jpg']) copyFileSync(rocket, path.join(project, name));
+    await sharp(rocket).gif().toFile(path.join(project, 'photo.gif'));
+    mkdirSync(path.join(project, 'shoot/day2'), { recursive: true });
+    copyFileSync(path.join(ROOT, 'samples/astronaut.png'), path.join(project, 'shoot/astronaut.png'));
+    copyFileSync(path.join(ROOT, 'samples/coffee.png'), path.join(project, 'shoot/day2/coffee.png'));
+    // The server the "through a server" example calls, with a key in RMBG_API_KEY.
+    const dataDir = tempDir();
+    const store = await openStore(dataDir);
+    const { key } = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
+    await store.close();
+    const server = await createServer({ port: 0, dataDir, ui: false });
+
+    try {
+      const examples = docExamples();
+      const programs = [
+        ...examples.map((code, i) => ({ file: `run-${i + 1}.js`, code })),
+        ...docScripts().map(({ name, code }) => (writeFileSync(path.join(project, name), code), { file: name, code })),
+      ];
+      examples.forEach((code, i) => writeFileSync(path.join(project, `run-${i + 1}.ts`), code));
+      writeFileSync(
+        path.join(project, 'tsconfig.run.json'),
+        JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, types: ['node'], noEmitOnError: true }, include: ['run-*.ts'] }),
+      );
+      const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.run.json'], { cwd: project, reject: false });
+      expect(tsc.stdout).toBe('');
+      expect(programs.map(({ file }) => file)).toContain('report.cjs');
+
+      const env = { RMBG_DATA_DIR: tempDir(), RMBG_API_URL: server.url, RMBG_API_KEY: key };
+      const printed = new Map<string, string>();
+      for (const { file, code } of programs) {
+        const run = await execa(process.execPath, [file], { cwd: project, env, reject: false, timeout: 180_000 });
+        expect({ file, exitCode: run.exitCode, stderr: run.stderr }).toEqual({ file, exitCode: 0, stderr: '' });
+        printed.set(code, run.stdout);
+      }
+      /** What the one example whose code contains `fragment` printed. */
+      const output = (fragment: string) => {
+        const matches = [...printed.keys()].filter((code) => code.includes(fragment));
+        expect(matches, fragment).toHaveLength(1);
+        return printed.get(matches[0] as string);
+      };
+      // What the examples say they print, on rocket.jpg (640×427) and the shoot of two.
+      expect(output("{ size: 'hd', format: 'webp', crop: true }")).toMatch(/^webp \d+ \d+ \{ top: \d+, left: \d+, width: \d+, height: \d+ \}$/);
+      expect(output('openAsBlob')).toBe('true');
+      expect(output('photos.map')).toBe("[ '640×427', '640×427', '640×427' ]");
+      expect(output('RMBG_API_URL')).toMatch(/^\d+ \d+$/); // preview: at most 0.25 MP
+      expect(output("recursive: true, size: 'hd'")).toContain('2 images');
+      expect(output("recursive: true, size: 'hd'")).toContain('2 done, 0 skipped, 0 failed');
+      expect(output('photo.gif')).toMatch(/^skipping: /);
+      expect(output('createServer(')).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n200$/);
+      expect(output("await import('rmbg')")).toBe('640 427');
+      expect(existsSync(path.join(project, 'cutout.webp'))).toBe(true);
+      expect(readdirSync(path.join(project, 'cutouts'), { recursive: true }).filter((name) => !String(name).startsWith('.rmbg-journal')).sort()).toEqual(['astronaut.png', 'day2', 'day2/coffee.png']);
+    } finally {
+      await server.close();
+    }
+  }, 900_000);
 });
