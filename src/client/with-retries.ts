@@ -26,6 +26,10 @@ export interface RetryRun {
 export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
   const { policy } = run;
   let started = policy.now();
+  // Answers "in progress" (409 idempotency_in_progress) so far: waiting for the first request is bounded by
+  // time, not attempts, so they do not use up the attempts left for failures (a dropped connection after
+  // four of them would otherwise end the call).
+  let inProgressAnswers = 0;
   for (let n = 1; ; n++) {
     throwIfInterrupted(run.signal);
     try {
@@ -35,10 +39,14 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
       const error = toRmbgError(thrown);
       if (policyOf(error.code).needsNewKey && run.renewKey && (await run.renewKey(error))) {
         n = 0;
+        inProgressAnswers = 0;
         started = policy.now();
         continue;
       }
-      const decision = decideRetry(error, { attempt: n, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
+      const waitingForFirst = error.code === 'idempotency_in_progress';
+      const attempt = waitingForFirst ? n : n - inProgressAnswers;
+      if (waitingForFirst) inProgressAnswers += 1;
+      const decision = decideRetry(error, { attempt, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
       if (!decision.retry) throw n > 1 ? withAttemptCount(error, n) : error;
       run.onRetry?.({ attempt: n, maxAttempts: policy.maxAttempts, delayMs: decision.delayMs, reason: decision.reason, error });
       try {

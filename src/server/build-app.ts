@@ -12,6 +12,7 @@ import { accountHandler } from './account-route.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import type { ServerMetrics } from './metrics.js';
+import { closeIdleConnectionsAfterPendingReads } from './idle-close.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { removeBackgroundHandler } from './remove-route.js';
 import { webPageRoutes } from './web-page.js';
@@ -44,7 +45,7 @@ const CLOSING_RETRY_SECONDS = 5;
  */
 const TIMEOUT_CHECK_MS = 1000;
 /** Idle time of a kept-alive connection between requests (Node's default). */
-const KEEP_ALIVE_MS = 5000;
+export const KEEP_ALIVE_MS = 5000;
 /** Slack past headers + body timeouts for Node's whole-request timeout, so the route's own 408 (with its body) comes first. */
 const REQUEST_TIMEOUT_SLACK_MS = 2000;
 
@@ -64,6 +65,7 @@ function serverFactory(options: AppOptions) {
       handler,
     );
     server.maxConnections = options.maxConnections;
+    closeIdleConnectionsAfterPendingReads(server);
     // Expect: 100-continue is answered by the route once the caller is authenticated (Node would send
     // 100 Continue at once, inviting the body before anyone checked the key).
     server.on('checkContinue', handler);

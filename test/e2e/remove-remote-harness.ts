@@ -10,6 +10,7 @@ import { execa } from 'execa';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
 import { createFaultServer, respond, type FaultServer, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
 import { balance, CLI, createKey, ensureBuilt, ROOT, rmbg as rmbgCommand, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
@@ -32,10 +33,31 @@ export interface RemoteServer {
   close(): Promise<void>;
 }
 
-export async function startRemoteServer(flags: string[] = []): Promise<RemoteServer> {
+/**
+ * The server's model. 'built-in': the real isnet-medium (about a second per image, many on a busy machine).
+ * 'quick': a user model added with `rmbg models add` (a 1×1 convolution of the red channel, 64×48 input,
+ * mean 215 and std 25 on 0–255: the photos' pale backdrop (red 206) comes out transparent and the orange
+ * disc (red about 240 at its centre) opaque), for tests of what travels between client and server, where
+ * the model's time only slows the run down.
+ */
+export type ServerModel = 'built-in' | 'quick';
+
+async function addQuickModel(dataDir: string, env: Record<string, string>): Promise<string[]> {
+  const file = join(dataDir, 'quick.onnx');
+  writeRedChannelModel(file, { width: 64, height: 48, bias: 0 });
+  const flags = ['--input-size', '64x48', '--mean', '215', '--std', '25', '--range', '0-255', '--activation', 'none'];
+  const added = await execa('node', [CLI, 'models', 'add', 'quick', file, ...flags], { cwd: ROOT, env, reject: false });
+  if (added.exitCode !== 0) throw new Error(`models add failed: ${added.stderr}`);
+  return ['--model', 'quick'];
+}
+
+export async function startRemoteServer(flags: string[] = [], model: ServerModel = 'built-in'): Promise<RemoteServer> {
   await ensureBuilt();
   const dataDir = tempDataDir();
-  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...flags]);
+  // The user model and its graph cache stay in the data directory.
+  const env = { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: join(dataDir, 'cache') };
+  const modelFlags = model === 'quick' ? await addQuickModel(dataDir, env) : [];
+  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...modelFlags, ...flags], model === 'quick' ? env : {});
   return {
     serve,
     url: serve.url,
@@ -57,11 +79,11 @@ export async function startRemoteServer(flags: string[] = []): Promise<RemoteSer
  * One real server per test file (started before its tests, stopped after them), and the shoots and fault
  * servers its tests make, closed after the file in reverse order.
  */
-export function useRemoteServer() {
+export function useRemoteServer(model: ServerModel = 'built-in') {
   const cleanups: Array<() => unknown> = [];
   let started: RemoteServer | undefined;
   beforeAll(async () => {
-    started = await startRemoteServer();
+    started = await startRemoteServer([], model);
   }, LONG);
   afterAll(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();

@@ -291,6 +291,17 @@ describe('retries', () => {
     expect(time.slept).toEqual([500]);
   });
 
+  it('answers "in progress" do not use up the attempts: a dropped connection after them is retried too', async () => {
+    const time = fakeTime();
+    const inProgress = Array.from({ length: 4 }, () => apiError(409, 'idempotency_in_progress'));
+    const { server, client } = await start([...inProgress, drop(), imageResult(png, 40, 30, { 'x-idempotent-replayed': 'true' })], {
+      retry: { ...time.retry, maxAttempts: 5 },
+    });
+    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
+    expect(result.replayed).toBe(true);
+    expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(Array.from({ length: 6 }, () => 'rmbg-k'));
+  });
+
   it.each([
     [400, 'invalid_option'],
     [402, 'insufficient_credits'],

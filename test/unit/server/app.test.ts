@@ -14,6 +14,7 @@ import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
+import { KEEP_ALIVE_MS } from '../../../src/server/build-app.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
@@ -344,6 +345,50 @@ describe('limits and load', () => {
     await closed;
     expect(response.status).toBe(200);
     await expect(fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).rejects.toThrow();
+  });
+});
+
+describe('kept-alive connections', () => {
+  /** Blocks the event loop of this process, which runs the server, as the engine's synchronous inference does. */
+  const blockEventLoop = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until);
+  };
+
+  it('answers a request sent on an idle kept-alive connection while the event loop stood still past the keep-alive timeout, instead of resetting it', async () => {
+    await start();
+    const url = new URL(server.url);
+    const socket: Socket = connect(Number(url.port), url.hostname);
+    let received = '';
+    const answers = (n: number) => received.split('HTTP/1.1 ').length - 1 >= n && /\r\n\r\n\{.*\}$/s.test(received);
+    const ended = new Promise<string>((resolve) => {
+      socket.on('error', (error) => resolve(`error ${error.message}`));
+      socket.on('close', () => resolve('closed'));
+    });
+    const receivedAnswers = (n: number) =>
+      Promise.race([
+        ended,
+        new Promise<string>((resolve) => {
+          const check = () => (answers(n) ? resolve('answered') : socket.once('data', check));
+          check();
+        }),
+      ]);
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    const get = `GET /v1.0/account HTTP/1.1\r\nHost: ${url.host}\r\nX-API-Key: ${key}\r\n\r\n`;
+
+    socket.write(get);
+    expect(await receivedAnswers(1)).toBe('answered');
+    // The server arms its keep-alive timer when its write of the answer completes: a turn of the loop after
+    // the write, which can come after the client here has read it.
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    // The connection is idle and alive; the next request goes out on it, then the loop stands still past the
+    // server's keep-alive timeout (an inference on a busy machine) with that request unread. Node arms the idle
+    // timer at the keep-alive timeout plus a second.
+    socket.write(get);
+    blockEventLoop(KEEP_ALIVE_MS + 2000);
+    expect(await receivedAnswers(2)).toBe('answered');
+    expect(received.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(2);
+    socket.destroy();
   });
 });
 
