@@ -26,7 +26,7 @@ export interface RetryRun {
 export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
   const { policy } = run;
   let started = policy.now();
-  // Answers "in progress" (409 idempotency_in_progress) so far: waiting for the first request is bounded by
+  // Answers "in progress" so far (codes whose row says waitsForFirst: 409 idempotency_in_progress): waiting for the first request is bounded by
   // time, not attempts, so they do not use up the attempts left for failures (a dropped connection after
   // four of them would otherwise end the call).
   let inProgressAnswers = 0;
@@ -43,7 +43,7 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
         started = policy.now();
         continue;
       }
-      const waitingForFirst = error.code === 'idempotency_in_progress';
+      const waitingForFirst = policyOf(error.code).waitsForFirst;
       const attempt = waitingForFirst ? n : n - inProgressAnswers;
       if (waitingForFirst) inProgressAnswers += 1;
       const decision = decideRetry(error, { attempt, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
