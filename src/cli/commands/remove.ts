@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { RmbgError, toRmbgError } from '../../api/errors.js';
-import { discoverInputs } from '../../batch/discover-inputs.js';
+import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
@@ -98,6 +98,10 @@ async function reportStop(summary: BatchSummary, context: { json: boolean; messa
   else if (creditsLeft !== undefined) process.stderr.write(`rmbg: the account has ${creditsLeft} credits left.\n`);
 }
 
+async function closeUnused(early: Promise<Remover> | undefined): Promise<void> {
+  await early?.then((remover) => remover.close(), () => undefined);
+}
+
 /**
  * Makes `handler` the only listener of SIGINT and SIGTERM until the returned function restores the others.
  * They are set aside because one of them re-raises the signal: conf (through atomically's when-exit) hooks
@@ -130,13 +134,26 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
-  const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
-  const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-  if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
-
+  // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
+  // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
+  const early = local && !flags.dryRun ? createRemover(flags, config) : undefined;
+  early?.catch(() => undefined); // its error is reported when it is awaited below
+  let watched: string[];
+  let items: InputItem[];
+  try {
+    watched = flags.watch ? await watchedFolders(inputs, flags) : [];
+    items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
+    if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
   const planned = await planBatch({ flags, items, options });
-  if (planned !== undefined) return planned;
-  const remover = await createRemover(flags, config);
+    if (planned !== undefined) {
+      await closeUnused(early);
+      return planned;
+    }
+  } catch (error) {
+    await closeUnused(early);
+    throw error;
+  }
+  const remover = await (early ?? createRemover(flags, config));
   try {
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
