@@ -11,13 +11,16 @@ import { listeningUrl } from './serve-url.mjs';
 const CLI = join(ROOT, 'bin', 'rmbg.js');
 const run = promisify(execFile);
 
-/** Wall time of `rmbg remove FILE --local` from spawn to exit (a fresh output folder each time), `runs` times. */
-export async function removeWallTimes(file, runs, model) {
+/**
+ * Wall time of `rmbg remove FILE --local` from spawn to exit (a fresh output folder each time), `runs` times;
+ * `cli`: another checkout's bin/rmbg.js to time instead (bench/startup.mjs compares two).
+ */
+export async function removeWallTimes(file, runs, model, cli = CLI) {
   const times = [];
   for (let i = 0; i < runs; i++) {
     const out = await mkdtemp(join(tmpdir(), 'rmbg-bench-start-'));
     const started = performance.now();
-    await run(process.execPath, [CLI, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : [])], { cwd: ROOT });
+    await run(process.execPath, [cli, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : [])], { cwd: ROOT });
     times.push(performance.now() - started);
     await rm(out, { recursive: true, force: true });
   }

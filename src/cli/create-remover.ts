@@ -1,8 +1,8 @@
 // Builds the Remover for `rmbg remove`: the in-process engine (--local, or no API URL anywhere) or an API
-// client (any base URL). Heavy modules (onnxruntime, sharp) are imported only for local mode.
+// client (any base URL). Each mode's modules are imported only when it is chosen: onnxruntime and sharp for
+// local mode, the HTTP client (undici) for remote mode.
 
 import { localRemover, type Remover } from '../batch/remover.js';
-import { remoteRemover } from '../batch/remote-remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
 import { dataDirOf } from '../config/setting-rules.js';
 import type { MetadataPolicy } from '../engine/keep-metadata.js';
@@ -53,5 +53,6 @@ async function createBareRemover(flags: RemoverFlags, config: Config): Promise<R
     const [{ createEngine }, { userModelsDirOf }] = await Promise.all([import('../engine/index.js'), import('../engine/user-models.js')]);
     return localRemover(await createEngine({ model: flags.model, userModelsDir: userModelsDirOf(dataDirOf(undefined)) }));
   }
+  const { remoteRemover } = await import('../batch/remote-remover.js');
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }

@@ -1,12 +1,12 @@
 // The engine's front door: verified model + one reused session + the pipeline, as a BackgroundRemover.
 
-import sharp from 'sharp';
 import { toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { resolveModel, verifyWeights } from './model-registry.js';
 import { ModelSession, type SessionOptions } from './model-session.js';
-import { runPipeline } from './pipeline.js';
 import type { BackgroundRemover, EngineResult } from './types.js';
+
+type Pipeline = typeof import('./pipeline.js').runPipeline;
 
 export interface EngineOptions extends SessionOptions {
   /** Manifest name, user model name or .onnx path; default: the manifest's default model. */
@@ -17,7 +17,8 @@ export interface EngineOptions extends SessionOptions {
   warmUp?: boolean;
 }
 
-async function warmUp(session: ModelSession): Promise<void> {
+async function warmUp(session: ModelSession, runPipeline: Pipeline): Promise<void> {
+  const { default: sharp } = await import('sharp');
   const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } }).jpeg().toBuffer();
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
@@ -28,6 +29,9 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
   const verified = verifyWeights(model);
   const loading = ModelSession.load(model, options, verified);
+  // sharp and the pipeline load while ORT reads the graph (ModelSession.load): both are needed only once it is ready.
+  const pipeline = import('./pipeline.js');
+  pipeline.catch(() => undefined); // awaited below
   try {
     await verified;
   } catch (error) {
@@ -35,10 +39,11 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
     throw error;
   }
   const session = await loading;
+  const { runPipeline } = await pipeline;
   // The warm-up is one whole small image, not just one model run, so libvips' first decode, resize and encode
   // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
   // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
-  if (options.warmUp) await warmUp(session).catch(() => undefined);
+  if (options.warmUp) await warmUp(session, runPipeline).catch(() => undefined);
   return {
     session,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {

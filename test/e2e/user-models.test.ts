@@ -165,7 +165,7 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect(listed.map((r) => r.name)).not.toEqual(expect.arrayContaining(['bare', 'named', 'means', 'picture']));
   });
 
-  it("keeps ORT's optimised graph in the user cache folder, reuses it with the same result, replaces a broken one, removes an abandoned one", async () => {
+  it("keeps ORT's optimised graph in the user cache folder, reuses it with the same result, replaces a broken one, removes an abandoned one and an old ONNX copy", async () => {
     const cache = path.join(work, 'xdg-cache');
     const graphs = path.join(cache, 'rmbg', 'graphs');
     const withCache = { env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: cache }, cwd: work };
@@ -174,7 +174,7 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect((await runIt('cache-1')).exitCode).toBe(0);
     const files = readdirSync(graphs);
     expect(files).toHaveLength(1);
-    expect(files[0]).toMatch(/^[0-9a-f]{16}-ort[\d.]+-[0-9a-f]{8}\.onnx$/);
+    expect(files[0]).toMatch(/^[0-9a-f]{16}-ort[\d.]+-[0-9a-f]{8}\.ort$/);
 
     expect((await runIt('cache-2')).exitCode).toBe(0);
     const first = readFileSync(path.join(work, 'cache-1', 'halves.png'));
@@ -186,7 +186,11 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     // A graph half-written by a process that died (no such pid) is removed when the graph is made again.
     const abandoned = path.join(graphs, `${files[0]}.4194303.tmp`);
     writeFileSync(abandoned, 'half');
+    // So is the same graph as ONNX, which rmbg cached before it kept ORT's own format.
+    const oldFormat = path.join(graphs, (files[0] as string).replace(/\.ort$/, '.onnx'));
+    writeFileSync(oldFormat, 'old');
     expect((await runIt('cache-4')).exitCode).toBe(0);
+    expect(existsSync(oldFormat)).toBe(false);
     expect(readFileSync(path.join(graphs, files[0] as string)).toString('latin1', 0, 11)).not.toBe('not a graph');
     expect(existsSync(abandoned)).toBe(false);
   });

@@ -3,7 +3,8 @@
 
 import { RmbgError } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
-import { readUserSettings, writeUserSetting } from '../../config/user-settings.js';
+import { readUserSettings } from '../../config/user-settings.js';
+import { writeUserSetting } from '../../config/settings-writer.js';
 import { EXIT } from '../exit-codes.js';
 import { readSecretFromStdin } from '../read-secret.js';
 

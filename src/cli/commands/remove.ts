@@ -4,8 +4,7 @@
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
-import { discoverInputs } from '../../batch/discover-inputs.js';
-import { foldersToWatch, watchInputs } from '../../batch/watch-inputs.js';
+import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
@@ -14,7 +13,6 @@ import { secretOrStdin } from '../read-secret.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
-import { progressRenderer, stopHint } from '../render-progress.js';
 import { createRemover, LOCAL_BY_DEFAULT_NOTE, runsLocally } from '../create-remover.js';
 import { planBatch } from '../plan-batch.js';
 
@@ -66,6 +64,7 @@ async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<str
   if (flags.dryRun || flags.confirmOver !== undefined) {
     throw new RmbgError('usage_error', '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance');
   }
+  const { foldersToWatch } = await import('../../batch/watch-inputs.js');
   return foldersToWatch(inputs);
 }
 
@@ -93,9 +92,14 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
  */
 async function reportStop(summary: BatchSummary, context: { json: boolean; message: string | undefined; remover: Remover }): Promise<void> {
   if (!summary.stoppedBy) return;
-  const creditsLeft = summary.stoppedBy && policyOf(summary.stoppedBy).reportsBalance ? await context.remover.creditsLeft?.() : undefined;
+  const creditsLeft = policyOf(summary.stoppedBy).reportsBalance ? await context.remover.creditsLeft?.() : undefined;
+  const { stopHint } = await import('../render-progress.js');
   if (context.json) process.stderr.write(`rmbg: ${stopHint(summary, { message: context.message, creditsLeft })}\n`);
   else if (creditsLeft !== undefined) process.stderr.write(`rmbg: the account has ${creditsLeft} credits left.\n`);
+}
+
+async function closeUnused(early: Promise<Remover> | undefined): Promise<void> {
+  await early?.then((remover) => remover.close(), () => undefined);
 }
 
 /**
@@ -130,18 +134,33 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
-  const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
-  const items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-  if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
-
+  // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
+  // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
+  const early = local && !flags.dryRun ? createRemover(flags, config) : undefined;
+  early?.catch(() => undefined); // its error is reported when it is awaited below
+  let watched: string[];
+  let items: InputItem[];
+  try {
+    watched = flags.watch ? await watchedFolders(inputs, flags) : [];
+    items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
+    if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
   const planned = await planBatch({ flags, items, options });
-  if (planned !== undefined) return planned;
-  const remover = await createRemover(flags, config);
+    if (planned !== undefined) {
+      await closeUnused(early);
+      return planned;
+    }
+  } catch (error) {
+    await closeUnused(early);
+    throw error;
+  }
+  const remover = await (early ?? createRemover(flags, config));
   try {
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
     const json = Boolean(flags.json) || !process.stdout.isTTY;
-    const progress = json ? undefined : progressRenderer();
+    // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
+    const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
+    const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
     const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer();
     // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
     const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
@@ -168,7 +187,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
-        arrivals: flags.watch ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => note(watchNote(watched)) }) : undefined,
+        arrivals: watchInputs ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => note(watchNote(watched)) }) : undefined,
       });
       for await (const event of events) {
         if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);

@@ -6,7 +6,8 @@ import envPaths from 'env-paths';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { loadConfig, requireSetting, resolveSetting } from '../../../src/config/load-config.js';
-import { readUserSettings, writeUserSetting } from '../../../src/config/user-settings.js';
+import { writeUserSetting } from '../../../src/config/settings-writer.js';
+import { readUserSettings } from '../../../src/config/user-settings.js';
 
 let dir: string;
 let env: NodeJS.ProcessEnv;
