@@ -1,5 +1,6 @@
-// `rmbg serve` under failure and shutdown, with the real CLI: 502 from a model that cannot produce a
-// mask, 503 from a full queue, 504 from the processing time limit (all refunded), and SIGTERM draining.
+// `rmbg serve` under failure, load and shutdown, with the real CLI: 502 from a model that cannot produce a
+// mask, 503 from a full queue, 504 from the processing time limit (all refunded), /healthz answered while the
+// model runs (it runs on a worker thread, src/engine/inference-worker.ts), and SIGTERM draining.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -90,5 +91,40 @@ describe('shutdown', () => {
     expect(await exited, server.stderr()).toBe(0);
     expect(server.stderr()).toContain('SIGTERM');
     await expect(fetch(`${server.url}/v1.0/account`)).rejects.toThrow();
+  });
+});
+
+async function queueDepth(url: string): Promise<number> {
+  const text = (await call(`${url}/metrics`)).body.toString();
+  return Number(/^rmbg_queue_depth (\d+)$/m.exec(text)?.[1]);
+}
+
+describe('while the model runs', () => {
+  it('answers /healthz, again and again, before the image in the model is answered', async () => {
+    dataDir = tempDataDir();
+    const { key } = await createKey(dataDir, 3);
+    server = await startServe(dataDir);
+    const { url } = server;
+    // A small image: decoding, composing and encoding it take milliseconds, the model's 1024² run takes
+    // seconds; so nearly all the time the image is admitted, the server is inside the inference.
+    const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#6a8caf' } }).png().toBuffer();
+
+    let removalAnswered = false;
+    const removal = upload(url, key, image).finally(() => (removalAnswered = true));
+    // Until the engine has the image (the gauge counts the image running and those waiting).
+    while (!removalAnswered && (await queueDepth(url)) < 1);
+    // One health check after another, each sent when the previous one answered, until the removal answers.
+    const beforeRemoval: number[] = [];
+    while (!removalAnswered) {
+      const health = await call(`${url}/healthz`);
+      if (!removalAnswered) beforeRemoval.push(health.status);
+    }
+
+    expect((await removal).status).toBe(200);
+    // With the model on the main thread the loop stood still for the whole run: only the checks that fit in the
+    // milliseconds around it (decode, compose, encode) were answered, 13 on a loaded 2-core machine. On the worker
+    // thread the loop keeps answering through the run: 1831 in the same conditions.
+    expect(beforeRemoval.length).toBeGreaterThanOrEqual(100);
+    expect(new Set(beforeRemoval)).toEqual(new Set([200]));
   });
 });
