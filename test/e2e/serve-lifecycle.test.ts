@@ -100,7 +100,7 @@ async function queueDepth(url: string): Promise<number> {
 }
 
 describe('while the model runs', () => {
-  it('answers /healthz, again and again, before the image in the model is answered', async () => {
+  it('answers /healthz before the image in the model is answered, and never waits for the model', async () => {
     dataDir = tempDataDir();
     const { key } = await createKey(dataDir, 3);
     server = await startServe(dataDir);
@@ -109,22 +109,29 @@ describe('while the model runs', () => {
     // seconds; so nearly all the time the image is admitted, the server is inside the inference.
     const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#6a8caf' } }).png().toBuffer();
 
+    const sent = performance.now();
     let removalAnswered = false;
     const removal = upload(url, key, image).finally(() => (removalAnswered = true));
     // Until the engine has the image (the gauge counts the image running and those waiting).
     while (!removalAnswered && (await queueDepth(url)) < 1);
     // One health check after another, each sent when the previous one answered, until the removal answers.
-    const beforeRemoval: number[] = [];
+    const answeredFirst: number[] = [];
+    let longestWait = 0;
     while (!removalAnswered) {
+      const asked = performance.now();
       const health = await call(`${url}/healthz`);
-      if (!removalAnswered) beforeRemoval.push(health.status);
+      longestWait = Math.max(longestWait, performance.now() - asked);
+      if (!removalAnswered) answeredFirst.push(health.status);
     }
-
     expect((await removal).status).toBe(200);
-    // With the model on the main thread the loop stood still for the whole run: only the checks that fit in the
-    // milliseconds around it (decode, compose, encode) were answered, 13 on a loaded 2-core machine. On the worker
-    // thread the loop keeps answering through the run: 1831 in the same conditions.
-    expect(beforeRemoval.length).toBeGreaterThanOrEqual(100);
-    expect(new Set(beforeRemoval)).toEqual(new Set([200]));
+    const removalTook = performance.now() - sent;
+
+    expect(answeredFirst.length).toBeGreaterThan(0);
+    expect(new Set(answeredFirst)).toEqual(new Set([200]));
+    // The order alone cannot tell: with the model on the main thread, the checks that fit in the milliseconds
+    // around the run were answered first anyway (13, 61, 18 seen), but the check sent during the run waited for
+    // all of it (2.56 s of a 2.77 s removal: 0.92). On the worker thread the longest wait is the main thread's
+    // own short steps (41 ms of 4.87 s: 0.008). A ratio within one run, so the machine's load cancels out.
+    expect(longestWait / removalTook).toBeLessThan(1 / 3);
   });
 });
