@@ -30,8 +30,9 @@ for (const sample of SAMPLES) {
   const alphas = {};
   for (let r = 0; r < runs; r++) {
     for (const name of names) {
+      const copy = tensor.slice(); // run() moves its input to the inference worker thread
       const t = performance.now();
-      await engines[name].session.run(tensor);
+      await engines[name].session.run(copy);
       times[name].push(performance.now() - t);
     }
   }

@@ -78,8 +78,9 @@ if (!peerUnavailable) {
 if (peerUnavailable) log(`PEER UNAVAILABLE: ${peerUnavailable}`);
 
 async function pureRun(tensor) {
+  const input = tensor.slice(); // run() moves its input to the inference worker thread
   const t = performance.now();
-  await engine.session.run(tensor);
+  await engine.session.run(input);
   return performance.now() - t;
 }
 

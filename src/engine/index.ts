@@ -1,9 +1,12 @@
 // The engine's front door: verified model + one reused session + the pipeline, as a BackgroundRemover.
+// The session runs on a worker thread (inference-worker.ts), so an inference never holds the main thread.
 
 import { toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { resolveModel, verifyWeights } from './model-registry.js';
-import { ModelSession, type SessionOptions } from './model-session.js';
+import { WorkerSession } from './inference-worker.js';
+import type { SessionOptions } from './model-session.js';
+import type { ModelRunner } from './pipeline.js';
 import type { BackgroundRemover, EngineResult } from './types.js';
 
 type Pipeline = typeof import('./pipeline.js').runPipeline;
@@ -17,19 +20,19 @@ export interface EngineOptions extends SessionOptions {
   warmUp?: boolean;
 }
 
-async function warmUp(session: ModelSession, runPipeline: Pipeline): Promise<void> {
+async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void> {
   const { default: sharp } = await import('sharp');
   const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } }).jpeg().toBuffer();
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
-export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: ModelSession }> {
+export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: WorkerSession }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
   const verified = verifyWeights(model);
-  const loading = ModelSession.load(model, options, verified);
-  // sharp and the pipeline load while ORT reads the graph (ModelSession.load): both are needed only once it is ready.
+  const loading = WorkerSession.load(model, options, verified);
+  // sharp and the pipeline load while the worker's ORT reads the graph: both are needed only once it is ready.
   const pipeline = import('./pipeline.js');
   pipeline.catch(() => undefined); // awaited below
   try {

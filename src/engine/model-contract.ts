@@ -40,6 +40,12 @@ export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
 /** The factor that maps a 0–255 pixel onto the contract's scale. */
 export const pixelScale = (contract: ModelContract): number => (contract.normalization.range === '0-1' ? 1 / 255 : 1);
 
+/** The model's input plane (its shape is [1, 3, height, width]). */
+export function inputSizeOf(contract: ModelContract): { width: number; height: number } {
+  const [, , height, width] = contract.input.shape;
+  return { width, height };
+}
+
 /** What a user may say about a model: a preset, and/or explicit values (strings as typed) that override it. */
 export interface ContractFlags {
   preset?: string;

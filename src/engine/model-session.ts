@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
 import { RmbgError } from '../api/errors.js';
 import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
+import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
 
 export interface SessionOptions {
@@ -109,8 +110,7 @@ export class ModelSession {
   }
 
   get inputSize(): { width: number; height: number } {
-    const [, , height, width] = this.model.contract.input.shape;
-    return { width, height };
+    return inputSizeOf(this.model.contract);
   }
 
   /** Runs the model on a planar CHW float tensor; resolves to the first output plane (the mask, 0..1). */

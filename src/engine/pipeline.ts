@@ -82,7 +82,10 @@ export class Timer {
   }
 }
 
-export async function runPipeline(session: ModelSession, input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
+/** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
+export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
+
+export async function runPipeline(session: ModelRunner, input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
   const timer = new Timer();
   const probe = await probeImage(input);
   timer.lap('probe');

@@ -5,9 +5,9 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
- * Node destroys a kept-alive socket when its idle timer fires. The engine's inference runs on the main thread
- * (onnxruntime-node's session.run is synchronous), so the event loop can stand still for seconds; when it
- * resumes, expired timers run before the loop reads the sockets, and a request the client sent on that
+ * Node destroys a kept-alive socket when its idle timer fires. The event loop can stand still for a while (the
+ * engine's JS work on a large image: tensor conversion, compose; before the model moved to a worker thread,
+ * inference-worker.ts, the whole model run held it for seconds); when it resumes, expired timers run before the loop reads the sockets, and a request the client sent on that
  * connection meanwhile (the connection looked alive to it) is still unread in the kernel: destroying the
  * socket then resets it (ECONNRESET) instead of answering. So the close waits one turn of the loop, which
  * reads what has arrived (libuv runs the I/O poll before setImmediate callbacks), and happens only if
