@@ -21,7 +21,8 @@ export interface RetryPolicy {
   maxTotalMs: number;
   /**
    * Errors whose table row says waitsForFirst (409 idempotency_in_progress): the first request with this key
-   * is still running and already charged, so waiting for its result is the point. Bounded by this time, not by maxAttempts; 0 disables the wait.
+   * is still running and already charged, so waiting for its result is the point. Bounded by this time, not
+   * by maxAttempts; 0 disables the wait.
    */
   maxInProgressWaitMs: number;
   /** Longest backoff between two in-progress checks without Retry-After: the result is usually seconds away. */

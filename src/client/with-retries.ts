@@ -26,9 +26,9 @@ export interface RetryRun {
 export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
   const { policy } = run;
   let started = policy.now();
-  // Answers "in progress" so far (codes whose row says waitsForFirst: 409 idempotency_in_progress): waiting for the first request is bounded by
-  // time, not attempts, so they do not use up the attempts left for failures (a dropped connection after
-  // four of them would otherwise end the call).
+  // Answers "in progress" so far (codes whose row says waitsForFirst: 409 idempotency_in_progress). Waiting
+  // for the first request is bounded by time, not attempts, so they do not use up the attempts left for
+  // failures (a dropped connection after four of them would otherwise end the call).
   let inProgressAnswers = 0;
   for (let n = 1; ; n++) {
     throwIfInterrupted(run.signal);

@@ -7,9 +7,10 @@ import type { Socket } from 'node:net';
 /**
  * Node destroys a kept-alive socket when its idle timer fires. The event loop can stand still for a while (the
  * engine's JS work on a large image: tensor conversion, compose; before the model moved to a worker thread,
- * inference-worker.ts, the whole model run held it for seconds); when it resumes, expired timers run before the loop reads the sockets, and a request the client sent on that
- * connection meanwhile (the connection looked alive to it) is still unread in the kernel: destroying the
- * socket then resets it (ECONNRESET) instead of answering. So the close waits one turn of the loop, which
+ * inference-worker.ts, the whole model run held it for seconds); when it resumes, expired timers run before
+ * the loop reads the sockets, and a request the client sent on that connection meanwhile (the connection
+ * looked alive to it) is still unread in the kernel: destroying the socket then resets it (ECONNRESET)
+ * instead of answering. So the close waits one turn of the loop, which
  * reads what has arrived (libuv runs the I/O poll before setImmediate callbacks), and happens only if
  * nothing did; a request that began is governed by the headers and request timeouts.
  *

@@ -144,7 +144,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     watched = flags.watch ? await watchedFolders(inputs, flags) : [];
     items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
     if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
-  const planned = await planBatch({ flags, items, options });
+    const planned = await planBatch({ flags, items, options });
     if (planned !== undefined) {
       await closeUnused(early);
       return planned;
