@@ -69,9 +69,12 @@ export class ModelSession {
       executionMode: 'sequential',
       intraOpNumThreads: options.threads ?? availableParallelism(),
       interOpNumThreads: 1,
-      // No arena: the arena keeps the high-water mark of every run's activations (hundreds of MB at 1024²)
-      // for the life of the process; without it peak RSS drops and a run is no slower (bench/RESULTS.md).
-      enableCpuMemArena: false,
+      // ORT's arena, without the memory pattern: every run's activations (~450 MB at 1024²) come from memory the
+      // first run faulted in, instead of fresh mmaps that each run faults in again (110k page faults, ~0.2 s a
+      // run here). Peak RSS +5 %, idle RSS stays at one run's high-water mark; the memory pattern would plan one
+      // block per run on top of the arena (2.4 GB peak with the fp16 graph). bench/RESULTS.md "Arena".
+      enableCpuMemArena: true,
+      enableMemPattern: false,
       extra: { session: sessionEntries },
       // Errors only: saving the optimised graph warns on stderr that it is specific to this CPU, which the
       // cache's file name already accounts for (graph-cache.ts).

@@ -10,7 +10,9 @@ import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.
 import { probeImage } from './image-probe.js';
 import { pixelScale } from './model-contract.js';
 import type { ModelSession } from './model-session.js';
+import { isUpsizing, upsampleMask, type Size } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
+import { encodePng } from './png-encode.js';
 import type { EngineResult, ForegroundBox } from './types.js';
 
 interface Raw {
@@ -63,9 +65,15 @@ function maskToBytes(mask: Float32Array): Buffer {
   return bytes;
 }
 
-/** A one-channel mask resized; its raw output stays one channel ('b-w': sharp would otherwise emit sRGB). */
-function resizeMask(mask: Buffer, plane: { width: number; height: number }, width: number, height: number): Sharp {
-  return sharp(mask, { raw: { width: plane.width, height: plane.height, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w');
+/**
+ * The mask at another size, one byte per pixel. Upsizing (a photo larger than the model's input, the costly
+ * case) is mask-upsample.ts' bilinear pass; shrinking is sharp's linear resize, whose kernel widens with the
+ * shrink. Its raw output stays one channel ('b-w': sharp would otherwise emit sRGB).
+ */
+async function resizeMask(mask: Buffer, plane: Size, width: number, height: number): Promise<Buffer> {
+  const to = { width, height };
+  if (isUpsizing(plane, to)) return upsampleMask(mask, plane, to);
+  return sharp(mask, { raw: { width: plane.width, height: plane.height, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w').raw().toBuffer();
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -115,7 +123,7 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
   if (options.crop) {
     // Exact box on the canvas, then cut both the pixels and the mask to it. With no foreground at all,
     // nothing is trimmed (an empty image is not a valid result).
-    const canvasMask = await resizeMask(mask, plane, canvas.width, canvas.height).raw().toBuffer();
+    const canvasMask = await resizeMask(mask, plane, canvas.width, canvas.height);
     const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
     foreground = toBox(bounds);
     const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
@@ -130,26 +138,36 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
         .toBuffer(),
     ]);
   } else {
-    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize.width, outputSize.height).raw().toBuffer()]);
+    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize.width, outputSize.height)]);
     foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, canvas);
   }
   timer.lap('mask');
 
   const background = options.bgColor;
   const format = chooseFormat(options, background, resultMask, pixels);
-  const composed = compose({
-    pixels: pixels.data,
-    channels: pixels.channels,
-    mask: resultMask,
-    width: pixels.width,
-    height: pixels.height,
-    background,
-    opaque: format === 'jpg',
-  });
-  timer.lap('compose');
-  throwIfAborted(signal);
-
-  const data = await encode(composed, pixels.width, pixels.height, format);
+  // Compose is per pixel, so a band of rows composes on its own: the PNG encoder asks for bands and deflates
+  // each on the thread pool while the next is composed (png-encode.ts). Other formats take the whole image.
+  const { width, height } = pixels;
+  const composeRows = (top: number, count: number): ComposeOutput =>
+    compose({
+      pixels: pixels.data.subarray(top * width * pixels.channels, (top + count) * width * pixels.channels),
+      channels: pixels.channels,
+      mask: resultMask.subarray(top * width, (top + count) * width),
+      width,
+      height: count,
+      background,
+      opaque: format === 'jpg',
+    });
+  let data: Buffer;
+  if (format === 'png') {
+    throwIfAborted(signal);
+    data = await encodePng(width, height, composeRows);
+  } else {
+    const composed = composeRows(0, height);
+    timer.lap('compose');
+    throwIfAborted(signal);
+    data = await encode(composed, width, height, format);
+  }
   timer.lap('encode');
   return {
     data,
@@ -192,12 +210,10 @@ function scaleBox(bounds: Bounds | null, result: { width: number; height: number
   return { top, left, width: right - left, height: bottom - top };
 }
 
-async function encode(composed: ComposeOutput, width: number, height: number, format: OutputFormat): Promise<Buffer> {
+/** JPG and WebP through sharp; PNG has its own banded encoder (png-encode.ts). */
+async function encode(composed: ComposeOutput, width: number, height: number, format: Exclude<OutputFormat, 'png'>): Promise<Buffer> {
   const image = sharp(composed.pixels, { raw: { width, height, channels: composed.channels } });
   switch (format) {
-    case 'png':
-      // zlib level 3: up to 3x faster than level 6 and never meaningfully slower, files at most 0.3 % larger (bench/RESULTS.md).
-      return image.png({ compressionLevel: 3, adaptiveFiltering: false }).toBuffer();
     case 'jpg':
       return image.jpeg({ quality: 90, chromaSubsampling: '4:4:4' }).toBuffer();
     case 'webp':

@@ -1,0 +1,89 @@
+// The banded PNG encoder joins one deflate stream per band into one zlib stream. What a user sees of it: the
+// file decodes (sharp/libspng, and zlib's own inflate, which checks the joined Adler-32) to exactly the pixels
+// given, for RGB and RGBA, one band or many, any width.
+
+import zlib from 'node:zlib';
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { pngChunks } from '../../../src/engine/png-chunks.js';
+import { adler32Combine, encodePng } from '../../../src/engine/png-encode.js';
+
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A photo-like image: smooth gradients, noise, and a transparent (zeroed) border as a cutout has. */
+function image(width: number, height: number, channels: 3 | 4, seed: number): Buffer {
+  const next = random(seed);
+  const pixels = Buffer.alloc(width * height * channels);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const inside = x > width / 8 && x < (width * 7) / 8;
+      const at = (y * width + x) * channels;
+      if (channels === 4 && !inside) continue;
+      pixels[at] = (x * 3 + y) & 255;
+      pixels[at + 1] = (y * 2 + Math.floor(next() * 8)) & 255;
+      pixels[at + 2] = Math.floor(next() * 256);
+      if (channels === 4) pixels[at + 3] = 128 + Math.floor(next() * 128);
+    }
+  }
+  return pixels;
+}
+
+async function encode(pixels: Buffer, width: number, height: number, channels: 3 | 4): Promise<Buffer> {
+  const rowBytes = width * channels;
+  const bands: number[] = [];
+  const png = await encodePng(width, height, (top, count) => {
+    bands.push(count);
+    return { pixels: pixels.subarray(top * rowBytes, (top + count) * rowBytes), channels };
+  });
+  expect(bands.reduce((a, b) => a + b, 0)).toBe(height);
+  return png;
+}
+
+function adler32(data: Buffer): number {
+  let a = 1;
+  let b = 0;
+  for (const byte of data) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  return ((b << 16) | a) >>> 0;
+}
+
+describe('encodePng', () => {
+  it.each([
+    { width: 1, height: 1, channels: 4 as const },
+    { width: 7, height: 5, channels: 3 as const },
+    { width: 333, height: 40, channels: 3 as const }, // rows not a multiple of four bytes
+    { width: 1000, height: 1700, channels: 4 as const }, // four bands of 2 MB
+    { width: 1001, height: 1300, channels: 3 as const }, // several bands, RGB
+  ])('$width×$height, $channels channels: decodes to exactly the pixels given', async ({ width, height, channels }) => {
+    const pixels = image(width, height, channels, width * height);
+    const png = await encode(pixels, width, height, channels);
+
+    const decoded = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+    expect(decoded.info).toMatchObject({ width, height, channels });
+    expect(decoded.data.equals(pixels)).toBe(true);
+
+    // zlib's inflate checks the Adler-32 of the whole stream, which the encoder combined from the bands'.
+    const chunks = [...pngChunks(png)];
+    expect(chunks.map((c) => c.type).filter((t) => t !== 'IDAT')).toEqual(['IHDR', 'IEND']);
+    const stream = Buffer.concat(chunks.filter((c) => c.type === 'IDAT').map((c) => c.data));
+    expect(zlib.inflateSync(stream).length).toBe(height * (width * channels + 1));
+  });
+
+  it('combines Adler-32 checksums as zlib does, for any split', () => {
+    const data = image(97, 31, 4, 7);
+    for (const split of [0, 1, 100, 5551, 5552, 5553, data.length - 1, data.length]) {
+      const [first, second] = [data.subarray(0, split), data.subarray(split)];
+      expect(adler32Combine(adler32(first), adler32(second), second.length)).toBe(adler32(data));
+    }
+  });
+});
