@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// PNG encoder settings, size vs time, on a real cutout (RGBA, colour zeroed under alpha 0, as the engine's
-// compose makes it). Input: any rmbg PNG result; default: the 4000×3000 photo's result from the last bench run.
+// PNG encoders, size vs time, on a real cutout (RGBA, colour zeroed under alpha 0, as the engine's compose
+// makes it): rmbg's banded encoder (src/engine/png-encode.ts, needs a build) against libvips' at several
+// settings. Input: any rmbg PNG result; default: the 4000×3000 photo's result from the last bench run.
 // Usage: node bench/png-encoder.mjs [result.png] [runs=3]
 import { join } from 'node:path';
 import sharp from 'sharp';
+import { encodePng } from '../dist/engine/png-encode.js';
 import { ROOT, median } from './lib/inputs.mjs';
 import { table, ms } from './lib/markdown.mjs';
 
@@ -25,6 +27,17 @@ for (const options of variants) {
     times.push(performance.now() - t);
   }
   rows.push([JSON.stringify(options), ms(median(times)), times.map((t) => ms(t)).join(', '), bytes.toLocaleString('en-US')]);
+}
+{
+  const times = [];
+  let bytes = 0;
+  const rowBytes = info.width * 4;
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    bytes = (await encodePng(info.width, info.height, (top, count) => ({ pixels: data.subarray(top * rowBytes, (top + count) * rowBytes), channels: 4 }))).length;
+    times.push(performance.now() - t);
+  }
+  rows.push(['rmbg encodePng (Up filter, zlib run-length strategy, bands deflated on the thread pool)', ms(median(times)), times.map((t) => ms(t)).join(', '), bytes.toLocaleString('en-US')]);
 }
 console.log(`${info.width}×${info.height} RGBA from ${file}\n`);
 console.log(table(['png options', 'median ms', 'runs ms', 'bytes'], rows));

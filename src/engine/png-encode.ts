@@ -18,10 +18,12 @@ export interface Rows {
 export type RowMaker = (top: number, count: number) => Rows;
 
 /**
- * zlib level 1: on Up-filtered rows the fastest and within 1 % of level 3's size (4.63 vs 4.59 MB for the
- * 10 MP bench photo; libvips' level 3 without filtering made 6.61 MB). bench/RESULTS.md "Large photos".
+ * zlib's run-length strategy on Up-filtered rows: on the bench photos the fastest (10 MP: 129–149 ms of CPU
+ * against 181–199 at level 1 with default matching) and the smallest but for one (4.32 MB against 4.62 at level
+ * 1 and 6.61 from libvips' level 3 unfiltered). Filtered photo rows rarely repeat at a distance; runs they have.
+ * bench/RESULTS.md "Large photos".
  */
-const LEVEL = 1;
+const DEFLATE = { level: 1, strategy: zlib.constants.Z_RLE };
 /** Raw bytes per band: small enough that both cores get bands to deflate early, large enough that a band's
  * fresh dictionary costs nothing measurable in size. */
 const BAND_BYTES = 2 << 20;
@@ -64,7 +66,7 @@ function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
   // thread pool compresses it in one go instead of calling back to this thread every 16 KB.
   const chunkSize = scanlines.length + (scanlines.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
-    zlib.deflate(scanlines, { level: LEVEL, flush: zlib.constants.Z_SYNC_FLUSH, chunkSize }, (error, stream) => {
+    zlib.deflate(scanlines, { ...DEFLATE, flush: zlib.constants.Z_SYNC_FLUSH, chunkSize }, (error, stream) => {
       if (error) return reject(error);
       const end = stream.length;
       const framed =

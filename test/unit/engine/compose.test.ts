@@ -3,20 +3,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { compose, composeLoop, type ComposeInput } from '../../../src/engine/compose.js';
-
-/** A small deterministic generator (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../helpers/seeded-random.js';
 
 function randomInput(seed: number, channels: 3 | 4): ComposeInput {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const width = 1 + Math.floor(next() * 40);
   const height = 1 + Math.floor(next() * 40);
   const byte = () => {

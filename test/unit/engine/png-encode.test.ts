@@ -7,20 +7,11 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { pngChunks } from '../../../src/engine/png-chunks.js';
 import { adler32Combine, encodePng } from '../../../src/engine/png-encode.js';
-
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../helpers/seeded-random.js';
 
 /** A photo-like image: smooth gradients, noise, and a transparent (zeroed) border as a cutout has. */
 function image(width: number, height: number, channels: 3 | 4, seed: number): Buffer {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pixels = Buffer.alloc(width * height * channels);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
