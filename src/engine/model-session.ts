@@ -2,10 +2,10 @@
 // two concurrent runs on 2 cores would only fight over the same threads, while decode/encode of
 // other images proceeds meanwhile on sharp's (libuv) threads.
 
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
 import { RmbgError } from '../api/errors.js';
+import { readFileParallel } from '../platform/read-file-parallel.js';
 import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
@@ -87,9 +87,7 @@ export class ModelSession {
         try {
           // ORT reads the graph and its weights in place from these bytes (no parse, no copy: measured 0.37 s
           // against 0.95 s for the same graph as an ONNX file, bench/session-start.mjs); the session keeps them.
-          // One synchronous read: the session runs on its own worker thread, which has nothing else to do, and
-          // the async read's 512 KB steps took ~45 ms longer for the 176 MB graph (bench/RESULTS.md).
-          const bytes = readFileSync(graph.cached);
+          const bytes = await readFileParallel(graph.cached);
           const inPlace = { use_ort_model_bytes_directly: '1', use_ort_model_bytes_for_initializers: '1' };
           const session = await ort.InferenceSession.create(bytes, { ...base, graphOptimizationLevel: 'disabled', extra: { session: { ...sessionEntries, ...inPlace } } });
           return new ModelSession(session, ort, model, bytes);
