@@ -201,7 +201,7 @@ md.push(
   ),
 );
 
-md.push('\n### Per-stage time, ms (engine `timings`; decode includes waiting for the model-input decode, mask includes the output-pixel decode still running)');
+md.push('\n### Per-stage time, ms (engine `timings`; decode includes waiting for the model-input decode, mask includes the output-pixel decode still running; for PNG results compose runs inside encode, band by band)');
 md.push(
   table(
     ['image', 'pass', ...STAGES, 'sum', 'result bytes', 'peer bytes'],
