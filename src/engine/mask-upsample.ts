@@ -1,7 +1,8 @@
 // The model's mask scaled up to the result's size: bilinear, centre-aligned, in one pass of integer arithmetic.
-// libvips' "linear" upsizing (what the pipeline used before) is 3-4x slower here at 10 MP on one libvips thread
-// and places the mask half a result pixel off: on a disc shrunk to 1024² and scaled back, its centroid moved
-// +0.5 px and IoU was 0.99914 against 0.99984 for this one (bench/RESULTS.md "Large photos").
+// libvips' "linear" upsizing (what the pipeline used before) took 150–280 ms at 10 MP on its one thread against
+// 26–60 ms here, and places the mask half a result pixel off: on a disc shrunk to 1024² and scaled back, its
+// centroid moved +0.5 px and IoU was 0.99914 against 0.99984 for this one (bench/RESULTS.md, "Issue #9: large
+// photos, ORT's arena").
 // Only for upsizing on both axes: shrinking needs a filter wider than two taps, which sharp's resize has.
 
 export interface Size {

@@ -70,9 +70,11 @@ export class ModelSession {
       intraOpNumThreads: options.threads ?? availableParallelism(),
       interOpNumThreads: 1,
       // ORT's arena, without the memory pattern: every run's activations (~450 MB at 1024²) come from memory the
-      // first run faulted in, instead of fresh mmaps that each run faults in again (110k page faults, ~0.2 s a
-      // run here). Peak RSS +5 %, idle RSS stays at one run's high-water mark; the memory pattern would plan one
-      // block per run on top of the arena (2.4 GB peak with the fp16 graph). bench/RESULTS.md "Arena".
+      // first run faulted in, instead of fresh mmaps that each run faults in again (110k page faults; steady runs
+      // 7 % faster without them). The arena keeps that memory for the session's life: idle RSS ~750 MiB instead
+      // of ~300, and the peak of a 50 MP image 1,700 MiB instead of 1,251 (+5 % at 12 MP). The memory pattern
+      // would plan one block per run on top (2.4 GB peak with the fp16 graph). bench/RESULTS.md, "Issue #9:
+      // large photos, ORT's arena".
       enableCpuMemArena: true,
       enableMemPattern: false,
       extra: { session: sessionEntries },

@@ -148,8 +148,9 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
   // Compose is per pixel, so a band of rows composes on its own: the PNG encoder asks for bands and deflates
   // each on the thread pool while the next is composed (png-encode.ts). Other formats take the whole image.
   const { width, height } = pixels;
-  const composeRows = (top: number, count: number): ComposeOutput =>
-    compose({
+  const composeRows = (top: number, count: number): ComposeOutput => {
+    throwIfAborted(signal); // a cancelled request stops between bands
+    return compose({
       pixels: pixels.data.subarray(top * width * pixels.channels, (top + count) * width * pixels.channels),
       channels: pixels.channels,
       mask: resultMask.subarray(top * width, (top + count) * width),
@@ -158,9 +159,9 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
       background,
       opaque: format === 'jpg',
     });
+  };
   let data: Buffer;
   if (format === 'png') {
-    throwIfAborted(signal);
     data = await encodePng(width, height, composeRows);
   } else {
     const composed = composeRows(0, height);

@@ -21,7 +21,7 @@ export type RowMaker = (top: number, count: number) => Rows;
  * zlib's run-length strategy on Up-filtered rows: on the bench photos the fastest (10 MP: 129–149 ms of CPU
  * against 181–199 at level 1 with default matching) and the smallest but for one (4.32 MB against 4.62 at level
  * 1 and 6.61 from libvips' level 3 unfiltered). Filtered photo rows rarely repeat at a distance; runs they have.
- * bench/RESULTS.md "Large photos".
+ * bench/RESULTS.md, "Issue #9: large photos, ORT's arena".
  */
 const DEFLATE = { level: 1, strategy: zlib.constants.Z_RLE };
 /** Raw bytes per band: small enough that both cores get bands to deflate early, large enough that a band's
@@ -82,8 +82,8 @@ const subtractBytes = (a: number, b: number): number => ((a | 0x80808080) - (b &
 
 /**
  * PNG scanlines of a band: each row prefixed by its filter type and Up-filtered against the row above it.
- * RGBA rows are subtracted four bytes at a time (3x faster than byte by byte at 10 MP); RGB rows, whose length
- * is not always a multiple of four, byte by byte.
+ * Four bytes at a time (3x faster than byte by byte at 10 MP) when the row length is a multiple of four and
+ * the rows are 4-byte aligned in memory, as RGBA rows from a fresh buffer are; byte by byte otherwise.
  */
 function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buffer | undefined): Buffer {
   const out = Buffer.allocUnsafe(count * (rowBytes + 1));
@@ -110,31 +110,40 @@ function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buf
   return out;
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * Bands deflating at once: enough for every core (the thread pool has 4 threads), few enough that a 10 MP
+ * result holds ~16 MB of bands rather than all ~20 of them, and that sharp's and fs' work for other requests
+ * queues behind at most this many.
+ */
+const BANDS_IN_FLIGHT = 4;
 
 /**
  * Encodes width×height pixels made band by band by `makeRows` as a PNG (8-bit RGB or RGBA, no ancillary
- * chunks: an untagged sRGB image, like the rest of rmbg's results).
+ * chunks: an untagged sRGB image, like the rest of rmbg's results). An error of `makeRows` or of a band's
+ * deflate rejects the whole.
  */
 export async function encodePng(width: number, height: number, makeRows: RowMaker): Promise<Buffer> {
+  if (!(Number.isInteger(width) && Number.isInteger(height) && width >= 1 && height >= 1)) {
+    throw new RangeError(`a PNG needs a width and a height of at least 1 pixel (got ${width}×${height})`);
+  }
   let channels: 3 | 4 | undefined;
   let rowAbove: Buffer | undefined;
   const bands: Promise<DeflatedBand>[] = [];
   const rowsPerBand = Math.max(1, Math.floor(BAND_BYTES / (width * 4)));
-  try {
-    for (let top = 0; top < height; top += rowsPerBand) {
-      const count = Math.min(rowsPerBand, height - top);
-      const rows = makeRows(top, count);
-      channels ??= rows.channels;
-      const rowBytes = width * channels;
-      bands.push(deflateBand(filterUp(rows.pixels, rowBytes, count, rowAbove)));
-      rowAbove = rows.pixels.subarray((count - 1) * rowBytes, count * rowBytes);
-      // Let the finished bands' callbacks run, so their memory goes as soon as they are compressed.
-      await nextTurn();
+  for (let top = 0; top < height; top += rowsPerBand) {
+    // Waiting for the band BANDS_IN_FLIGHT back also lets the finished bands' callbacks run.
+    if (bands.length >= BANDS_IN_FLIGHT) await bands[bands.length - BANDS_IN_FLIGHT];
+    const count = Math.min(rowsPerBand, height - top);
+    const rows = makeRows(top, count);
+    channels ??= rows.channels;
+    const rowBytes = width * channels;
+    if (rows.channels !== channels || rows.pixels.length !== count * rowBytes) {
+      throw new RangeError(`band at row ${top}: expected ${count} rows of ${width}×${channels} bytes, got ${rows.pixels.length} bytes of ${rows.channels} channels`);
     }
-  } finally {
-    // A band that fails to make must not leave the others' rejections unhandled.
-    for (const band of bands) band.catch(() => undefined);
+    const band = deflateBand(filterUp(rows.pixels, rowBytes, count, rowAbove));
+    band.catch(() => undefined); // awaited below or above; a failure must not go unhandled while the loop runs on
+    bands.push(band);
+    rowAbove = rows.pixels.subarray((count - 1) * rowBytes, count * rowBytes);
   }
   const deflated = await Promise.all(bands);
   let adler = 1; // the Adler-32 of nothing

@@ -70,6 +70,33 @@ describe('encodePng', () => {
     expect(zlib.inflateSync(stream).length).toBe(height * (width * channels + 1));
   });
 
+  it('filters rows that sit at any offset in memory, RGB rows of a multiple of four bytes included', async () => {
+    for (const { width, height, channels, offset } of [
+      { width: 300, height: 900, channels: 4 as const, offset: 1 }, // RGBA rows not 4-byte aligned
+      { width: 400, height: 900, channels: 3 as const, offset: 0 }, // RGB rows of 1,200 bytes: four at a time
+      { width: 400, height: 900, channels: 3 as const, offset: 2 },
+    ]) {
+      const pixels = image(width, height, channels, width + offset);
+      const shifted = Buffer.alloc(pixels.length + offset);
+      pixels.copy(shifted, offset);
+      const png = await encode(shifted.subarray(offset), width, height, channels);
+      const decoded = await sharp(png).raw().toBuffer();
+      expect(decoded.equals(pixels), `${width}×${height}×${channels} at offset ${offset}`).toBe(true);
+    }
+  });
+
+  it('rejects with the error of a band that cannot be made, and refuses an empty image', async () => {
+    const pixels = image(1000, 1700, 4, 3);
+    const failing = encodePng(1000, 1700, (top, count) => {
+      if (top > 0) throw new Error(`no rows at ${top}`);
+      return { pixels: pixels.subarray(0, count * 4000), channels: 4 };
+    });
+    await expect(failing).rejects.toThrow(/^no rows at \d+$/);
+    await expect(encodePng(10, 0, () => ({ pixels: Buffer.alloc(0), channels: 4 }))).rejects.toThrow(RangeError);
+    // A band of the wrong length would shift every row after it: refused, not encoded.
+    await expect(encodePng(10, 2, () => ({ pixels: Buffer.alloc(40), channels: 4 }))).rejects.toThrow(/expected 2 rows/);
+  });
+
   it('combines Adler-32 checksums as zlib does, for any split', () => {
     const data = image(97, 31, 4, 7);
     for (const split of [0, 1, 100, 5551, 5552, 5553, data.length - 1, data.length]) {
