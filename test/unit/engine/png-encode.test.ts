@@ -4,7 +4,7 @@
 
 import zlib from 'node:zlib';
 import sharp from 'sharp';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pngChunks } from '../../../src/engine/png-chunks.js';
 import { adler32Combine, encodePng } from '../../../src/engine/png-encode.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
@@ -49,6 +49,10 @@ function adler32(data: Buffer): number {
 }
 
 describe('encodePng', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it.each([
     { width: 1, height: 1, channels: 4 as const },
     { width: 7, height: 5, channels: 3 as const },
@@ -95,6 +99,24 @@ describe('encodePng', () => {
     await expect(encodePng(10, 0, () => ({ pixels: Buffer.alloc(0), channels: 4 }))).rejects.toThrow(RangeError);
     // A band of the wrong length would shift every row after it: refused, not encoded.
     await expect(encodePng(10, 2, () => ({ pixels: Buffer.alloc(40), channels: 4 }))).rejects.toThrow(/expected 2 rows/);
+  });
+
+  it("rejects with a band's deflate error, and leaves nothing unhandled while the encoder waits on another band", async () => {
+    // zlib cannot be made to fail with real input, so the second band's deflate reports an error at once while
+    // the first one really runs: the encoder is then waiting on the first. vitest fails the run on any unhandled
+    // rejection.
+    const deflate = zlib.deflate;
+    let calls = 0;
+    const secondFails = ((data: Buffer, options: zlib.ZlibOptions, callback: (error: Error | null, result: Buffer) => void) => {
+      calls++;
+      if (calls === 2) setImmediate(() => callback(new Error('deflate failed'), Buffer.alloc(0)));
+      else deflate(data, options, callback);
+    }) as unknown as typeof zlib.deflate;
+    vi.spyOn(zlib, 'deflate').mockImplementation(secondFails);
+    const pixels = image(1000, 5000, 4, 5); // ten bands: more than the encoder keeps in flight
+    const encoding = encodePng(1000, 5000, (top, count) => ({ pixels: pixels.subarray(top * 4000, (top + count) * 4000), channels: 4 }));
+    await expect(encoding).rejects.toThrow('deflate failed');
+    expect(calls).toBeGreaterThan(4); // the failure came while the encoder waited and made more bands
   });
 
   it('combines Adler-32 checksums as zlib does, for any split', () => {
