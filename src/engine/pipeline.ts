@@ -2,7 +2,7 @@
 // The model input and the output pixels are decoded by two sharp pipelines that run on libuv threads
 // while the model runs, so decoding overlaps inference (bench/ measures the overlap).
 
-import sharp, { type Sharp } from 'sharp';
+import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
 import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
@@ -66,14 +66,20 @@ function maskToBytes(mask: Float32Array): Buffer {
 }
 
 /**
- * The mask at another size, one byte per pixel. Upsizing (a photo larger than the model's input, the costly
- * case) is mask-upsample.ts' bilinear pass; shrinking is sharp's linear resize, whose kernel widens with the
- * shrink. Its raw output stays one channel ('b-w': sharp would otherwise emit sRGB).
+ * sharp's linear resize of a one-byte-per-pixel mask, of a region of it when given: for shrinking, where the
+ * kernel widens with the shrink. Its raw output stays one channel ('b-w': sharp would otherwise emit sRGB).
  */
-async function resizeMask(mask: Buffer, plane: Size, width: number, height: number): Promise<Buffer> {
-  const to = { width, height };
-  if (isUpsizing(plane, to)) return upsampleMask(mask, plane, to);
-  return sharp(mask, { raw: { width: plane.width, height: plane.height, channels: 1 } }).resize(width, height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w').raw().toBuffer();
+function shrinkMask(mask: Buffer, from: Size, to: Size, region?: Region): Promise<Buffer> {
+  const image = sharp(mask, { raw: { width: from.width, height: from.height, channels: 1 } });
+  return (region ? image.extract(region) : image).resize(to.width, to.height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w').raw().toBuffer();
+}
+
+/**
+ * The mask at another size, one byte per pixel. Upsizing (a photo larger than the model's input, the costly
+ * case) is mask-upsample.ts' bilinear pass; a mask shrunk on either axis goes to shrinkMask.
+ */
+async function resizeMask(mask: Buffer, plane: Size, to: Size): Promise<Buffer> {
+  return isUpsizing(plane, to) ? upsampleMask(mask, plane, to) : shrinkMask(mask, plane, to);
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -123,22 +129,17 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
   if (options.crop) {
     // Exact box on the canvas, then cut both the pixels and the mask to it. With no foreground at all,
     // nothing is trimmed (an empty image is not a valid result).
-    const canvasMask = await resizeMask(mask, plane, canvas.width, canvas.height);
+    const canvasMask = await resizeMask(mask, plane, canvas);
     const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
     foreground = toBox(bounds);
     const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
     const size = fitWithin(region.width, region.height, maxPixels);
     [pixels, resultMask] = await Promise.all([
       toRaw(decoder(input).extract(region).resize(size.width, size.height, { fit: 'fill' }), channels),
-      sharp(canvasMask, { raw: { width: canvas.width, height: canvas.height, channels: 1 } })
-        .extract(region)
-        .resize(size.width, size.height, { fit: 'fill', kernel: 'linear' })
-        .toColourspace('b-w')
-        .raw()
-        .toBuffer(),
+      shrinkMask(canvasMask, canvas, size, region), // the region is never smaller than `size` (fitWithin)
     ]);
   } else {
-    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize.width, outputSize.height)]);
+    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize)]);
     foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, canvas);
   }
   timer.lap('mask');
