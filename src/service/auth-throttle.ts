@@ -1,30 +1,52 @@
 // Failed authentications are counted per client address in memory, not stored one row each: a loop of
 // bad keys would otherwise write (and fsync) a usage record per request. An address over the limit is
-// answered 429 before its key is even looked at, until its window ends.
+// answered 429 for a missing or unknown key until its window ends; a valid key is still served (the
+// throttle slows a caller down that keeps failing, it never locks out the customers sharing its address).
 
 import { RmbgError } from '../api/errors.js';
 import { assertWhole } from './assert-whole.js';
 
 const WINDOW_MS = 60_000;
-/** Addresses kept before expired windows are swept, so spoofed-looking churn cannot grow the map for ever. */
-const SWEEP_THRESHOLD = 4096;
+/**
+ * Addresses remembered at once (about 100 bytes each). Past it the oldest window is forgotten, so any number
+ * of addresses within a minute costs a bounded map; that address then starts counting again.
+ */
+export const MAX_THROTTLED_ADDRESSES = 10_000;
+
+interface FailureWindow {
+  start: number;
+  failures: number;
+  reported: boolean;
+}
 
 export class AuthThrottle {
-  readonly #windows = new Map<string, { start: number; failures: number; reported: boolean }>();
+  // A window is inserted when it starts and deleted when it ends (a new one is inserted afresh), so the Map's
+  // insertion order is the order of the windows' starts: the oldest is always first, and evicting it is O(1).
+  readonly #windows = new Map<string, FailureWindow>();
 
   constructor(
     readonly maxFailuresPerMinute: number,
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
+    readonly maxAddresses: number = MAX_THROTTLED_ADDRESSES,
   ) {
     assertWhole('maxAuthFailures', maxFailuresPerMinute, 1);
+    assertWhole('maxAddresses', maxAddresses, 1);
   }
 
-  /** Throws 429 rate_limited while `address` is over its failures of the current minute. */
-  check(address: string | undefined, now: number): void {
+  /** Addresses remembered now. */
+  get size(): number {
+    return this.#windows.size;
+  }
+
+  /**
+   * The 429 rate_limited for `address` while it is over its failures of the current minute, else undefined.
+   * The caller decides whom it refuses: a request with a valid key is never refused by it.
+   */
+  refusal(address: string | undefined, now: number): RmbgError | undefined {
     const window = this.#current(address, now);
-    if (!window || window.failures < this.maxFailuresPerMinute) return;
+    if (!window || window.failures < this.maxFailuresPerMinute) return undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
-    throw new RmbgError(
+    return new RmbgError(
       'rate_limited',
       `too many requests with a missing or invalid API key from this address (at most ${this.maxFailuresPerMinute} a minute); retry in ${retryAfterSeconds} s with a valid key`,
       { retryAfterSeconds },
@@ -36,18 +58,18 @@ export class AuthThrottle {
     if (address === undefined) return;
     let window = this.#current(address, now);
     if (!window) {
-      if (this.#windows.size >= SWEEP_THRESHOLD) this.#sweep(now);
+      this.#evict(now);
       window = { start: now, failures: 0, reported: false };
       this.#windows.set(address, window);
     }
     window.failures += 1;
     if (window.failures >= this.maxFailuresPerMinute && !window.reported) {
       window.reported = true;
-      this.warn(`${window.failures} failed authentications from ${address} within a minute; its requests are refused (429) until the minute ends`);
+      this.warn(`${window.failures} failed authentications from ${address} within a minute; its requests without a valid key are refused (429) until the minute ends`);
     }
   }
 
-  #current(address: string | undefined, now: number) {
+  #current(address: string | undefined, now: number): FailureWindow | undefined {
     if (address === undefined) return undefined;
     const window = this.#windows.get(address);
     if (window && now - window.start < WINDOW_MS) return window;
@@ -55,7 +77,15 @@ export class AuthThrottle {
     return undefined;
   }
 
-  #sweep(now: number): void {
-    for (const [address, window] of this.#windows) if (now - window.start >= WINDOW_MS) this.#windows.delete(address);
+  /** Before a new window: drops the oldest if it has ended, and the oldest anyway when the map is full. */
+  #evict(now: number): void {
+    // Two looks at the oldest per new window: ended windows drain as fast as new ones come, and none is a scan.
+    for (let look = 0; look < 2; look += 1) {
+      const oldest = this.#windows.entries().next();
+      if (oldest.done === true) return;
+      const [address, window] = oldest.value;
+      if (now - window.start < WINDOW_MS && this.#windows.size < this.maxAddresses) return;
+      this.#windows.delete(address);
+    }
   }
 }

@@ -1,4 +1,4 @@
-// The frame of every API request: refuse an address that keeps failing authentication, authenticate,
+// The frame of every API request: authenticate (an address that keeps failing gets 429 unless its key is valid),
 // count it against the key's rate limit, run the use case, attach the rate-limit window to any error, and
 // write the request's usage record whatever happens (a failed authentication is counted instead).
 
@@ -47,13 +47,17 @@ export async function handleRequest<T>(
   // usage row; the throttle counts these instead.
   let anonymous = true;
   try {
-    ctx.authThrottle.check(frame.clientAddress, startedAt);
+    // An address over its failures still has a key it sends looked up: the throttle must not lock out the
+    // customers behind one address (a proxy, a NAT). Only what would fail anyway is refused with 429.
+    const refusal = ctx.authThrottle.refusal(frame.clientAddress, startedAt);
+    if (refusal && (frame.apiKey ?? '').trim() === '') throw refusal;
     let caller: KeyOwner;
     try {
       caller = await authenticate(ctx.store, frame.apiKey);
     } catch (error) {
-      if (isAuthFailure(error)) ctx.authThrottle.fail(frame.clientAddress, startedAt);
-      else anonymous = false;
+      if (!isAuthFailure(error)) anonymous = false;
+      else if (refusal) throw refusal;
+      else ctx.authThrottle.fail(frame.clientAddress, startedAt);
       throw error;
     }
     anonymous = false;
