@@ -15,6 +15,7 @@ import type { ServerMetrics } from './metrics.js';
 import { closeIdleConnectionsAfterPendingReads } from './idle-close.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { removeBackgroundHandler } from './remove-route.js';
+import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
 
@@ -24,6 +25,11 @@ export interface AppOptions {
   metrics?: ServerMetrics;
   /** Lets /metrics be read from any address with this bearer token (loopback only without it). */
   metricsToken?: string;
+  /**
+   * Proxies (addresses, CIDR blocks) whose X-Forwarded-For gives the client's address (the throttle of failed
+   * keys counts by it); a request through one of them is not a loopback caller of /metrics. Default: none.
+   */
+  trustProxy?: readonly string[];
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
   /** Time a client has to send the request headers; the connection is then closed with 408. */
@@ -74,7 +80,11 @@ function serverFactory(options: AppOptions) {
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
+  const proxies = trustedProxies(options.trustProxy ?? []);
   const app = Fastify({
+    // request.ip: the socket's peer, or with trusted proxies the first address of X-Forwarded-For, from the
+    // right, that is not one of them (proxy-addr's walk, called with our own check of each hop).
+    ...(proxies.entries.length > 0 ? { trustProxy: (address: string) => proxies.trusts(address) } : {}),
     logger: options.logger ?? false,
     genReqId: () => randomUUID(),
     // A client-chosen request id would let one client's id show up in another's investigation.
@@ -122,7 +132,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service) },
-    ...(metrics ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken) }] : []),
+    ...(metrics ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken, proxies) }] : []),
   ];
   for (const route of routes) app.route(route);
 

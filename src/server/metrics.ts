@@ -60,14 +60,16 @@ export function createMetrics(): ServerMetrics {
 
 /**
  * Who may read /metrics: with a token, whoever sends `Authorization: Bearer <token>`; without one, callers on
- * this machine only (loopback), since metrics reveal traffic and balances moving.
+ * this machine only (loopback), since metrics reveal traffic and balances moving. A request that came
+ * through a proxy (`forwarded`) is never a loopback caller, whatever the proxy's own address is.
  */
-export function mayReadMetrics(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined): boolean {
+export function mayReadMetrics(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined, forwarded: boolean): boolean {
   if (token !== undefined) {
     const given = Buffer.from(/^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '');
     const wanted = Buffer.from(token);
     return given.length === wanted.length && timingSafeEqual(given, wanted);
   }
+  if (forwarded) return false;
   const address = remoteAddress?.replace(/^::ffff:/, '') ?? '';
   return isIP(address) !== 0 && (address === '::1' || address.startsWith('127.'));
 }

@@ -6,6 +6,7 @@ import { RmbgError } from '../api/errors.js';
 import type { Service } from '../service/index.js';
 import { mayReadMetrics, type ServerMetrics } from './metrics.js';
 import { headerValue } from './request-headers.js';
+import type { TrustedProxies } from './trusted-proxies.js';
 
 export function healthHandler() {
   return async (_request: FastifyRequest, reply: FastifyReply) => reply.type('application/json; charset=utf-8').send({ status: 'ok' });
@@ -23,9 +24,15 @@ export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>) {
   };
 }
 
-export function metricsHandler(metrics: ServerMetrics, token: string | undefined) {
+/** Headers a proxy adds: a loopback peer that sends one is a proxy on this machine, not a caller on it. */
+const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'];
+
+export function metricsHandler(metrics: ServerMetrics, token: string | undefined, proxies: TrustedProxies) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!mayReadMetrics(request.socket.remoteAddress, headerValue(request.headers, 'authorization'), token)) {
+    // The socket's peer, never request.ip: an address read from X-Forwarded-For must not grant access.
+    const peer = request.socket.remoteAddress;
+    const forwarded = proxies.trusts(peer) || FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined);
+    if (!mayReadMetrics(peer, headerValue(request.headers, 'authorization'), token, forwarded)) {
       // Not found rather than forbidden: to anyone else the endpoint does not exist.
       throw new RmbgError('not_found', 'GET /metrics is served to this machine only, or with the server\'s --metrics-token as "Authorization: Bearer <token>"');
     }
