@@ -2,7 +2,7 @@
 // the NCHWc layout for this CPU), which is most of the session's start-up. The first session saves the result
 // under the user's cache folder, in ORT's own format (a flatbuffer: ORT can use its bytes in place, where an ONNX
 // protobuf is parsed and its weights copied); later ones load it with optimisation off. The file is specific to the model
-// (its sha256), the onnxruntime version and this CPU, so all three are in its name; it is written under a
+// (its sha256), the onnxruntime version, the execution provider and this CPU, so all four are in its name; it is written under a
 // temporary name and renamed only once ORT finished writing it, so a crash never leaves a half file to load.
 
 import { createHash } from 'node:crypto';
@@ -24,10 +24,11 @@ export interface CachedGraph {
   discard(): void;
 }
 
-/** Where the optimised graph of a model with this sha256 is (or will be), for this ORT and CPU. */
-export function cachedGraph(dir: string, modelSha256: string, ortVersion: string): CachedGraph {
+/** Where the optimised graph of a model with this sha256 is (or will be), for this ORT, provider and CPU. */
+export function cachedGraph(dir: string, modelSha256: string, ortVersion: string, provider: string): CachedGraph {
   const cpu = createHash('sha256').update(`${arch()} ${cpus()[0]?.model ?? ''}`).digest('hex').slice(0, 8);
-  const stem = `${modelSha256.slice(0, 16)}-ort${ortVersion}-${cpu}`;
+  const unkeyed = `${modelSha256.slice(0, 16)}-ort${ortVersion}-${cpu}`;
+  const stem = `${modelSha256.slice(0, 16)}-ort${ortVersion}-${provider}-${cpu}`;
   const file = join(dir, `${stem}.ort`);
   const none = { commit: () => undefined, discard: () => undefined };
   if (existsSync(file)) return { cached: file, ...none };
@@ -38,8 +39,9 @@ export function cachedGraph(dir: string, modelSha256: string, ortVersion: string
     return none; // no cache folder: optimise at each start, as without the cache
   }
   removeAbandoned(dir, basename(file));
-  // The same graph as ONNX, which earlier versions of rmbg cached (176 MB that nothing reads any more).
-  rmSync(join(dir, `${stem}.onnx`), { force: true });
+  // Files of earlier versions of rmbg that nothing reads any more (176 MB each): the graph as ONNX, and the
+  // graph under a name without its provider.
+  for (const old of [`${unkeyed}.onnx`, `${unkeyed}.ort`]) rmSync(join(dir, old), { force: true });
   return {
     saveTo: temp,
     commit: () => {

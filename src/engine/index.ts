@@ -1,23 +1,89 @@
-// The engine's front door: verified model + one reused session + the pipeline, as a BackgroundRemover.
-// The session runs on a worker thread (inference-worker.ts), so an inference never holds the main thread.
+// The engine's front door: verified model + one reused session on the chosen device + the pipeline, as a
+// BackgroundRemover. The session runs on a worker thread (inference-worker.ts), so an inference never holds
+// the main thread.
 
-import { toRmbgError } from '../api/errors.js';
+import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
-import { resolveModel, verifyWeights } from './model-registry.js';
-import { WorkerSession } from './inference-worker.js';
+import { DEFAULT_DEVICE, type Device, type DeviceReport } from './device.js';
+import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden } from './gpu-environment.js';
+import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
+import { WorkerSession, type WorkerLimits } from './inference-worker.js';
+import { inputSizeOf } from './model-contract.js';
 import type { SessionOptions } from './model-session.js';
 import type { ModelRunner } from './pipeline.js';
 import type { BackgroundRemover, EngineResult } from './types.js';
 
 type Pipeline = typeof import('./pipeline.js').runPipeline;
 
-export interface EngineOptions extends SessionOptions {
+export interface EngineOptions extends Omit<SessionOptions, 'provider'>, WorkerLimits {
   /** Manifest name, user model name or .onnx path; default: the manifest's default model. */
   model?: string;
   /** Folder of the user's own models (`rmbg models add`): user-models.ts' userModelsDirOf(data dir). */
   userModelsDir?: string;
+  /** Where the model runs (device.ts). Default auto. */
+  device?: Device;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
+}
+
+/** A session and where it runs. */
+interface PlacedSession {
+  session: WorkerSession;
+  device: DeviceReport;
+}
+
+/** ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: No supported adapters" → its last sentence. */
+function gpuFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const ort = /\S+\.(?:cc|h|cpp):\d+ [^\n]*?(?:was false\.|\]) *([^\n]+)/.exec(message);
+  return (ort?.[1] ?? message.split('\n')[0] ?? message).trim();
+}
+
+/**
+ * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
+ * photo is not slower) and shows a GPU that fails on its first run before any photo depends on it.
+ */
+async function gpuSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>, software: 'allowed' | 'hidden'): Promise<WorkerSession> {
+  const load = async () => {
+    const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
+    try {
+      const { width, height } = inputSizeOf(model.contract);
+      await session.run(new Float32Array(3 * width * height));
+      return session;
+    } catch (error) {
+      await session.release().catch(() => undefined);
+      throw error;
+    }
+  };
+  return software === 'hidden' ? withSoftwareAdaptersHidden(load) : load();
+}
+
+/** Places the model on the device asked for: gpu never falls back; auto falls back to the CPU, saying why. */
+async function placeSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>): Promise<PlacedSession> {
+  const requested = options.device ?? DEFAULT_DEVICE;
+  const onCpu = async (reason: string): Promise<PlacedSession> => ({
+    session: await WorkerSession.load(model, { ...options, provider: 'cpu' }, verified, options),
+    device: { requested, device: 'cpu', reason },
+  });
+  if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
+  const environment = gpuEnvironment();
+  const hardware = mayHaveHardwareGpu(environment);
+  if (requested === 'auto' && !hardware) return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
+  try {
+    // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
+    const session = await gpuSession(model, options, verified, requested === 'auto' ? 'hidden' : 'allowed');
+    const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
+    return { session, device: { requested, device: 'gpu', reason } };
+  } catch (error) {
+    await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
+    const failure = gpuFailure(error);
+    if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
+    throw new RmbgError(
+      'device_unavailable',
+      `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}. To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`,
+      { cause: error },
+    );
+  }
 }
 
 async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void> {
@@ -26,22 +92,23 @@ async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
-export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: WorkerSession }> {
+export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: WorkerSession; device: DeviceReport }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
   const verified = verifyWeights(model);
-  const loading = WorkerSession.load(model, options, verified);
+  verified.catch(() => undefined); // awaited below
+  const loading = placeSession(model, options, verified);
   // sharp and the pipeline load while the worker's ORT reads the graph: both are needed only once it is ready.
   const pipeline = import('./pipeline.js');
   pipeline.catch(() => undefined); // awaited below
   try {
     await verified;
   } catch (error) {
-    loading.then((session) => session.release(), () => undefined);
+    loading.then((placed) => placed.session.release(), () => undefined);
     throw error;
   }
-  const session = await loading;
+  const { session, device } = await loading;
   const { runPipeline } = await pipeline;
   // The warm-up is one whole small image, not just one model run, so libvips' first decode, resize and encode
   // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
@@ -49,6 +116,7 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
   if (options.warmUp) await warmUp(session, runPipeline).catch(() => undefined);
   return {
     session,
+    device,
     async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
       try {
         return await runPipeline(session, input, removeOptions, signal);

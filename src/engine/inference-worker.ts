@@ -7,9 +7,11 @@
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../api/errors.js';
+import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
 import type { MaskPlane, SessionOptions } from './model-session.js';
+import { workerExecArgv } from './worker-exec-argv.js';
 
 /** An RmbgError as it crosses threads (structured cloning keeps neither its class nor its code). */
 export interface WireError {
@@ -41,22 +43,34 @@ interface PendingRun {
   reject(error: Error): void;
 }
 
+export interface WorkerLimits {
+  /** A run that has not answered after this long ends its worker (the next run starts another). Default: no limit. */
+  runTimeoutMs?: number;
+}
+
 export class WorkerSession {
   /** The worker whose model is loaded (or loading); undefined once it stopped, so the next run starts another. */
   private worker: Promise<Worker> | undefined;
   private readonly pending = new Map<number, PendingRun>();
   private nextId = 0;
   private released = false;
+  /** Why the worker was ended from here, for the message of the runs it took with it. */
+  private endedBecause: string | undefined;
+  /** A GPU session's every load, run and release waits for its turn in the process's one GPU queue. */
+  private readonly turn: <T>(work: () => Promise<T>) => Promise<T>;
 
   private constructor(
     readonly model: ResolvedModel,
     private readonly options: SessionOptions,
-  ) {}
+    private readonly limits: WorkerLimits,
+  ) {
+    this.turn = options.provider === 'webgpu' ? gpuTurn : (work) => work();
+  }
 
   /** As ModelSession.load, with the session on a worker thread; a failed load rejects with its RmbgError. */
-  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve()): Promise<WorkerSession> {
-    const session = new WorkerSession(model, options);
-    await session.started(verified);
+  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve(), limits: WorkerLimits = {}): Promise<WorkerSession> {
+    const session = new WorkerSession(model, options, limits);
+    await session.turn(() => session.started(verified));
     return session;
   }
 
@@ -70,6 +84,10 @@ export class WorkerSession {
    */
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
+    return this.turn(() => this.runNow(input));
+  }
+
+  private async runNow(input: Float32Array): Promise<MaskPlane> {
     // The weights were verified when the engine was created; a worker that died is replaced here.
     const worker = await this.started(Promise.resolve());
     const id = this.nextId++;
@@ -78,12 +96,23 @@ export class WorkerSession {
     const sent = whole ? input : input.slice();
     worker.ref(); // a run in flight keeps the process alive, as it did on the main thread
     worker.postMessage({ type: 'run', id, input: sent } satisfies ToWorker, [sent.buffer as ArrayBuffer]);
-    return result;
+    const { runTimeoutMs } = this.limits;
+    if (runTimeoutMs === undefined) return result;
+    // A run that never answers (a hung driver, a stuck kernel) would hold every later run: end its worker.
+    const timer = setTimeout(() => {
+      this.endedBecause = `a run took longer than ${runTimeoutMs / 1000} s`;
+      void worker.terminate();
+    }, runTimeoutMs);
+    return result.finally(() => clearTimeout(timer));
   }
 
   /** Waits for the runs in flight, releases the session and ends the worker; later runs fail. */
   async release(): Promise<void> {
     this.released = true;
+    await this.turn(() => this.releaseNow());
+  }
+
+  private async releaseNow(): Promise<void> {
     const current = this.worker;
     const worker = await current?.catch(() => undefined);
     if (!worker || this.worker !== current) return; // never loaded, or already stopped
@@ -99,7 +128,7 @@ export class WorkerSession {
   }
 
   private spawn(verified: Promise<unknown>): Promise<Worker> {
-    const worker = new Worker(ENTRY, { workerData: { model: this.model, options: this.options } satisfies WorkerStart });
+    const worker = new Worker(ENTRY, { workerData: { model: this.model, options: this.options } satisfies WorkerStart, execArgv: workerExecArgv(process.execArgv) });
     void verified.then(
       () => worker.postMessage({ type: 'verified', ok: true } satisfies ToWorker),
       () => worker.postMessage({ type: 'verified', ok: false } satisfies ToWorker),
@@ -125,7 +154,8 @@ export class WorkerSession {
       worker.on('error', (error) => (crash = `: ${error.message}`));
       worker.once('exit', (exitCode) => {
         if (this.worker === loaded) this.worker = undefined;
-        const why = `the inference worker stopped (exit code ${exitCode}${crash})`;
+        const why = this.endedBecause ? `the inference worker was ended: ${this.endedBecause}` : `the inference worker stopped (exit code ${exitCode}${crash})`;
+        this.endedBecause = undefined;
         reject(new RmbgError('model_unavailable', `cannot load model ${this.model.name}: ${why}`));
         const stopped = new RmbgError('processing_failed', `${why} while running model ${this.model.name}`);
         for (const run of this.pending.values()) run.reject(stopped);

@@ -10,7 +10,12 @@ import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-c
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
 
+/** onnxruntime's execution provider: its CPU provider, or WebGPU (Vulkan, Metal or Direct3D 12 underneath). */
+export type Provider = 'cpu' | 'webgpu';
+
 export interface SessionOptions {
+  /** Default 'cpu'. A 'webgpu' session never uses the graph cache: its file is optimised for this CPU. */
+  provider?: Provider;
   /** Threads for one inference (intra-op). Default: all cores (on 2 loaded cores 2 and 1 tie; bench/RESULTS.md). */
   threads?: number;
   /**
@@ -63,8 +68,9 @@ export class ModelSession {
   static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve()): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
     const sessionEntries = { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } };
+    const provider = options.provider ?? 'cpu';
     const base: OrtSession.SessionOptions = {
-      executionProviders: ['cpu'],
+      executionProviders: [provider],
       graphOptimizationLevel: 'all',
       executionMode: 'sequential',
       intraOpNumThreads: options.threads ?? availableParallelism(),
@@ -82,8 +88,8 @@ export class ModelSession {
       // cache's file name already accounts for (graph-cache.ts).
       logSeverityLevel: 3,
     };
-    const cacheDir = options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR;
-    const graph = cacheDir && model.expected ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common) : undefined;
+    const cacheDir = provider === 'cpu' ? (options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR) : false;
+    const graph = cacheDir && model.expected ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common, provider) : undefined;
     try {
       if (graph?.cached) {
         try {
