@@ -1,5 +1,5 @@
 // Runs engine jobs one at a time, in arrival order, behind a bounded waiting line (full: 503
-// service_busy), each under a time limit (over: 504 processing_timeout).
+// service_busy), each under a time limit that counts its wait in line too (over: 504 processing_timeout).
 
 import { RmbgError } from '../api/errors.js';
 
@@ -8,8 +8,9 @@ const AVERAGE_WEIGHT = 0.3;
 
 export interface SchedulerTicket {
   /**
-   * Waits for the engine, then runs `work` with a signal that aborts on timeout or when `signal` aborts.
-   * A job that outlives its time limit keeps the engine until it really stops, so jobs never overlap.
+   * Waits for the engine, then runs `work` with a signal that aborts on timeout or when `signal` aborts. The
+   * time limit starts with the wait. A job that outlives it keeps the engine until it really stops, so jobs
+   * never overlap; those waiting behind it time out in their turn.
    */
   run<T>(work: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Gives the place back when the request ends without running (idempotent; a no-op after run). */
@@ -52,13 +53,17 @@ export class EngineScheduler {
       run: async (work, signal) => {
         if (started || finished) throw new Error('a scheduler ticket runs once');
         started = true;
+        // The time limit counts from here, waiting included: behind a stuck image a request would otherwise
+        // wait without bound, holding its charge and its lease.
+        const deadline = this.#deadline();
         try {
-          await this.#acquire(signal);
+          await this.#acquire(signal, deadline);
         } catch (error) {
+          deadline.clear();
           finish();
           throw error;
         }
-        return this.#runAcquired(work, signal, finish);
+        return this.#runAcquired(work, signal, finish, deadline);
       },
       release: () => {
         if (!started) finish();
@@ -66,24 +71,51 @@ export class EngineScheduler {
     };
   }
 
-  #acquire(signal: AbortSignal | undefined): Promise<void> {
+  /** Aborts with 504 processing_timeout once timeoutMs have passed, saying whether the job had started. */
+  #deadline(): Deadline {
+    const controller = new AbortController();
+    const deadline: Deadline = {
+      signal: controller.signal,
+      running: false,
+      clear: () => clearTimeout(timer),
+    };
+    const limit = `${this.timeoutMs / 1000} s`;
+    const timer = setTimeout(() => {
+      controller.abort(
+        deadline.running
+          ? new RmbgError('processing_timeout', `processing took longer than the limit of ${limit} (waiting for the model included)`)
+          : new RmbgError('processing_timeout', `the image waited ${limit} for the model, busy with earlier images, without starting; the limit of ${limit} counts the wait`),
+      );
+    }, this.timeoutMs);
+    return deadline;
+  }
+
+  #acquire(signal: AbortSignal | undefined, deadline: Deadline): Promise<void> {
     if (signal?.aborted) return Promise.reject(interrupted());
     if (!this.#busy) {
       this.#busy = true;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      const leave = (reason: unknown) => {
         const index = this.#waiting.indexOf(grant);
         if (index >= 0) this.#waiting.splice(index, 1);
-        reject(interrupted());
+        stopListening();
+        reject(reason);
+      };
+      const onAbort = () => leave(interrupted());
+      const onDeadline = () => leave(deadline.signal.reason);
+      const stopListening = () => {
+        signal?.removeEventListener('abort', onAbort);
+        deadline.signal.removeEventListener('abort', onDeadline);
       };
       const grant = () => {
-        signal?.removeEventListener('abort', onAbort);
+        stopListening();
         resolve();
       };
       this.#waiting.push(grant);
       signal?.addEventListener('abort', onAbort, { once: true });
+      deadline.signal.addEventListener('abort', onDeadline, { once: true });
     });
   }
 
@@ -93,7 +125,8 @@ export class EngineScheduler {
     else this.#busy = false;
   }
 
-  #runAcquired<T>(work: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined, finish: () => void): Promise<T> {
+  #runAcquired<T>(work: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined, finish: () => void, deadline: Deadline): Promise<T> {
+    deadline.running = true;
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -110,16 +143,27 @@ export class EngineScheduler {
         this.#handOver();
       });
 
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new RmbgError('processing_timeout', `processing took longer than the limit of ${this.timeoutMs / 1000} s`);
-        controller.abort(error);
-        reject(error);
-      }, this.timeoutMs);
+    let onDeadline: () => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      onDeadline = () => {
+        controller.abort(deadline.signal.reason);
+        reject(deadline.signal.reason);
+      };
+      if (deadline.signal.aborted) onDeadline();
+      else deadline.signal.addEventListener('abort', onDeadline, { once: true });
     });
-    return Promise.race([job, deadline]).finally(() => clearTimeout(timer));
+    return Promise.race([job, timedOut]).finally(() => {
+      deadline.clear();
+      deadline.signal.removeEventListener('abort', onDeadline);
+    });
   }
+}
+
+interface Deadline {
+  readonly signal: AbortSignal;
+  /** Set when the job starts: the timeout's message says whether it ran or only waited. */
+  running: boolean;
+  clear(): void;
 }
 
 function interrupted(): RmbgError {

@@ -76,21 +76,43 @@ describe('EngineScheduler', () => {
       signal.addEventListener('abort', () => (abortedWith = signal.reason));
       return stuck.promise; // ignores the abort, as a native call might
     });
-    const next = deferred();
     let nextStarted = false;
     const after = scheduler.admit().run(async () => {
       nextStarted = true;
-      next.resolve();
       return 'next';
     });
 
     expect(await codeOf(slow)).toBe('processing_timeout');
     expect((abortedWith as RmbgError).code).toBe('processing_timeout');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The one behind it waited out its own limit without ever starting: jobs never overlap.
+    expect(await codeOf(after)).toBe('processing_timeout');
     expect(nextStarted).toBe(false);
+    expect(scheduler.admitted).toBe(1);
+    const freed = scheduler.admit().run(async () => 'freed');
     stuck.resolve('late');
-    await next.promise;
-    expect(await after).toBe('next');
+    expect(await freed).toBe('freed');
+    expect(scheduler.admitted).toBe(0);
+  });
+
+  it('the time limit counts the wait for the engine: a job behind a stuck one gets 504 when its limit is up, not when the engine frees', async () => {
+    const short = new EngineScheduler(4, 100);
+    const stuckShort = deferred<string>();
+    const holding = codeOf(short.admit().run(() => stuckShort.promise));
+    let started = false;
+    const waiting = short.admit().run(async () => {
+      started = true;
+      return 'ran';
+    });
+    const failure = await waiting.then(
+      () => undefined,
+      (error: unknown) => error as RmbgError,
+    );
+    expect(failure).toMatchObject({ code: 'processing_timeout', message: expect.stringMatching(/waited 0\.1 s for the model/) });
+    expect(started).toBe(false);
+    // Its place in line is given back: only the stuck job is still admitted.
+    expect(short.admitted).toBe(1);
+    expect(await holding).toBe('processing_timeout');
+    stuckShort.resolve('late');
   });
 
   it('a request cancelled while waiting leaves the line with interrupted and frees its place', async () => {
