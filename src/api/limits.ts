@@ -9,6 +9,8 @@ export const LIMITS = {
   pngMaxPixels: 10_000_000,
   maxIdempotencyKeyLength: 128,
   replayWindowMs: 10 * 60 * 1000,
+  /** A completed Idempotency-Key is remembered this long (its replay only for replayWindowMs); then it is free again. */
+  idempotencyKeyRetentionMs: 24 * 60 * 60 * 1000,
   clientTimeoutMs: 180_000,
   /** An image_url server that needs longer than this to deliver the image is broken (processing has its own limit). */
   imageUrlTimeoutMs: 30_000,
@@ -20,4 +22,5 @@ export const LIMIT_TEXT = {
   maxPixels: `${LIMITS.maxPixels / 1_000_000} MP`,
   pngMaxPixels: `${LIMITS.pngMaxPixels / 1_000_000} MP`,
   replayWindow: `${LIMITS.replayWindowMs / 60_000} minutes`,
+  idempotencyKeyRetention: `${LIMITS.idempotencyKeyRetentionMs / 3_600_000} hours`,
 } as const;

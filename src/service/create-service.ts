@@ -18,10 +18,14 @@ import { removeBackground } from './remove-background.js';
 import { RefundRetry } from './refund-retry.js';
 import { handleRequest } from './request-lifecycle.js';
 import { Slots } from './slots.js';
+import { StoreClock } from './store-clock.js';
 import type { ServiceContext } from './service-context.js';
 import type { AccountOutcome, DeferredRemoveRequest, ImageFetcher, RemoveOutcome, RemoveRequest, ServiceObserver } from './types.js';
 
-/** How often replay payloads past their window are deleted (a replay is also refused by age, purged or not). */
+/**
+ * How often replay payloads past their window, idempotency records past the key retention and old usage records
+ * are deleted (a replay is also refused by age, purged or not).
+ */
 const PURGE_INTERVAL_MS = 60_000;
 
 export interface ServiceDeps {
@@ -50,6 +54,7 @@ export interface ServiceDeps {
    */
   soleServer?: boolean;
   observer?: ServiceObserver;
+  /** This server's clock (default Date.now); on PostgreSQL the service corrects it to the database's. */
   now?: () => number;
 }
 
@@ -80,7 +85,9 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
   assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
-  const now = deps.now ?? Date.now;
+  // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
+  const clock = new StoreClock(deps.store, deps.now ?? Date.now);
+  const now = () => clock.now();
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
@@ -88,7 +95,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const leases = new LeaseKeeper({
     store: deps.store,
     leaseTimeMs: deps.leaseTimeMs ?? 30_000,
-    now,
+    clock,
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
     onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
   });
@@ -114,10 +121,16 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   // now if their leases expired (or this is the store's only server), later by the sweep otherwise.
   await leases.sweep(deps.soleServer === true);
   leases.start();
+  let purging: Promise<void> | undefined;
+  // One purge at a time: a large backlog may outlast the interval.
   const purge = () =>
-    deps.store.purgeExpiredReplays(now()).catch((error: unknown) => {
-      process.emitWarning(`purge of expired idempotent replays failed: ${(error as Error).message}`);
-    });
+    (purging ??= deps.store
+      .purgeExpired(now())
+      .then(
+        () => undefined,
+        (error: unknown) => process.emitWarning(`purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`),
+      )
+      .finally(() => (purging = undefined)));
   await purge();
   const timer = setInterval(() => void purge(), PURGE_INTERVAL_MS);
   timer.unref();

@@ -1,15 +1,17 @@
 // This instance's side of the leases: a random owner id, the requests it runs (their leases renewed every
 // third of the lease time), and the sweep that settles expired leases of any instance as failed, at start
-// and every half lease time. A SIGKILLed instance stops renewing, so the others refund its charges.
+// and every half lease time. A SIGKILLed instance stops renewing, so the others refund its charges. Times
+// are the database's (StoreClock), so servers whose clocks disagree agree on what expired.
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ExpiryReport, Lease, Store } from '../store/index.js';
+import type { StoreClock } from './store-clock.js';
 
 export interface LeaseKeeperOptions {
   store: Store;
   leaseTimeMs: number;
-  now: () => number;
+  clock: Pick<StoreClock, 'now' | 'sync'>;
   /** Called with each sweep's report (metrics), and with errors of the timers (the database may be away). */
   onExpired?: (report: ExpiryReport) => void;
   onError?: (what: string, error: unknown) => void;
@@ -25,7 +27,7 @@ export class LeaseKeeper {
   /** A lease on the request, held (renewed) until end(requestId). */
   lease(requestId: string): Lease {
     this.#running.add(requestId);
-    return { requestId, owner: this.owner, expiresAt: this.options.now() + this.options.leaseTimeMs };
+    return { requestId, owner: this.owner, expiresAt: this.options.clock.now() + this.options.leaseTimeMs };
   }
 
   end(requestId: string): void {
@@ -36,21 +38,32 @@ export class LeaseKeeper {
    * Settles the expired leases now; `everyone` settles all leases whatever their expiry, for an engine whose
    * lock proves no other server runs (a SQLite data directory), so a restart refunds a crash at once.
    */
-  sweep(everyone = false): Promise<ExpiryReport> {
-    return this.options.store.expireLeases(everyone ? Number.MAX_SAFE_INTEGER : this.options.now()).then((report) => {
-      if (report.expiredLeases > 0) this.options.onExpired?.(report);
-      return report;
-    });
+  async sweep(everyone = false): Promise<ExpiryReport> {
+    const { clock, store } = this.options;
+    await clock.sync();
+    const report = await store.expireLeases(clock.now(), { all: everyone });
+    if (report.expiredLeases > 0) this.options.onExpired?.(report);
+    return report;
   }
 
   start(): void {
-    const { leaseTimeMs } = this.options;
+    const { leaseTimeMs, clock, store } = this.options;
     const every = (ms: number, what: string, work: () => Promise<unknown>) => {
-      const timer = setInterval(() => work().catch((error: unknown) => this.options.onError?.(what, error)), Math.max(100, Math.floor(ms)));
+      // A run still going (the database slow or held up) makes the next tick wait for it: runs never pile up,
+      // each holding a pooled connection, until the pool is gone.
+      let running = false;
+      const tick = () => {
+        if (running) return;
+        running = true;
+        work()
+          .catch((error: unknown) => this.options.onError?.(what, error))
+          .finally(() => (running = false));
+      };
+      const timer = setInterval(tick, Math.max(100, Math.floor(ms)));
       timer.unref();
       this.#timers.push(timer);
     };
-    every(leaseTimeMs / 3, 'lease renewal', () => this.options.store.renewLeases(this.owner, [...this.#running], this.options.now() + leaseTimeMs));
+    every(leaseTimeMs / 3, 'lease renewal', () => store.renewLeases(this.owner, [...this.#running], clock.now() + leaseTimeMs));
     every(leaseTimeMs / 2, 'expired-lease sweep', () => this.sweep());
   }
 

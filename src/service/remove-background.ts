@@ -132,7 +132,7 @@ export async function removeBackground(
     };
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
-    const delivered = await ctx.store.deliver(req.requestId, idempotency && { ref: idempotency, replay: toStoredReplay(image, price) }, ctx.now());
+    const delivered = await deliver(ctx, req.requestId, idempotency && { ref: idempotency, replay: toStoredReplay(image, price) });
     if (!delivered) {
       throw new RmbgError('service_unavailable', `request ${req.requestId} outlived its lease and was refunded by another server; send it again`, { retryAfterSeconds: 1 });
     }
@@ -154,6 +154,29 @@ export async function removeBackground(
   } finally {
     ticket?.release();
     ctx.leases.end(req.requestId);
+  }
+}
+
+/** Waits before each re-read of a settlement whose answer was lost: the database is usually back within these. */
+const REREAD_WAITS_MS = [0, 100, 400, 1000] as const;
+
+/**
+ * The delivered settlement. When its answer is lost (the connection dropped around the COMMIT), the COMMIT may
+ * have gone through, charging the caller: re-read what happened and answer that, rather than 503 for a charge
+ * kept. Still leased: nothing was settled, so the error stands (the caller refunds).
+ */
+async function deliver(ctx: ServiceContext, requestId: string, idempotency: Parameters<ServiceContext['store']['deliver']>[1]): Promise<boolean> {
+  try {
+    return await ctx.store.deliver(requestId, idempotency, ctx.now());
+  } catch (error) {
+    for (const wait of REREAD_WAITS_MS) {
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const state = await ctx.store.settlementOf(requestId).catch(() => undefined);
+      if (state === 'delivered') return true;
+      if (state === 'refunded') return false;
+      if (state === 'leased') break;
+    }
+    throw error;
   }
 }
 

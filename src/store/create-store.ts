@@ -4,13 +4,13 @@
 import { RmbgError } from '../api/errors.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
-import { balance, charge, grant, NOTHING, refund } from './credit-ledger.js';
-import { beginIdempotent, failIdempotent, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
-import { closeLease, expiredLeases, openLease, recordCharge, renewLeases } from './leases.js';
+import { balance, charge, grant, ledgerMismatches, NOTHING, refund } from './credit-ledger.js';
+import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
+import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
 import { countRequest } from './rate-windows.js';
-import type { SqlDriver, SqlExecutor } from './sql.js';
-import type { CreditTarget, ExpiryReport, IdempotencyRef, PoolAmounts, Store } from './types.js';
-import { listUsage, recordUsage } from './usage-records.js';
+import { one, type SqlDriver, type SqlExecutor } from './sql.js';
+import type { CreditTarget, ExpiryReport, IdempotencyRef, PoolAmounts, PurgeReport, Settlement, Store } from './types.js';
+import { deleteOldUsage, listUsage, recordUsage } from './usage-records.js';
 
 /** Thrown inside deliver's transaction to roll it back. */
 class KeyLost extends Error {}
@@ -27,11 +27,10 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
 
   /**
    * The failed settlement: whoever closes the lease refunds the charge and fails the key, in the same
-   * transaction; anyone else (the request was settled already) changes nothing. `expiredBefore` limits it
-   * to a lease that is still expired, so a lease renewed meanwhile is left alone.
+   * transaction; anyone else (the request was settled already) changes nothing.
    */
-  async function settleFailed(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number, expiredBefore?: number) {
-    if ((await closeLease(db, requestId, expiredBefore)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
+  async function settleFailed(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
+    if ((await closeLease(db, requestId)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
     const refunded = await refund(db, requestId, now);
     const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
     return { settled: true, refunded, keyFailed };
@@ -67,6 +66,7 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         return balance(db, accountId);
       }),
     balance: (accountId) => balance(driver, accountId),
+    auditBalances: () => ledgerMismatches(driver),
 
     beginIdempotent: (accountId, key, fingerprint, lease, now = Date.now()) =>
       tx(async (db) => {
@@ -97,16 +97,35 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       tx(async (db) => {
         if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);
       }),
-    purgeExpiredReplays: (now = Date.now()) => purgeExpiredReplays(driver, now),
+    async purgeExpired(now = Date.now()): Promise<PurgeReport> {
+      const report = { replays: await purgeExpiredReplays(driver, now), keys: 0, usageRecords: 0 };
+      // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long.
+      for (let deleted = PURGE_BATCH; deleted === PURGE_BATCH; report.keys += deleted) deleted = await deleteExpiredKeys(driver, now);
+      for (let deleted = PURGE_BATCH; deleted === PURGE_BATCH; report.usageRecords += deleted) deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
+      return report;
+    },
+    async settlementOf(requestId): Promise<Settlement> {
+      if (await hasLease(driver, requestId)) return 'leased';
+      // Closed: a refund row says refunded; otherwise it was delivered (a request charged nothing leaves no row
+      // either way, and then there is nothing to get wrong).
+      const refunded = await one(driver, "SELECT 1 AS one FROM credit_ledger WHERE request_id = ? AND kind = 'refund'", [requestId]);
+      return refunded ? 'refunded' : 'delivered';
+    },
 
     renewLeases: (owner, requestIds, expiresAt) => renewLeases(driver, owner, requestIds, expiresAt),
-    async expireLeases(now): Promise<ExpiryReport> {
+    async expireLeases(now, { all = false } = {}): Promise<ExpiryReport> {
       const report = { expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 };
-      for (const lease of await expiredLeases(driver, now)) {
-        const ref = lease.idem_key === null ? undefined : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
+      for (;;) {
         // One transaction per request: a crash halfway leaves every request either settled or still leased.
-        const outcome = await tx((db) => settleFailed(db, lease.request_id, ref, now, now));
-        if (!outcome.settled) continue;
+        const outcome = await tx(async (db) => {
+          const lease = await claimExpiredLease(db, all ? undefined : now);
+          if (!lease) return undefined;
+          const ref = lease.idem_key === null ? undefined : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
+          return settleFailed(db, lease.request_id, ref, now);
+        });
+        // No expired lease left that nobody holds. (Settled is certain for a claimed lease; checked so a bug
+        // could never loop here.)
+        if (!outcome?.settled) break;
         report.expiredLeases += 1;
         if (outcome.refunded.subscription + outcome.refunded.payg > 0) report.refundedRequests += 1;
         if (outcome.keyFailed) report.failedIdempotencyKeys += 1;
@@ -119,6 +138,7 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     recordUsage: (record) => recordUsage(driver, record),
     usage: (filter) => listUsage(driver, filter),
 
+    clock: () => driver.clock(),
     schemaVersion: () => driver.schemaVersion(),
     close: () => driver.close(),
   };

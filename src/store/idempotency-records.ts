@@ -1,5 +1,6 @@
-// Idempotency records: one row per (account, Idempotency-Key). The row reserves the key for good;
-// a success also keeps its response for the replay window, after which only the payload is deleted.
+// Idempotency records: one row per (account, Idempotency-Key). The row reserves the key; a success also keeps
+// its response for the replay window, after which the payload is deleted, and a completed key's row is deleted
+// after the key retention (LIMITS), which frees the key. A row in progress is its lease's and stays.
 
 import { LIMITS } from '../api/options.js';
 import { one, type SqlExecutor } from './sql.js';
@@ -18,16 +19,20 @@ interface Row {
 export async function beginIdempotent(db: SqlExecutor, accountId: string, key: string, fingerprint: string, requestId: string, now: number): Promise<IdempotencyBegin> {
   // The insert on the primary key is the atomic step: of several requests with the same key (in this
   // process or another instance), exactly one inserts the row and gets 'new'.
-  const inserted = await db.run(
-    "INSERT INTO idempotency_keys (account_id, key, fingerprint, state, request_id, created_at) VALUES (?, ?, ?, 'in_progress', ?, ?) ON CONFLICT DO NOTHING",
-    [accountId, key, fingerprint, requestId, now],
-  );
-  if (inserted === 1) return { state: 'new' };
-  const row = (await one<Row>(
-    db,
-    'SELECT fingerprint, state, request_id, completed_at, payload, metadata FROM idempotency_keys WHERE account_id = ? AND key = ?',
-    [accountId, key],
-  )) as Row;
+  let row: Row | undefined;
+  for (;;) {
+    const inserted = await db.run(
+      "INSERT INTO idempotency_keys (account_id, key, fingerprint, state, request_id, created_at) VALUES (?, ?, ?, 'in_progress', ?, ?) ON CONFLICT DO NOTHING",
+      [accountId, key, fingerprint, requestId, now],
+    );
+    if (inserted === 1) return { state: 'new' };
+    row = await one<Row>(db, 'SELECT fingerprint, state, request_id, completed_at, payload, metadata FROM idempotency_keys WHERE account_id = ? AND key = ?', [
+      accountId, key,
+    ]);
+    // Gone between the two statements (PostgreSQL reads each with a new snapshot): its request released the key,
+    // or it was purged. The key is free, so try to take it again.
+    if (row) break;
+  }
   const requestIdOfKey = row.request_id;
   // A different request under a known key is a client bug whatever state the key is in: say so first.
   if (row.fingerprint !== fingerprint) return { state: 'mismatch', requestId: requestIdOfKey };
@@ -70,4 +75,16 @@ export function purgeExpiredReplays(db: SqlExecutor, now: number): Promise<numbe
   return db.run("UPDATE idempotency_keys SET payload = NULL WHERE payload IS NOT NULL AND state = 'succeeded' AND completed_at <= ?", [
     now - LIMITS.replayWindowMs,
   ]);
+}
+
+/** Rows deleted per statement: a large backlog is deleted in short statements, none near statement_timeout. */
+export const PURGE_BATCH = 1000;
+
+/** Deletes up to PURGE_BATCH completed records older than the key retention; resolves with how many. */
+export function deleteExpiredKeys(db: SqlExecutor, now: number): Promise<number> {
+  return db.run(
+    `DELETE FROM idempotency_keys WHERE (account_id, key) IN (
+       SELECT account_id, key FROM idempotency_keys WHERE completed_at <= ? AND state <> 'in_progress' ORDER BY completed_at LIMIT ${PURGE_BATCH})`,
+    [now - LIMITS.idempotencyKeyRetentionMs],
+  );
 }

@@ -28,10 +28,8 @@ export function recordCharge(db: SqlExecutor, lease: Lease, accountId: string, a
 }
 
 /** The settlement's first step: 1 when this caller took the lease away (and so settles), 0 when someone else did. */
-export function closeLease(db: SqlExecutor, requestId: string, expiredBefore?: number): Promise<number> {
-  return expiredBefore === undefined
-    ? db.run('DELETE FROM leases WHERE request_id = ?', [requestId])
-    : db.run('DELETE FROM leases WHERE request_id = ? AND expires_at <= ?', [requestId, expiredBefore]);
+export function closeLease(db: SqlExecutor, requestId: string): Promise<number> {
+  return db.run('DELETE FROM leases WHERE request_id = ?', [requestId]);
 }
 
 /** Only the requests still running: a lease its request could not settle (the database was away) must expire. */
@@ -40,6 +38,21 @@ export function renewLeases(db: SqlExecutor, owner: string, requestIds: readonly
   return db.run(`UPDATE leases SET expires_at = ? WHERE owner = ? AND request_id IN (${requestIds.map(() => '?').join(', ')})`, [expiresAt, owner, ...requestIds]);
 }
 
-export function expiredLeases(db: SqlExecutor, now: number): Promise<LeaseRow[]> {
-  return db.all<LeaseRow>('SELECT request_id, account_id, idem_key, charged FROM leases WHERE expires_at <= ? ORDER BY expires_at', [now]);
+/**
+ * Inside the transaction that settles it: the next expired lease (by `expiredBy`; any lease when undefined), locked
+ * for this transaction. A lease another transaction holds (a server stopped inside its settlement) is passed over
+ * rather than waited for, so a sweep never queues behind it.
+ */
+export async function claimExpiredLease(db: SqlExecutor, expiredBy: number | undefined): Promise<LeaseRow | undefined> {
+  const rows = await db.all<LeaseRow>(
+    `SELECT request_id, account_id, idem_key, charged FROM leases WHERE (CAST(? AS BIGINT) IS NULL OR expires_at <= ?)
+     ORDER BY expires_at, request_id LIMIT 1${db.skipLocked}`,
+    [expiredBy ?? null, expiredBy ?? null],
+  );
+  return rows[0];
+}
+
+/** Whether the request still has its lease (unsettled). */
+export async function hasLease(db: SqlExecutor, requestId: string): Promise<boolean> {
+  return (await db.all('SELECT 1 AS one FROM leases WHERE request_id = ?', [requestId])).length > 0;
 }

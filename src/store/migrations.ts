@@ -123,6 +123,21 @@ const FIRST_SCHEMA = (t: Types) => `
   CREATE INDEX usage_records_account ON usage_records (account_id, created_at);
 `;
 
-export const SQLITE_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(SQLITE), LEASES_AND_RATE_WINDOWS(SQLITE.int)];
+/**
+ * Version 3: each account keeps its balance, per pool, updated in the transaction of each ledger row, so a
+ * charge reads one row instead of summing the account's whole ledger (which stays the audit trail:
+ * Store.auditBalances compares the two). Indexes for deleting old idempotency records and usage records.
+ */
+const KEPT_BALANCES = (t: Types) => `
+  ALTER TABLE accounts ADD COLUMN subscription_credits ${t.int} NOT NULL DEFAULT 0;
+  ALTER TABLE accounts ADD COLUMN payg_credits ${t.int} NOT NULL DEFAULT 0;
+  UPDATE accounts SET
+    subscription_credits = COALESCE((SELECT SUM(l.amount) FROM credit_ledger l WHERE l.account_id = accounts.id AND l.pool = 'subscription'), 0),
+    payg_credits = COALESCE((SELECT SUM(l.amount) FROM credit_ledger l WHERE l.account_id = accounts.id AND l.pool = 'payg'), 0);
+  CREATE INDEX idempotency_keys_completed ON idempotency_keys (completed_at);
+  CREATE INDEX usage_records_created ON usage_records (created_at);
+`;
 
-export const POSTGRES_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(POSTGRES), LEASES_AND_RATE_WINDOWS(POSTGRES.int)];
+export const SQLITE_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(SQLITE), LEASES_AND_RATE_WINDOWS(SQLITE.int), KEPT_BALANCES(SQLITE)];
+
+export const POSTGRES_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(POSTGRES), LEASES_AND_RATE_WINDOWS(POSTGRES.int), KEPT_BALANCES(POSTGRES)];

@@ -1,6 +1,7 @@
 // The PostgreSQL engine: a pg connection pool, migrated on open under an advisory lock so that instances
-// starting together apply each migration once. A lost connection (server down, restarting, unreachable)
-// becomes 503 service_unavailable with Retry-After, never a 500; the pool reconnects once it is back.
+// starting together apply each migration once. A lost connection (server down, restarting, unreachable), an
+// exhausted pool and a lock or statement that timed out become 503 service_unavailable with Retry-After, never
+// a 500; the pool reconnects once the database is back.
 
 import pg from 'pg';
 import { RmbgError } from '../api/errors.js';
@@ -9,10 +10,54 @@ import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across instances. */
 const MIGRATION_LOCK = 0x726d6267; // "rmbg"
-const POOL_SIZE = 10;
-/** Seconds a client should wait when the database cannot be reached. */
+/** Seconds a client should wait when the database cannot be reached or is held up. */
 const UNREACHABLE_RETRY_SECONDS = 2;
-const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * The connection settings an operator may set as query parameters of the postgres:// URL (docs/deploy.md), with
+ * their defaults. Every connection gets them, so a server that stops inside a transaction (SIGSTOP, a paused VM, a
+ * cut network) loses its locks after idle_in_transaction_session_timeout, and nobody waits on a lock for longer
+ * than lock_timeout: one stuck server never stalls the others. PostgreSQL's own names and units (milliseconds;
+ * 0 turns a timeout off), libpq's for connect_timeout and keepalives_idle (seconds).
+ */
+export const POSTGRES_SETTINGS = {
+  statement_timeout: { default: 15_000, min: 0 },
+  lock_timeout: { default: 5_000, min: 0 },
+  idle_in_transaction_session_timeout: { default: 10_000, min: 0 },
+  /** Seconds to open a connection, or to wait for a free one of the pool. */
+  connect_timeout: { default: 5, min: 1 },
+  /** Seconds of silence before TCP keepalive probes a connection (a database behind a cut network). */
+  keepalives_idle: { default: 30, min: 1 },
+  /** Connections of this server's pool. */
+  pool_size: { default: 10, min: 1 },
+} as const;
+
+export type PostgresSettings = { -readonly [name in keyof typeof POSTGRES_SETTINGS]: number };
+
+/** The URL without rmbg's settings (what pg connects to), and the settings; a bad value is a usage error. */
+export function postgresSettings(url: string): { connectionString: string; settings: PostgresSettings } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RmbgError('usage_error', 'the PostgreSQL store URL cannot be parsed');
+  }
+  const settings = {} as PostgresSettings;
+  for (const [name, { default: fallback, min }] of Object.entries(POSTGRES_SETTINGS) as Array<[keyof PostgresSettings, { default: number; min: number }]>) {
+    const given = parsed.searchParams.get(name);
+    parsed.searchParams.delete(name);
+    if (given === null) {
+      settings[name] = fallback;
+      continue;
+    }
+    const value = /^\d{1,10}$/.test(given) ? Number(given) : NaN;
+    if (!(value >= min && value <= 2_147_483_647)) {
+      throw new RmbgError('usage_error', `the store URL's ${name} must be a whole number of at least ${min}; got '${given}'`);
+    }
+    settings[name] = value;
+  }
+  return { connectionString: parsed.toString(), settings };
+}
 
 // int8 (counts, sums cast to BIGINT, millisecond times) as numbers: every value the store keeps is far below 2^53.
 const types = {
@@ -29,16 +74,27 @@ function numbered(sql: string): string {
 /**
  * The database cannot serve us, whatever the query: SQLSTATE classes 08 (connection exception), 57P (shutdown,
  * restart), 53 (too many connections, out of resources), 28 (login refused) and 3D (the database is gone),
- * and socket errors (ECONNREFUSED, ECONNRESET, …).
+ * 25P03 (our session was ended for idling in a transaction), socket errors (ECONNREFUSED, ECONNRESET, …), and
+ * pg's own: a connect that timed out, and no free connection in the pool within connect_timeout.
  */
-function isUnreachable(error: unknown): boolean {
+export function isUnreachable(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (/^(08|57P|53|28|3D)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
-  return typeof message === 'string' && /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended/i.test(message);
+  if (typeof code === 'string' && (/^(08|57P|53|28|3D|25P03$)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect/i.test(message)
+  );
 }
 
-function unreachable(error: unknown): RmbgError {
-  return new RmbgError('service_unavailable', `the database is unreachable (${(error as Error).message}); retry shortly`, {
+/** The database answers but a lock or statement outlived its timeout (a stuck holder): 55P03, 57014. */
+function isHeldUp(error: unknown): boolean {
+  const { code } = error as { code?: unknown };
+  return code === '55P03' || code === '57014';
+}
+
+function unavailable(error: unknown): RmbgError {
+  const what = isHeldUp(error) ? 'the database is held up by another transaction' : 'the database is unreachable';
+  return new RmbgError('service_unavailable', `${what} (${(error as Error).message}); retry shortly`, {
     retryAfterSeconds: UNREACHABLE_RETRY_SECONDS,
     cause: error,
   });
@@ -48,7 +104,7 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    throw isUnreachable(error) ? unreachable(error) : error;
+    throw isUnreachable(error) || isHeldUp(error) ? unavailable(error) : error;
   }
 }
 
@@ -64,7 +120,10 @@ function redacted(url: string): string {
 
 function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   return {
-    forUpdate: ' FOR UPDATE',
+    // NO KEY: the account's lock must not block the foreign-key checks (KEY SHARE) of its leases', keys' and
+    // refunds' inserts; it still excludes every other charge, grant and refund of the account.
+    forUpdate: ' FOR NO KEY UPDATE',
+    skipLocked: ' FOR UPDATE SKIP LOCKED',
     all: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numbered(sql), params as SqlValue[])).rows as T[],
     run: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(numbered(sql), params as SqlValue[])).rowCount ?? 0,
   };
@@ -75,6 +134,9 @@ async function migrate(pool: pg.Pool): Promise<void> {
   client.on('error', () => {}); // the failing query rejects as well; see transaction()
   try {
     // Session-level lock: a second instance waits here until the first has migrated, then finds nothing to do.
+    // No timeouts while migrating: waiting for another server's migration, or backfilling a large table, may
+    // take longer than a request's statement or lock may. The client is destroyed afterwards (its SETs go with it).
+    await client.query('SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await client.query('CREATE TABLE IF NOT EXISTS rmbg_schema (version INTEGER NOT NULL)');
@@ -99,13 +161,25 @@ async function migrate(pool: pg.Pool): Promise<void> {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
-    client.release();
+    client.release(true);
   }
 }
 
 export async function openPostgresDriver(url: string): Promise<SqlDriver> {
-  const location = redacted(url);
-  const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types });
+  const { connectionString, settings } = postgresSettings(url);
+  const location = redacted(connectionString);
+  const pool = new pg.Pool({
+    connectionString,
+    max: settings.pool_size,
+    connectionTimeoutMillis: settings.connect_timeout * 1000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: settings.keepalives_idle * 1000,
+    // pg sends these in the start-up packet of every connection; 0 leaves PostgreSQL's default (off).
+    statement_timeout: settings.statement_timeout,
+    lock_timeout: settings.lock_timeout,
+    idle_in_transaction_session_timeout: settings.idle_in_transaction_session_timeout,
+    types,
+  });
   // An idle client whose server went away emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', () => {});
   try {
@@ -120,6 +194,7 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
     engine: 'postgres',
     location,
     forUpdate: direct.forUpdate,
+    skipLocked: direct.skipLocked,
     all: (sql, params) => guarded(() => direct.all(sql, params)),
     run: (sql, params) => guarded(() => direct.run(sql, params)),
     transaction: (fn) =>
@@ -146,6 +221,7 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
         }
       }),
     schemaVersion: () => guarded(async () => (await direct.all<{ version: number }>('SELECT version FROM rmbg_schema'))[0]?.version ?? 0),
+    clock: () => guarded(async () => (await direct.all<{ now: number }>('SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) AS now'))[0]!.now),
     close: () => pool.end(),
   };
 }

@@ -13,6 +13,11 @@ export interface SqlExecutor {
    * PostgreSQL; '' on SQLite, whose write transaction (BEGIN IMMEDIATE) already excludes every other writer.
    */
   readonly forUpdate: string;
+  /**
+   * Appended to a SELECT that claims rows for this transaction and passes over those another transaction holds
+   * (' FOR UPDATE SKIP LOCKED' on PostgreSQL; '' on SQLite, where no other transaction runs meanwhile).
+   */
+  readonly skipLocked: string;
 }
 
 export interface SqlDriver extends SqlExecutor {
@@ -23,6 +28,8 @@ export interface SqlDriver extends SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** The schema version the database is at (readiness: reachable and migrated). */
   schemaVersion(): Promise<number>;
+  /** The database's time, in milliseconds since the epoch (the clock every server on it shares). */
+  clock(): Promise<number>;
   close(): Promise<void>;
 }
 

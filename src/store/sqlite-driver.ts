@@ -65,6 +65,7 @@ export function openSqliteDriver(path: string, { privateDir = false }: { private
   };
   const direct: SqlExecutor = {
     forUpdate: '',
+    skipLocked: '',
     all: async <T>(sql: string, params: readonly SqlValue[] = []) => prepared(sql).all(...params) as T[],
     run: async (sql: string, params: readonly SqlValue[] = []) => prepared(sql).run(...params).changes,
   };
@@ -87,6 +88,7 @@ export function openSqliteDriver(path: string, { privateDir = false }: { private
     engine: 'sqlite',
     location: path,
     forUpdate: '',
+    skipLocked: '',
     all: (sql, params) => inTurn(() => direct.all(sql, params)),
     run: (sql, params) => inTurn(() => direct.run(sql, params)),
     transaction: (fn) =>
@@ -103,6 +105,8 @@ export function openSqliteDriver(path: string, { privateDir = false }: { private
         }
       }),
     schemaVersion: () => inTurn(async () => db.pragma('user_version', { simple: true }) as number),
+    // The file has one server (its pid lock), so this machine's clock is the only one.
+    clock: async () => Date.now(),
     close: () =>
       inTurn(async () => {
         if (db.open) db.close();

@@ -121,6 +121,26 @@ export interface ExpiryReport {
   failedIdempotencyKeys: number;
 }
 
+/** An account whose kept balance is not the sum of its ledger rows. */
+export interface LedgerMismatch {
+  accountId: string;
+  kept: Balance;
+  ledger: Balance;
+}
+
+/** What one purge deleted. */
+export interface PurgeReport {
+  /** Replay payloads past the replay window (their keys stay reserved). */
+  replays: number;
+  /** Idempotency records completed longer ago than the key retention (those keys are free again). */
+  keys: number;
+  /** Usage records older than their retention. */
+  usageRecords: number;
+}
+
+/** Where a charged request stands: still leased (unsettled), delivered, or refunded. */
+export type Settlement = 'leased' | 'delivered' | 'refunded';
+
 export type StoreEngine = 'sqlite' | 'postgres';
 
 /**
@@ -142,7 +162,10 @@ export interface Store {
   accountForKey(apiKey: string): Promise<KeyOwner | undefined>;
 
   addCredits(target: CreditTarget, amount: number, pool: CreditPool, now?: number): Promise<Balance>;
+  /** The account's kept balance: one row read, whatever the size of its ledger. */
   balance(accountId: string): Promise<Balance>;
+  /** The audit: accounts whose kept balance differs from the sum of their ledger rows (an empty list when sound). */
+  auditBalances(): Promise<LedgerMismatch[]>;
 
   /** Reserves the key (and opens the request's lease) when new; otherwise says what the key holds. */
   beginIdempotent(accountId: string, key: string, fingerprint: string, lease: Lease, now?: number): Promise<IdempotencyBegin>;
@@ -158,13 +181,25 @@ export interface Store {
   failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<PoolAmounts>;
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
-  /** Deletes replay payloads whose window closed; the rows stay so the keys stay reserved. Returns how many. */
-  purgeExpiredReplays(now?: number): Promise<number>;
+  /**
+   * Deletes replay payloads whose window closed (the rows stay, so the keys stay reserved), idempotency records
+   * completed longer ago than the key retention, and usage records older than theirs.
+   */
+  purgeExpired(now?: number): Promise<PurgeReport>;
+  /**
+   * Where request `requestId` stands, read after a settlement whose answer was lost (the COMMIT may have gone
+   * through): its lease still open, delivered (closed without a refund), or refunded.
+   */
+  settlementOf(requestId: string): Promise<Settlement>;
 
   /** Extends the leases of `owner`'s running requests to expiresAt, in one statement. */
   renewLeases(owner: string, requestIds: readonly string[], expiresAt: number): Promise<number>;
-  /** Settles as failed (refund, failed key) every request whose lease expired by `now`: whoever's they were. */
-  expireLeases(now: number): Promise<ExpiryReport>;
+  /**
+   * Settles as failed (refund, failed key) every request whose lease expired by `now`, whoever's they were,
+   * passing over leases another transaction holds (the next sweep settles them). `all`: every lease whatever its
+   * expiry (a SQLite server at start, alone on its file). The rows written are dated `now`.
+   */
+  expireLeases(now: number, options?: { all?: boolean }): Promise<ExpiryReport>;
 
   /** Counts one request of the key in the window shared by every instance on this store. */
   countRequest(keyId: string, now: number, windowMs: number): Promise<RateWindow>;
@@ -172,6 +207,8 @@ export interface Store {
   recordUsage(record: UsageRecord): Promise<void>;
   usage(filter?: { accountId?: string; requestId?: string }): Promise<UsageRecord[]>;
 
+  /** The database's clock (ms since the epoch): what leases and rate windows are measured by on a shared store. */
+  clock(): Promise<number>;
   /** The schema version the database is at; rejects when the database cannot be reached. */
   schemaVersion(): Promise<number>;
   /** The version this rmbg migrates to. */

@@ -1,5 +1,6 @@
-// Usage records: the metadata of every request (never the image), kept for usage reporting only. No credit
-// ever depends on them: settlement lives in the ledger and the leases.
+// Usage records: the metadata of every request (never the image), kept for usage reporting only, for
+// USAGE_RETENTION_MS (deleted by the server's purge). No credit ever depends on them: settlement lives in the
+// ledger and the leases.
 
 import type { SqlExecutor } from './sql.js';
 import type { UsageEndpoint, UsageRecord } from './types.js';
@@ -40,6 +41,16 @@ function toRecord(row: Row): UsageRecord {
     durationMs: row.duration_ms,
     createdAt: row.created_at,
   };
+}
+
+/** How long usage records are kept: 90 days (docs/deploy.md). */
+export const USAGE_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
+
+/** Deletes up to `batch` records older than the retention; resolves with how many. */
+export function deleteOldUsage(db: SqlExecutor, now: number, batch: number): Promise<number> {
+  return db.run(`DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE created_at <= ? ORDER BY created_at LIMIT ${batch})`, [
+    now - USAGE_RETENTION_MS,
+  ]);
 }
 
 export async function recordUsage(db: SqlExecutor, r: UsageRecord): Promise<void> {

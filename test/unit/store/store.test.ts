@@ -155,8 +155,8 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await store.deliver('req-1', { ref: { accountId, key: 'k1', requestId: 'req-1' }, replay: { payload: Buffer.from('x'), metadata: null } }, T0 + 100);
     expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-3'), T0 + 100 + window - 1)).state).toBe('succeeded');
     expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-4'), T0 + 100 + window)).toEqual({ state: 'expired', requestId: 'req-1', completedAt: T0 + 100 });
-    expect(await store.purgeExpiredReplays(T0 + 100 + window - 1)).toBe(0);
-    expect(await store.purgeExpiredReplays(T0 + 100 + window)).toBe(1);
+    expect((await store.purgeExpired(T0 + 100 + window - 1)).replays).toBe(0);
+    expect((await store.purgeExpired(T0 + 100 + window)).replays).toBe(1);
     expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-5'), T0)).state).toBe('expired');
 
     await store.beginIdempotent(accountId, 'k2', 'fp', lease('req-6'), T0);
