@@ -27,7 +27,7 @@ export class StoreClock {
     const before = this.serverNow();
     const database = await this.store.clock();
     const after = this.serverNow();
-    // The database read its clock about halfway through the round trip.
-    this.#offsetMs = database - (before + after) / 2;
+    // The database read its clock about halfway through the round trip; whole milliseconds, as the columns are.
+    this.#offsetMs = Math.round(database - (before + after) / 2);
   }
 }

@@ -1,0 +1,133 @@
+// The service's side of issue #20: a lease sweep never starts while the last one still runs; a deliver whose
+// COMMIT went through but whose answer was lost is read back (200, charged once) instead of 503 after a
+// charge; and, on a real PostgreSQL, a server whose clock runs 60 s ahead neither refunds another server's
+// live work nor restarts its rate windows (the service reads time on the database's clock).
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RmbgError } from '../../../src/api/errors.js';
+import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
+import { createService, type Service } from '../../../src/service/index.js';
+import { LeaseKeeper } from '../../../src/service/lease-keeper.js';
+import type { RemoveRequest } from '../../../src/service/types.js';
+import { openStore, type ExpiryReport, type Store } from '../../../src/store/index.js';
+import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { rejectionOf } from '../../helpers/rejection.js';
+import { testEngine, testImage, TEST_SERVICE_LIMITS, type TestEngine } from './sharp-test-engine.js';
+
+let image: Buffer;
+beforeAll(async () => {
+  image = await testImage(64, 48);
+});
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function request(apiKey: string, idempotencyKey?: string): RemoveRequest {
+  return { apiKey, idempotencyKey, source: { kind: 'file', data: image }, options: { ...DEFAULT_OPTIONS }, requestId: randomUUID() };
+}
+
+async function serve(store: Store, engine: TestEngine, now?: () => number): Promise<Service> {
+  const service = await createService({ store, engine, ...TEST_SERVICE_LIMITS, leaseTimeMs: 2000, ...(now && { now }) });
+  cleanups.push(() => service.close(), () => engine.release());
+  return service;
+}
+
+describe('the lease sweep', () => {
+  it('never starts while the last one runs (a held-up database would otherwise take one connection per tick)', async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    let finish: (report: ExpiryReport) => void = () => undefined;
+    const store = {
+      engine: 'postgres',
+      clock: async () => Date.now(),
+      renewLeases: async () => 0,
+      expireLeases: () => {
+        calls += 1;
+        return new Promise<ExpiryReport>((resolve) => (finish = resolve));
+      },
+    } as unknown as Store;
+    const keeper = new LeaseKeeper({ store, leaseTimeMs: 2000, clock: { now: Date.now, sync: async () => {} } });
+    keeper.start();
+    cleanups.push(() => keeper.stop());
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(calls).toBe(1);
+    finish({ expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls).toBe(2);
+  });
+});
+
+describe('a deliver whose answer is lost', () => {
+  let dir: string;
+  let store: Store;
+  let key: string;
+  let accountId: string;
+  async function start(deliverFails: 'after-commit' | 'before-commit') {
+    dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
+    store = await openStore(dir);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => store.close());
+    ({ key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 }));
+    const lost = () => new RmbgError('service_unavailable', 'the database is unreachable (Connection terminated unexpectedly); retry shortly', { retryAfterSeconds: 2 });
+    const flaky: Store = {
+      ...store,
+      deliver: async (...args) => {
+        if (deliverFails === 'before-commit') throw lost();
+        await store.deliver(...args);
+        throw lost();
+      },
+    };
+    return serve(flaky, testEngine());
+  }
+
+  it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
+    const service = await start('after-commit');
+    const outcome = await service.removeBackground(request(key));
+    expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await store.usage({ requestId: outcome.requestId })).toEqual([expect.objectContaining({ status: 200, credits: 1 })]);
+  });
+
+  it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {
+    const service = await start('before-commit');
+    const error = await rejectionOf(service.removeBackground(request(key)));
+    expect([error.status, error.code]).toEqual([503, 'service_unavailable']);
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
+  });
+});
+
+describe('servers whose clocks disagree, on one PostgreSQL', () => {
+  it("a server 60 s ahead refunds nothing of another's live work, and counts into the same rate window", async () => {
+    const url = await freshDatabase();
+    const stores = await Promise.all([0, 1].map(() => openStore({ engine: 'postgres', url })));
+    cleanups.push(() => Promise.all(stores.map((s) => s.close())));
+    const [storeA, storeB] = stores as [Store, Store];
+    const { key, accountId } = await storeA.createAccountWithKey({ plan: 'pro', credits: 5 });
+    const engineA = testEngine({ kind: 'gated' });
+    const a = await serve(storeA, engineA);
+    const running = a.removeBackground(request(key, 'order-1'));
+    await engineA.started(1);
+    expect(await pgRows(url, 'SELECT CAST(charged AS INTEGER) AS charged FROM leases')).toEqual([{ charged: 1 }]);
+
+    // B starts (its start-up sweep runs now) with its clock a minute ahead: on its own clock A's lease, at most
+    // 2 s long, expired long ago.
+    const b = await serve(storeB, testEngine(), () => Date.now() + 60_000);
+    engineA.release();
+    const outcome = await running;
+    expect([outcome.creditsCharged, outcome.replayed]).toEqual([1, false]);
+    expect(await storeA.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await pgRows(url, "SELECT kind FROM credit_ledger WHERE kind = 'refund'")).toEqual([]);
+
+    // A's request opened the key's window; B counts into it rather than starting a new one a minute later.
+    const account = await b.getAccount(key);
+    expect(account.rateLimit.remaining).toBe(TEST_SERVICE_LIMITS.rateLimitPerMinute - 2);
+  });
+});
