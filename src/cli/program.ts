@@ -6,7 +6,8 @@ import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js
 import { checkWholeNumber } from '../api/whole-number.js';
 import { MAX_CONCURRENCY } from '../batch/remover.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
-import { flagOf, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
+import { flagOf, METRICS_TOKEN_ENV, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
+import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
 
 const REMOVE_EXAMPLES = `
 Examples:
@@ -59,6 +60,17 @@ function parseInteger(name: string, min: number, max?: number) {
 function serverInteger(name: keyof typeof SERVER_BOUNDS) {
   const [min, max] = SERVER_BOUNDS[name];
   return parseInteger(flagOf(name), min, max);
+}
+
+/** `--trust-proxy 10.0.0.5,10.1.0.0/16`, repeatable: the entries so far, each checked as createServer() checks it. */
+function parseTrustProxy(value: string, previous: string[] | undefined): string[] {
+  const entries = [...(previous ?? []), ...trustProxyEntries(value)];
+  if (entries.length === 0) throw new InvalidArgumentError('give at least one IP address or CIDR block');
+  try {
+    return [...trustedProxies(entries).entries];
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 /** Flags for the image options, derived from the one schema in src/api/options.ts. */
@@ -135,7 +147,9 @@ export function buildProgram(): Command {
     .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
     .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
     .addOption(new Option('--lease-time <seconds>', 'lease of a request in progress; another server refunds it once its lease expires').default(SERVER_DEFAULTS.leaseTime).argParser(serverInteger('leaseTime')))
-    .option('--metrics-token <token>', 'let GET /metrics be read from any address with "Authorization: Bearer <token>" (default: loopback only)')
+    .option('--metrics-token <token>', `let GET /metrics be read from any address with "Authorization: Bearer <token>" (env ${METRICS_TOKEN_ENV}; default: loopback only); a token here shows in \`ps\`: prefer the env or ${flagOf('metricsTokenFile')}`)
+    .option(`${flagOf('metricsTokenFile')} <path>`, 'read the metrics token from this file instead')
+    .addOption(new Option(`${flagOf('trustProxy')} <addresses>`, 'proxies (IP addresses or CIDR blocks, comma-separated; repeatable) whose X-Forwarded-For names the client (default: none)').argParser(parseTrustProxy))
     .addOption(new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed').default(SERVER_DEFAULTS.headersTimeout).argParser(serverInteger('headersTimeout')))
     .addOption(new Option('--max-connections <n>', 'open connections at once; more are closed on arrival').default(SERVER_DEFAULTS.maxConnections).argParser(serverInteger('maxConnections')))
     .addOption(new Option('--max-uploads <n>', 'request bodies received at once before 503').default(SERVER_DEFAULTS.maxUploads).argParser(serverInteger('maxUploads')))

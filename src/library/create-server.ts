@@ -12,8 +12,10 @@ import { userModelsDirOf } from '../engine/user-models.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
 import { startServer } from '../server/start-server.js';
+import { trustedProxies } from '../server/trusted-proxies.js';
 import { createMetrics } from '../server/metrics.js';
 import { openStore, storeTarget, type Store } from '../store/index.js';
+import { metricsTokenOf } from './metrics-token.js';
 import { SERVER_BOUNDS, SERVER_DEFAULTS, type RmbgServer, type ServerOptions } from './server-options.js';
 
 export interface LocalService {
@@ -28,6 +30,9 @@ export interface LocalService {
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
   const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
   for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS)) checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
+  // Checked before anything opens: a bad token or proxy list changes nothing.
+  const metricsToken = metricsTokenOf(options);
+  const trustProxy = trustedProxies(options.trustProxy ?? []).entries;
   const dataDir = dataDirOf(options.dataDir);
   const store = await openStore(storeTarget(options.store, dataDir));
   const closers: Array<() => unknown> = [() => store.close()];
@@ -71,7 +76,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       bodyTimeoutMs: settings.bodyTimeout * 1000,
       ui: settings.ui,
       metrics,
-      metricsToken: settings.metricsToken,
+      metricsToken,
+      trustProxy,
       headersTimeoutMs: settings.headersTimeout * 1000,
       maxConnections: settings.maxConnections,
       maxUploads: settings.maxUploads,

@@ -15,8 +15,18 @@ export interface ServerOptions {
   store?: string;
   /** Seconds a request in progress is leased for (renewed while it runs); another server refunds it after. Default 30. */
   leaseTime?: number;
-  /** Lets GET /metrics be read from any address with `Authorization: Bearer <token>`; without it, loopback only. */
+  /**
+   * Lets GET /metrics be read from any address with `Authorization: Bearer <token>`; without it, loopback only.
+   * Default: RMBG_METRICS_TOKEN (on the command line a token shows in `ps`: prefer it, or metricsTokenFile).
+   */
   metricsToken?: string;
+  /** A file holding the metrics token (surrounding whitespace ignored), instead of metricsToken. */
+  metricsTokenFile?: string;
+  /**
+   * Proxies (IP addresses or CIDR blocks, e.g. ['10.0.0.5', '10.1.0.0/16']) whose X-Forwarded-For gives the
+   * client's address; a request through one is never a loopback caller of /metrics. Default: none.
+   */
+  trustProxy?: readonly string[];
   /** Credits charged per processed image, any size. Default 1. */
   creditsPerImage?: number;
   /** Requests per minute per API key. Default 60. */
@@ -72,6 +82,9 @@ export const SERVER_DEFAULTS = {
   maxInFlightPerKey: 4,
   maxAuthFailures: 30,
 } as const satisfies ServerOptions;
+
+/** The environment variable of metricsToken (a secret: kept out of the process's arguments). */
+export const METRICS_TOKEN_ENV = 'RMBG_METRICS_TOKEN';
 
 /** Whole-number options and their [min, max]. */
 export const SERVER_BOUNDS = {

@@ -1,0 +1,37 @@
+// Where `rmbg serve` takes the /metrics bearer token from: --metrics-token, --metrics-token-file, or
+// RMBG_METRICS_TOKEN. A token on the command line shows in `ps` to every user of the machine; the file and
+// the environment do not.
+
+import { readFileSync } from 'node:fs';
+import { RmbgError } from '../api/errors.js';
+import { flagOf, METRICS_TOKEN_ENV, type ServerOptions } from './server-options.js';
+
+const TOKEN_FLAG = flagOf('metricsToken');
+const FILE_FLAG = flagOf('metricsTokenFile');
+
+/** The token, or undefined (loopback only). Throws usage_error for a token nobody could send. */
+export function metricsTokenOf(options: Pick<ServerOptions, 'metricsToken' | 'metricsTokenFile'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (options.metricsToken !== undefined && options.metricsTokenFile !== undefined) {
+    throw new RmbgError('usage_error', `give ${TOKEN_FLAG} or ${FILE_FLAG}, not both`);
+  }
+  if (options.metricsTokenFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(options.metricsTokenFile, 'utf8');
+    } catch (error) {
+      throw new RmbgError('usage_error', `${FILE_FLAG}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
+    }
+    return checked(text.trim(), `${FILE_FLAG} ${options.metricsTokenFile}`);
+  }
+  if (options.metricsToken !== undefined) return checked(options.metricsToken, TOKEN_FLAG);
+  // Empty counts as not set, as for the other RMBG_* variables.
+  const fromEnv = env[METRICS_TOKEN_ENV];
+  return fromEnv === undefined || fromEnv === '' ? undefined : checked(fromEnv, METRICS_TOKEN_ENV);
+}
+
+/** A token must fit in one `Authorization: Bearer <token>` header line. */
+function checked(token: string, source: string): string {
+  if (token.trim() === '') throw new RmbgError('usage_error', `${source}: the metrics token is empty`);
+  if (/[\r\n]/.test(token)) throw new RmbgError('usage_error', `${source}: the metrics token holds more than one line; it must fit in an Authorization header`);
+  return token;
+}
