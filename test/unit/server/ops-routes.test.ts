@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ERRORS } from '../../../src/api/errors.js';
 import { buildApp } from '../../../src/server/build-app.js';
 import { createMetrics } from '../../../src/server/metrics.js';
 import { createService, type Service } from '../../../src/service/index.js';
@@ -18,11 +19,16 @@ let service: Service;
 let app: FastifyInstance;
 let key: string;
 
+/** Lines the server logged (level warn and up). */
+let logged: string[] = [];
+
 async function start(metricsToken?: string): Promise<void> {
   const metrics = createMetrics();
   service = await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, observer: metrics.observer });
   metrics.status = () => service.status();
-  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, metrics, metricsToken });
+  logged = [];
+  const logger = { level: 'warn', stream: { write: (line: string) => void logged.push(line) } };
+  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, metrics, metricsToken, logger });
 }
 
 beforeEach(async () => {
@@ -64,6 +70,29 @@ describe('health and readiness', () => {
       expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0);
     }
     expect((await app.inject('/healthz')).statusCode).toBe(200);
+  });
+
+  it("a 503 and /readyz send the error table's fixed detail, never the database's text; the log has it with the request id", async () => {
+    await start();
+    const name = new URL(url).pathname.slice(1);
+    await pgRows(url.replace(/\/[^/]+$/, '/postgres'), `DROP DATABASE ${name} WITH (FORCE)`);
+    const answers = [
+      await app.inject('/readyz'),
+      await removeBackground(),
+      await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': key } }),
+      // No valid key: a caller who proves nothing learns nothing about the database either.
+      await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': 'rmbg_guess' } }),
+    ];
+    for (const answer of answers) {
+      expect([answer.statusCode, answer.json().errors[0].code]).toEqual([503, 'service_unavailable']);
+      expect(answer.body).not.toContain(name);
+      expect(answer.body).not.toMatch(/database|ECONNREFUSED|postgres/i);
+      expect(answer.json().errors[0].detail).toBe(ERRORS.service_unavailable.detail);
+      const requestId = answer.headers['x-request-id'] as string;
+      const line = logged.find((entry) => entry.includes(requestId));
+      expect(line).toBeDefined();
+      expect(line).toContain(name);
+    }
   });
 });
 
