@@ -141,20 +141,23 @@ describe('authentication', () => {
     expect((await store.usage()).filter((u) => u.status === 403).map((u) => u.code)).toEqual(['plan_without_api_access', 'plan_without_api_access']);
   });
 
-  it('counts failed authentications instead of storing them, and refuses an address that keeps failing (429)', async () => {
+  it('counts failed authentications instead of storing them, and refuses an address that keeps failing (429) unless its key is valid', async () => {
     await start({ maxAuthFailures: 3 });
     const rowsBefore = (await store.usage()).length;
     for (let i = 0; i < 3; i += 1) {
       const error = await rejectionOf(service.removeBackground({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }));
       expect(error.code).toBe('invalid_api_key');
     }
-    // The address is over its limit: even a valid key from it waits for the minute to end.
-    const refused = await rejectionOf(service.removeBackground({ ...request(), clientAddress: '203.0.113.9' }));
+    // The address is over its limit: a bad or missing key from it waits for the minute to end.
+    const refused = await rejectionOf(service.removeBackground({ ...request({ apiKey: 'rmbg_guess-y' }), clientAddress: '203.0.113.9' }));
     expect([refused.status, refused.code]).toEqual([429, 'rate_limited']);
     expect(refused.retryAfterSeconds).toBeGreaterThan(0);
     const refusedAccount = await rejectionOf(service.getAccount('rmbg_guess-x', 'acct-x', '203.0.113.9'));
     expect(refusedAccount.code).toBe('rate_limited');
+    expect((await rejectionOf(service.getAccount(undefined, 'acct-y', '203.0.113.9'))).code).toBe('rate_limited');
     expect(await store.usage()).toHaveLength(rowsBefore);
+    // A valid key from the same address (a customer behind the same proxy or NAT) is served.
+    expect((await service.removeBackground({ ...request(), clientAddress: '203.0.113.9' })).creditsCharged).toBe(1);
     // Another address is not affected.
     expect((await service.removeBackground({ ...request(), clientAddress: '198.51.100.7' })).creditsCharged).toBe(1);
   });
