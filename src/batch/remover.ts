@@ -4,6 +4,7 @@
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
+import { concurrencyFor, type DeviceReport } from '../engine/device.js';
 import type { BackgroundRemover } from '../engine/types.js';
 
 export interface RemovedImage {
@@ -38,6 +39,8 @@ export interface RemoveCall {
 
 export interface Remover {
   readonly mode: 'local' | 'remote';
+  /** Where an on-device remover's model runs. */
+  readonly device?: DeviceReport;
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
@@ -50,17 +53,17 @@ export interface Remover {
 export const MAX_CONCURRENCY = 64;
 
 /**
- * Images in flight at once. Local: 2 on 2 cores lets one image decode/encode while the other is in the
- * model (measured in bench/: 2 beats 1, more adds only memory). Remote: 4 keeps a server busy without
- * tripping rate limits; it is halved while the server answers 429/503.
+ * Images in flight at once. Local: what keeps its device busy (device.ts). Remote: 4 keeps a server busy
+ * without tripping rate limits; it is halved while the server answers 429/503.
  */
-export function defaultConcurrency(mode: Remover['mode']): number {
-  return mode === 'local' ? 2 : 4;
+export function defaultConcurrency(remover: Pick<Remover, 'mode' | 'device'>): number {
+  return remover.mode === 'local' ? concurrencyFor(remover.device?.device ?? 'cpu') : 4;
 }
 
 export function localRemover(engine: BackgroundRemover): Remover {
   return {
     mode: 'local',
+    ...(engine.device && { device: engine.device }),
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       const result = await engine.removeBackground(image, options, call.signal);

@@ -3,13 +3,15 @@
 // local mode, the HTTP client (undici) for remote mode.
 
 import { localRemover, type Remover } from '../batch/remover.js';
+import { RmbgError } from '../api/errors.js';
 import { requireSetting, type Config } from '../config/load-config.js';
-import { dataDirOf } from '../config/setting-rules.js';
 import type { MetadataPolicy } from '../engine/keep-metadata.js';
+import { engineOptionsOf } from '../library/engine-settings.js';
 
 export interface RemoverFlags {
   local?: boolean;
   model?: string;
+  device?: string;
   apiUrl?: string;
   apiKey?: string;
   timeout: number;
@@ -50,9 +52,12 @@ async function keepingMetadata(remover: Remover, policy: MetadataPolicy): Promis
 
 async function createBareRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   if (runsLocally(flags, config)) {
-    const [{ createEngine }, { userModelsDirOf }] = await Promise.all([import('../engine/index.js'), import('../engine/user-models.js')]);
-    return localRemover(await createEngine({ model: flags.model, userModelsDir: userModelsDirOf(dataDirOf(undefined)) }));
+    const settings = engineOptionsOf({ model: flags.model, device: flags.device });
+    const { createEngine } = await import('../engine/index.js');
+    return localRemover(await createEngine(settings));
   }
+  // The server at the API URL decides where its model runs.
+  if (flags.device !== undefined) throw new RmbgError('usage_error', '--device applies on this computer only (--local); the server at the API URL runs its model where it was started to');
   const { remoteRemover } = await import('../batch/remote-remover.js');
   return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
 }

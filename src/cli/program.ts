@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { MAX_CONCURRENCY } from '../batch/remover.js';
+import { DEVICE_DESCRIPTION, DEVICES } from '../engine/device.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
 import { flagOf, METRICS_TOKEN_ENV, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
@@ -17,6 +18,7 @@ Examples:
   $ rmbg remove ./shoot -o ./cutouts --api-url http://127.0.0.1:5000 --api-key $KEY
   $ cat in.jpg | rmbg remove - --local --format png > out.png
   $ rmbg remove ./shoot --local --json | jq -c 'select(.status=="failed")'
+  $ rmbg remove ./shoot --local --device gpu          # on the GPU, or an error that says why (rmbg doctor)
   $ rmbg remove ./shoot -o ./cutouts --api-url https://api.example.com --dry-run
 
 Exit codes: 0 every file done (or its output already there), 1 any file failed (now or in an earlier run),
@@ -30,6 +32,7 @@ Examples:
   $ rmbg keys create --credits 100                   # an API key for that server
   $ rmbg remove ./photos -o ./cutouts --api-url http://127.0.0.1:5000 --api-key KEY
   $ rmbg models list
+  $ rmbg doctor                                      # versions, GPU, models, store: paste it into a bug report
 
 Run 'rmbg <command> --help' for a command's options.`;
 
@@ -90,6 +93,11 @@ function addImageOptions(command: Command): void {
   }
 }
 
+/** --device: no default here, so RMBG_DEVICE and `rmbg config set device` apply when it is not typed. */
+function deviceOption(): Option {
+  return new Option('--device <device>', `${DEVICE_DESCRIPTION} (env RMBG_DEVICE; default auto)`).choices(DEVICES);
+}
+
 function addApiOptions(command: Command): void {
   command
     .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
@@ -123,9 +131,10 @@ export function buildProgram(): Command {
   addApiOptions(remove);
   remove
     .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
+    .addOption(deviceOption())
     .option('--keep-metadata', "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)")
     .option('--keep-gps', "also keep the photo's GPS position (implies --keep-metadata)")
-    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: 2 local, 4 remote)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
+    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: remote 4; local 2 on the CPU, half the cores (2 to 8) on the GPU)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
     .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
     .option('--retry-failed', 'retry files the journal records as failed')
     .option('--dry-run', 'list what would be sent and the credits it would cost; send nothing')
@@ -157,6 +166,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429').default(SERVER_DEFAULTS.maxInFlightPerKey).argParser(serverInteger('maxInFlightPerKey')))
     .addOption(new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429').default(SERVER_DEFAULTS.maxAuthFailures).argParser(serverInteger('maxAuthFailures')))
     .option('--model <name|path>', 'model name or .onnx path')
+    .addOption(deviceOption())
     .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
     .addHelpText('after', `
@@ -197,9 +207,9 @@ Examples:
 
   program
     .command('config')
-    .description('user settings: API URL, API key, default image options')
+    .description('user settings: API URL, API key, device, default image options')
     .argument('<action>', 'set, get, unset or path')
-    .argument('[name]', 'api-url, api-key, or an option: size, format, crop, bg_color')
+    .argument('[name]', 'api-url, api-key, device, or an option: size, format, crop, bg_color')
     .argument('[value]', 'value for set')
     .addHelpText('after', `
 Examples:
@@ -207,9 +217,20 @@ Examples:
   $ rmbg config set api-key < key.txt       # read from stdin (stored with mode 0600)
   $ rmbg config set api-key "$KEY"          # works too, but the key shows in \`ps\` and shell history
   $ rmbg config set size hd                 # default for rmbg remove; flags still win
+  $ rmbg config set device cpu              # where rmbg remove --local and rmbg serve run the model
   $ rmbg config get
   $ rmbg config unset size`)
     .action(lazyAction('config'));
+
+  addDataDirOption(
+    program
+      .command('doctor')
+      .description('what rmbg sees on this machine, to paste into a bug report: versions, the GPU (and whether auto uses it), models, data directory, store')
+      .option('--json', 'JSON output')
+      .addHelpText('after', `
+Exit code 1 when what the settings ask for cannot work here (device gpu without a working GPU, the default
+model missing or corrupt); 0 otherwise.`),
+  ).action(lazyAction('doctor'));
 
   const models = program.command('models').description('on-device models');
   addDataDirOption(models.command('list').description('list models: name, size, verified, source, licence (and your own, added with models add)').option('--json', 'JSON output')).action(lazyAction('models-list'));

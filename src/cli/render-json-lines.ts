@@ -2,7 +2,8 @@
 
 import type { BatchEvent } from '../batch/run-batch.js';
 
-export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line)) {
+/** `summaryExtra`: what the summary line carries beside the counts (on this computer: the device). */
+export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line), summaryExtra: Record<string, unknown> = {}) {
   return (event: BatchEvent): void => {
     // The count of inputs is in the summary; a photo that landed (--watch) shows up as its file line.
     if (event.type === 'start' || event.type === 'arrived') return;
@@ -11,7 +12,7 @@ export function jsonLinesRenderer(write: (line: string) => void = (line) => proc
       write(JSON.stringify(file) + '\n');
     } else {
       const { type: _type, ...summary } = event;
-      write(JSON.stringify({ summary: true, ...summary }) + '\n');
+      write(JSON.stringify({ summary: true, ...summary, ...summaryExtra }) + '\n');
     }
   };
 }

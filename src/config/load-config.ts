@@ -12,6 +12,7 @@ export interface Config {
   apiUrl: ResolvedSetting;
   apiKey: ResolvedSetting;
   dataDir: ResolvedSetting;
+  device: ResolvedSetting;
   /** Default option fields from the settings file, already validated against the option schema. */
   defaultFields: Record<string, string | boolean>;
   /** Where the user settings file is (it may not exist). */
@@ -31,7 +32,7 @@ export function resolveSetting(
 }
 
 function storedValues(settings: StoredSettings): Partial<Record<SettingName, string>> {
-  return { apiUrl: settings.apiUrl, apiKey: settings.apiKey };
+  return { apiUrl: settings.apiUrl, apiKey: settings.apiKey, device: settings.device };
 }
 
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
@@ -48,6 +49,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     apiUrl: resolveSetting('apiUrl', flags.apiUrl, { env, stored }),
     apiKey: resolveSetting('apiKey', flags.apiKey, { env, stored }),
     dataDir: resolveSetting('dataDir', flags.dataDir, { env, stored }),
+    device: resolveSetting('device', flags.device, { env, stored }),
     defaultFields,
     settingsPath: path,
   };
@@ -63,5 +65,5 @@ export function requireSetting(config: Config, name: SettingName): string {
 }
 
 function describe(name: SettingName): string {
-  return { apiUrl: 'API URL', apiKey: 'API key', dataDir: 'data directory' }[name];
+  return { apiUrl: 'API URL', apiKey: 'API key', dataDir: 'data directory', device: 'device' }[name];
 }

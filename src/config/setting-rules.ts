@@ -2,8 +2,9 @@
 // Free of the settings file (conf), so the library can resolve the data directory without loading it.
 
 import envPaths from 'env-paths';
+import { DEFAULT_DEVICE } from '../engine/device.js';
 
-export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir';
+export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device';
 export type SettingSource = 'flag' | 'env' | 'config' | 'default';
 
 interface SettingRule {
@@ -18,6 +19,7 @@ export const SETTING_RULES: Record<SettingName, SettingRule> = {
   apiUrl: { env: 'RMBG_API_URL', flag: '--api-url', stored: true, builtIn: () => undefined },
   apiKey: { env: 'RMBG_API_KEY', flag: '--api-key', stored: true, builtIn: () => undefined },
   dataDir: { env: 'RMBG_DATA_DIR', flag: '--data-dir', stored: false, builtIn: () => envPaths('rmbg', { suffix: '' }).data },
+  device: { env: 'RMBG_DEVICE', flag: '--device', stored: true, builtIn: () => DEFAULT_DEVICE },
 };
 
 export type ResolvedSetting = { value: string; source: SettingSource } | { value: undefined; source: 'unset' };

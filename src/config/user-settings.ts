@@ -11,6 +11,8 @@ import { RmbgError } from '../api/errors.js';
 export interface StoredSettings {
   apiUrl?: string;
   apiKey?: string;
+  /** Where the on-device model runs: auto, gpu or cpu (engine/device.ts). */
+  device?: string;
   /** Default option fields for `rmbg remove`, by their API names, e.g. { "size": "hd", "format": "png" }. */
   defaults?: Record<string, string | boolean>;
 }
@@ -53,7 +55,7 @@ export function readUserSettings(env: NodeJS.ProcessEnv = process.env): { settin
   const path = settingsPathOf(env);
   const raw = readSettingsFile(path);
   const settings: StoredSettings = {};
-  for (const name of ['apiUrl', 'apiKey'] as const) {
+  for (const name of ['apiUrl', 'apiKey', 'device'] as const) {
     const value = raw[name];
     if (value === undefined) continue;
     if (typeof value !== 'string') throw invalidSetting(path, name, 'a string', value);

@@ -81,6 +81,13 @@ export function describeEnvironment(environment: GpuEnvironment): string {
   ].join('; ');
 }
 
+/** ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: No supported adapters" → its last sentence. */
+export function gpuErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const ort = /\S+\.(?:cc|h|cpp):\d+ [^\n]*?(?:was false\.|\]) *([^\n]+)/.exec(message);
+  return (ort?.[1] ?? message.split('\n')[0] ?? message).trim();
+}
+
 /** How to give WebGPU a GPU on this OS. */
 export function gpuFixHint(platform: NodeJS.Platform = process.platform): string {
   if (platform === 'darwin') return 'WebGPU runs on Metal: it needs macOS 13 or later on a Mac with a Metal GPU';

@@ -5,7 +5,8 @@
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { DEFAULT_DEVICE, type Device, type DeviceReport } from './device.js';
-import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden } from './gpu-environment.js';
+import { describeEnvironment, gpuEnvironment, gpuErrorText, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden } from './gpu-environment.js';
+import { probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
@@ -26,18 +27,20 @@ export interface EngineOptions extends Omit<SessionOptions, 'provider'>, WorkerL
   warmUp?: boolean;
 }
 
+class GpuProbeFailure extends Error {
+  readonly log: string[];
+  constructor(probe: GpuProbe) {
+    super(probe.error ?? 'the GPU probe failed');
+    this.log = probe.log;
+  }
+}
+
 /** A session and where it runs. */
 interface PlacedSession {
   session: WorkerSession;
   device: DeviceReport;
 }
 
-/** ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: No supported adapters" → its last sentence. */
-function gpuFailure(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const ort = /\S+\.(?:cc|h|cpp):\d+ [^\n]*?(?:was false\.|\]) *([^\n]+)/.exec(message);
-  return (ort?.[1] ?? message.split('\n')[0] ?? message).trim();
-}
 
 /**
  * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
@@ -69,18 +72,24 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
   const environment = gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   if (requested === 'auto' && !hardware) return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
+  // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
+  const software = requested === 'auto' ? 'hidden' : 'allowed';
+  // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
+  // process's stderr, and a failed request for an adapter fails every later one in the process.
+  const probe = await probeGpu(software);
   try {
-    // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
-    const session = await gpuSession(model, options, verified, requested === 'auto' ? 'hidden' : 'allowed');
+    if (!probe.ok) throw new GpuProbeFailure(probe);
+    const session = await gpuSession(model, options, verified, software);
     const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
     return { session, device: { requested, device: 'gpu', reason } };
   } catch (error) {
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
-    const failure = gpuFailure(error);
+    const failure = gpuErrorText(error);
     if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
+    const said = error instanceof GpuProbeFailure && error.log.length ? ` The Vulkan loader and Dawn said: ${error.log.slice(0, 4).map((line) => line.trim()).join(' | ')}.` : '';
     throw new RmbgError(
       'device_unavailable',
-      `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}. To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`,
+      `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`,
       { cause: error },
     );
   }

@@ -41,10 +41,15 @@ const ENTRY = import.meta.url.endsWith('.ts')
 interface PendingRun {
   resolve(plane: MaskPlane): void;
   reject(error: Error): void;
+  /** The worker the run was sent to. */
+  worker: Worker;
 }
 
 export interface WorkerLimits {
-  /** A run that has not answered after this long ends its worker (the next run starts another). Default: no limit. */
+  /**
+   * A run on the CPU that has not answered after this long fails, and its worker is set aside: the next run
+   * starts another. Default: no limit. A GPU run is never set aside: two sessions on one GPU at once crash.
+   */
   runTimeoutMs?: number;
 }
 
@@ -54,8 +59,8 @@ export class WorkerSession {
   private readonly pending = new Map<number, PendingRun>();
   private nextId = 0;
   private released = false;
-  /** Why the worker was ended from here, for the message of the runs it took with it. */
-  private endedBecause: string | undefined;
+  /** The loaded worker behind `worker`, once it has loaded. */
+  private current: Worker | undefined;
   /** A GPU session's every load, run and release waits for its turn in the process's one GPU queue. */
   private readonly turn: <T>(work: () => Promise<T>) => Promise<T>;
 
@@ -91,19 +96,39 @@ export class WorkerSession {
     // The weights were verified when the engine was created; a worker that died is replaced here.
     const worker = await this.started(Promise.resolve());
     const id = this.nextId++;
-    const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject, worker }));
     const whole = input.byteOffset === 0 && input.byteLength === input.buffer.byteLength && input.buffer instanceof ArrayBuffer;
     const sent = whole ? input : input.slice();
     worker.ref(); // a run in flight keeps the process alive, as it did on the main thread
     worker.postMessage({ type: 'run', id, input: sent } satisfies ToWorker, [sent.buffer as ArrayBuffer]);
     const { runTimeoutMs } = this.limits;
-    if (runTimeoutMs === undefined) return result;
-    // A run that never answers (a hung driver, a stuck kernel) would hold every later run: end its worker.
-    const timer = setTimeout(() => {
-      this.endedBecause = `a run took longer than ${runTimeoutMs / 1000} s`;
-      void worker.terminate();
-    }, runTimeoutMs);
+    if (runTimeoutMs === undefined || this.options.provider === 'webgpu') return result;
+    // A run that never answers (a hung kernel, a deadlock) would hold every later run of this session.
+    const timer = setTimeout(() => this.setAside(worker, `a run took longer than ${runTimeoutMs / 1000} s`), runTimeoutMs);
     return result.finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * Fails the runs of `worker` and lets the next run start another worker. Not terminate(): ending a worker
+   * while onnxruntime is inside a run ends the whole process (a fatal N-API error). Asked to release, the
+   * worker finishes what it holds and exits by itself; it no longer keeps the process alive.
+   */
+  private setAside(worker: Worker, why: string): void {
+    if (this.current === worker) {
+      this.worker = undefined;
+      this.current = undefined;
+    }
+    this.failRuns(worker, new RmbgError('processing_failed', `the inference worker was set aside: ${why} while running model ${this.model.name}`));
+    worker.postMessage({ type: 'release' } satisfies ToWorker);
+    worker.unref();
+  }
+
+  private failRuns(worker: Worker, error: RmbgError): void {
+    for (const [id, run] of this.pending) {
+      if (run.worker !== worker) continue;
+      this.pending.delete(id);
+      run.reject(error);
+    }
   }
 
   /** Waits for the runs in flight, releases the session and ends the worker; later runs fail. */
@@ -137,6 +162,7 @@ export class WorkerSession {
     const loaded: Promise<Worker> = new Promise((resolve, reject) => {
       worker.on('message', (message: FromWorker) => {
         if (message.type === 'loaded') {
+          this.current = worker;
           resolve(worker);
           this.unrefWhenIdle(worker);
         } else if (message.type === 'load-failed') {
@@ -147,19 +173,17 @@ export class WorkerSession {
           this.pending.delete(message.id);
           if (message.type === 'result') run?.resolve(message.plane);
           else run?.reject(new RmbgError(message.error.code, message.error.message));
-          this.unrefWhenIdle(worker);
+          if (worker === this.current) this.unrefWhenIdle(worker);
         }
       });
       // An uncaught exception or out-of-memory in the worker; 'exit' follows.
       worker.on('error', (error) => (crash = `: ${error.message}`));
       worker.once('exit', (exitCode) => {
         if (this.worker === loaded) this.worker = undefined;
-        const why = this.endedBecause ? `the inference worker was ended: ${this.endedBecause}` : `the inference worker stopped (exit code ${exitCode}${crash})`;
-        this.endedBecause = undefined;
+        if (this.current === worker) this.current = undefined;
+        const why = `the inference worker stopped (exit code ${exitCode}${crash})`;
         reject(new RmbgError('model_unavailable', `cannot load model ${this.model.name}: ${why}`));
-        const stopped = new RmbgError('processing_failed', `${why} while running model ${this.model.name}`);
-        for (const run of this.pending.values()) run.reject(stopped);
-        this.pending.clear();
+        this.failRuns(worker, new RmbgError('processing_failed', `${why} while running model ${this.model.name}`));
       });
     });
     loaded.catch(() => undefined); // a load nobody awaits (a run's caller gets it) must not be unhandled

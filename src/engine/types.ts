@@ -3,6 +3,7 @@
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
+import type { DeviceReport } from './device.js';
 
 export type { ForegroundBox };
 
@@ -21,6 +22,8 @@ export interface EngineResult {
 }
 
 export interface BackgroundRemover {
+  /** Where the model runs (the on-device engine; a test double may leave it out). */
+  readonly device?: DeviceReport;
   /** Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
   removeBackground(input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
   close(): Promise<void>;

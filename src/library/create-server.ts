@@ -7,14 +7,15 @@ import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
 import { dataDirOf } from '../config/setting-rules.js';
+import type { DeviceReport } from '../engine/device.js';
 import { createEngine } from '../engine/index.js';
-import { userModelsDirOf } from '../engine/user-models.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
 import { startServer } from '../server/start-server.js';
 import { trustedProxies } from '../server/trusted-proxies.js';
 import { createMetrics } from '../server/metrics.js';
 import { openStore, storeTarget, type Store } from '../store/index.js';
+import { engineOptionsOf } from './engine-settings.js';
 import { metricsTokenOf } from './metrics-token.js';
 import { SERVER_BOUNDS, SERVER_DEFAULTS, type RmbgServer, type ServerOptions } from './server-options.js';
 
@@ -23,6 +24,8 @@ export interface LocalService {
   url: string;
   dataDir: string;
   store: Store;
+  /** Where the model runs. */
+  device: DeviceReport;
   /** Stops accepting, lets requests in flight finish, then closes the service, the model and the store. */
   close(): Promise<void>;
 }
@@ -48,10 +51,12 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       const folder = dirname(store.path);
       closers.push(acquirePidLock(join(folder, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`));
     }
-    // Loaded and warmed before the server listens: the first request is no slower than the next ones.
-    const engine = await createEngine({ model: options.model, userModelsDir: userModelsDirOf(dataDir), warmUp: true });
+    // Loaded and warmed before the server listens (on the GPU, the warm-up compiles the shaders); a CPU run
+    // that has not answered when its request timed out has its worker set aside (inference-worker.ts).
+    const engine = await createEngine(engineOptionsOf({ model: options.model, device: options.device, dataDir, warmUp: true, runTimeoutMs: settings.processingTimeout * 1000 }));
     closers.push(() => engine.close());
     const metrics = createMetrics();
+    metrics.setDevice(engine.device);
     const service = await createService({
       store,
       engine,
@@ -73,6 +78,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       host: settings.host,
       port: settings.port,
       service,
+      device: engine.device,
       bodyTimeoutMs: settings.bodyTimeout * 1000,
       ui: settings.ui,
       metrics,
@@ -86,7 +92,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });
     });
     closers.push(() => server.close());
-    return { url: server.url, dataDir, store, close: closeAll };
+    return { url: server.url, dataDir, store, device: engine.device, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;
@@ -101,5 +107,5 @@ function withoutUndefined<T extends object>(options: T): Partial<T> {
 /** `rmbg serve` inside a Node program: the same API, options and defaults as the command. */
 export async function createServer(options: ServerOptions = {}): Promise<RmbgServer> {
   const service = await startLocalService(options);
-  return { url: service.url, close: service.close, [Symbol.asyncDispose]: service.close };
+  return { url: service.url, device: service.device, close: service.close, [Symbol.asyncDispose]: service.close };
 }

@@ -2,26 +2,22 @@
 // call (concurrent calls wait for the same load; the session serialises inference). Loading onnxruntime and
 // sharp happens here, on the first local removal, never at import.
 
-import { dataDirOf } from '../config/setting-rules.js';
 import type { BackgroundRemover } from '../engine/types.js';
+import { engineOptionsOf, type EngineSettings } from './engine-settings.js';
 
 export class EnginePool {
   private readonly engines = new Map<string, Promise<BackgroundRemover>>();
 
-  /** The engine of `model` (a manifest name or .onnx path; undefined: the default model). */
-  async engineFor(model: string | undefined): Promise<BackgroundRemover> {
-    const [{ createEngine }, { resolveModel }, { userModelsDirOf }] = await Promise.all([
-      import('../engine/index.js'),
-      import('../engine/model-registry.js'),
-      import('../engine/user-models.js'),
-    ]);
+  /** The engine of `model` (a manifest name or .onnx path; undefined: the default model) on `device`. */
+  async engineFor(settings: Pick<EngineSettings, 'model' | 'device'>): Promise<BackgroundRemover> {
+    const [{ createEngine }, { resolveModel }] = await Promise.all([import('../engine/index.js'), import('../engine/model-registry.js')]);
     // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
-    const userModelsDir = userModelsDirOf(dataDirOf(undefined));
+    const options = engineOptionsOf(settings);
     // Keyed by the weights' path, so 'isnet-medium' and the default share one engine.
-    const key = resolveModel(model, userModelsDir).path;
+    const key = `${options.device} ${resolveModel(options.model, options.userModelsDir).path}`;
     let engine = this.engines.get(key);
     if (!engine) {
-      engine = createEngine({ model, userModelsDir });
+      engine = createEngine(options);
       this.engines.set(key, engine);
       // A failed load (missing weights) is not cached: the next call tries again, e.g. after `npm run models`.
       engine.catch(() => this.engines.delete(key));

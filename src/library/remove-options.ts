@@ -3,6 +3,7 @@
 
 import { RmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type Format, type RemoveOptions, type Size } from '../api/options.js';
+import type { Device } from '../engine/device.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
 export interface ImageOptions {
@@ -20,6 +21,8 @@ export interface ImageOptions {
 export interface RunOptions {
   /** On-device model: a name from `rmbg models list` or a path to an .onnx file. Default: the manifest's default. */
   model?: string;
+  /** Where the on-device model runs: `auto` (default: the GPU when a hardware one works, else the CPU), `gpu` (or a `device_unavailable` error), `cpu`. Default: RMBG_DEVICE, else the settings file, else auto. */
+  device?: Device;
   /** Base URL of a server that speaks the API (e.g. `rmbg serve`): the call goes through the retrying client. */
   apiUrl?: string;
   /** API key for `apiUrl`. */
@@ -35,7 +38,7 @@ export interface RemoveBackgroundOptions extends ImageOptions, RunOptions {
 
 /** Every image option, checked by the compiler against ImageOptions (a key added there must be added here). */
 const IMAGE_KEYS: readonly string[] = Object.keys({ size: true, format: true, crop: true, bgColor: true } satisfies Record<keyof ImageOptions, true>);
-const RUN_KEYS: readonly string[] = Object.keys({ model: true, apiUrl: true, apiKey: true, timeoutMs: true, signal: true } satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
+const RUN_KEYS: readonly string[] = Object.keys({ model: true, device: true, apiUrl: true, apiKey: true, timeoutMs: true, signal: true } satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
 
 /** camelCase option → the API's field name: bgColor → bg_color. */
 const fieldName = (name: string): string => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
@@ -70,5 +73,6 @@ export function remoteTarget(options: RunOptions): RemoteTarget | undefined {
   }
   if (!options.apiKey) throw new RmbgError('usage_error', 'apiUrl needs an apiKey');
   if (options.model !== undefined) throw new RmbgError('usage_error', 'model applies on this computer only; the server at apiUrl uses its own model');
+  if (options.device !== undefined) throw new RmbgError('usage_error', 'device applies on this computer only; the server at apiUrl runs its model where it was started to');
   return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs };
 }

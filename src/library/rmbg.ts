@@ -26,7 +26,7 @@ export interface RemoveBackgroundResult {
 export interface RemoveBackgroundsOptions extends ImageOptions, RunOptions {
   /** Output folder: outputs are `outDir/<relative path>/<stem>.<ext>`, with the journal that makes a re-run resume. */
   outDir: string;
-  /** Images in flight at once (1 to 64; default 2 on this computer, 4 through a server). */
+  /** Images in flight at once (1 to 64; default 4 through a server; on this computer 2 on the CPU, half the cores (2 to 8) on the GPU). */
   concurrency?: number;
   /** Descend into subfolders of input folders. */
   recursive?: boolean;
@@ -60,7 +60,7 @@ export function createRmbg(): Rmbg {
   const engines = new EnginePool();
 
   /** On this computer with the pool's engine, or through the server of `target`. */
-  async function removerFor(target: RemoteTarget | undefined, model: string | undefined): Promise<Remover> {
+  async function removerFor(target: RemoteTarget | undefined, run: RunOptions): Promise<Remover> {
     if (target) {
       // The remote remover derives each request's Idempotency-Key from the image and options: a retry, or the
       // same call again within the server's replay window, is replayed instead of charged twice.
@@ -69,7 +69,7 @@ export function createRmbg(): Rmbg {
     }
     const { localRemover } = await import('../batch/remover.js');
     // Never closed by a call: the engine is the pool's, shared with other calls until close().
-    return localRemover(await engines.engineFor(model));
+    return localRemover(await engines.engineFor({ model: run.model, device: run.device }));
   }
 
   return {
@@ -80,7 +80,7 @@ export function createRmbg(): Rmbg {
       const target = remoteTarget(options);
       const work = (async () => {
         const image = await readImageInput(input, signal);
-        const remover = await removerFor(target, options.model);
+        const remover = await removerFor(target, options);
         const result = await remover.remove(image, removeOptions, { signal });
         return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
       })();
@@ -106,13 +106,13 @@ export function createRmbg(): Rmbg {
       const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
       const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
       const folders = watch ? await watch.foldersToWatch(paths) : [];
-      const remover = await removerFor(target, options.model);
+      const remover = await removerFor(target, options);
       const events = batchEvents({
         items,
         outputDir: options.outDir,
         options: removeOptions,
         remover,
-        concurrency: concurrency ?? defaultConcurrency(remover.mode),
+        concurrency: concurrency ?? defaultConcurrency(remover),
         overwrite: Boolean(options.overwrite),
         retryFailed: Boolean(options.retryFailed),
         // The caller's signal cancels the files in flight too, not only the ones not started.

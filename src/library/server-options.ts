@@ -1,6 +1,8 @@
 // The options of `rmbg serve` and of createServer(), with their defaults, in one place: the command's flags
 // are these names in kebab-case. Nothing heavy is imported here (the CLI's --help reads it).
 
+import type { Device, DeviceReport } from '../engine/device.js';
+
 export interface ServerOptions {
   /** Address to listen on. Default 127.0.0.1. */
   host?: string;
@@ -51,6 +53,11 @@ export interface ServerOptions {
   maxAuthFailures?: number;
   /** Model name or .onnx path. Default: the manifest's default model. */
   model?: string;
+  /**
+   * Where the model runs: `auto` (the GPU when a hardware one works, else the CPU), `gpu` (or the server does
+   * not start: `device_unavailable`), `cpu`. Default: RMBG_DEVICE, else `rmbg config set device`, else auto.
+   */
+  device?: Device;
   /** Serve the web page at `/` (drop photos, see results; it uses the API like any client). Default true; `--no-ui`. */
   ui?: boolean;
   /** FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses. */
@@ -60,6 +67,8 @@ export interface ServerOptions {
 export interface RmbgServer {
   /** e.g. http://127.0.0.1:5000 (the real port when port 0 was asked for). */
   url: string;
+  /** Where the model runs, and why. */
+  device: DeviceReport;
   /** Stops accepting, lets requests in flight finish, then releases the model, the store and the data directory. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import { RmbgError } from '../api/errors.js';
 import { openApiDocument } from '../api/openapi.js';
 import { HEADERS } from '../api/response-headers.js';
+import type { DeviceReport } from '../engine/device.js';
 import type { Service } from '../service/index.js';
 import { accountHandler } from './account-route.js';
 import { writeClientError } from './client-error.js';
@@ -20,6 +21,8 @@ import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
 
 export interface AppOptions {
+  /** Where the model runs, for /readyz. */
+  device?: DeviceReport;
   service: Pick<Service, 'removeBackground' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
   /** Counts every answer, and serves GET /metrics; without it there is no /metrics. */
   metrics?: ServerMetrics;
@@ -131,7 +134,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
-    { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service) },
+    { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },
     ...(metrics ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken, proxies) }] : []),
   ];
   for (const route of routes) app.route(route);

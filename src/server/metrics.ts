@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import client from 'prom-client';
+import type { DeviceReport } from '../engine/device.js';
 import type { ServiceObserver, ServiceStatus } from '../service/index.js';
 
 export interface ServerMetrics {
@@ -14,6 +15,8 @@ export interface ServerMetrics {
   /** The service's status, read at each scrape (set once the service exists). */
   status?: () => ServiceStatus;
   observeRequest(route: string, method: string, status: number, seconds: number): void;
+  /** Where the model runs: rmbg_device_info{requested, device} 1. */
+  setDevice(report: DeviceReport): void;
 }
 
 export function createMetrics(): ServerMetrics {
@@ -35,6 +38,7 @@ export function createMetrics(): ServerMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   });
+  const device = new client.Gauge({ name: 'rmbg_device_info', help: "Where the model runs: device 'gpu' (WebGPU) or 'cpu', and the device asked for", labelNames: ['requested', 'device'], registers: [registry] });
   const expired = new client.Counter({ name: 'rmbg_leases_expired_total', help: 'Requests whose lease expired (their server died) settled as failed by this server', registers: [registry] });
   const metrics: ServerMetrics = {
     registry,
@@ -43,6 +47,10 @@ export function createMetrics(): ServerMetrics {
       refunded: (credits) => refunded.inc(credits),
       leasesExpired: (count) => expired.inc(count),
       inference: (seconds) => inference.observe(seconds),
+    },
+    setDevice(report) {
+      device.reset();
+      device.set({ requested: report.requested, device: report.device }, 1);
     },
     observeRequest(route, method, status, seconds) {
       requests.inc({ route, method, status: String(status) });

@@ -3,6 +3,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RmbgError } from '../api/errors.js';
+import type { DeviceReport } from '../engine/device.js';
 import type { Service } from '../service/index.js';
 import { mayReadMetrics, type ServerMetrics } from './metrics.js';
 import { headerValue } from './request-headers.js';
@@ -13,14 +14,14 @@ export function healthHandler() {
 }
 
 /** The model is loaded before the server listens (createServer), so a listening server only waits for its store. */
-export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>) {
+export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>, device: DeviceReport | undefined) {
   return async (_request: FastifyRequest, reply: FastifyReply) => {
     try {
       await service.checkReady?.();
     } catch (error) {
       throw new RmbgError('service_unavailable', `not ready: ${(error as Error).message}`, { retryAfterSeconds: 2, cause: error });
     }
-    return reply.type('application/json; charset=utf-8').send({ status: 'ready' });
+    return reply.type('application/json; charset=utf-8').send({ status: 'ready', ...(device && { device: device.device }) });
   };
 }
 

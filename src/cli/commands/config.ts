@@ -5,10 +5,11 @@ import { RmbgError } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
 import { readUserSettings } from '../../config/user-settings.js';
 import { writeUserSetting } from '../../config/settings-writer.js';
+import { parseDevice } from '../../engine/device.js';
 import { EXIT } from '../exit-codes.js';
 import { readSecretFromStdin } from '../read-secret.js';
 
-const CONNECTION_SETTINGS = { 'api-url': 'apiUrl', 'api-key': 'apiKey' } as const;
+const CONNECTION_SETTINGS = { 'api-url': 'apiUrl', 'api-key': 'apiKey', device: 'device' } as const;
 type ConnectionName = keyof typeof CONNECTION_SETTINGS;
 // type, type_level and channels accept one value that changes nothing: not worth a setting.
 const OPTION_NAMES: readonly string[] = OPTION_FIELDS.filter((field) => field.kind !== 'enum' || field.values.length > 1).map((field) => field.name);
@@ -28,7 +29,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     return EXIT.ok;
   }
   if (action === 'get') {
-    const view = { 'api-url': settings.apiUrl, 'api-key': settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : undefined, ...settings.defaults };
+    const view = { 'api-url': settings.apiUrl, 'api-key': settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : undefined, device: settings.device, ...settings.defaults };
     if (name) {
       known(name);
       process.stdout.write(`${(view as Record<string, unknown>)[name] ?? ''}\n`);
@@ -44,6 +45,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
   if (action === 'set' && value === undefined && name === 'api-key') value = await readSecretFromStdin('API key');
   if (action === 'set' && value === undefined) throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);
   if (kind === 'connection') {
+    if (action === 'set' && name === 'device') parseDevice(value);
     writeUserSetting(CONNECTION_SETTINGS[name as ConnectionName], action === 'set' ? value : undefined);
   } else {
     const defaults = { ...settings.defaults };

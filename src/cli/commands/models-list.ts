@@ -7,9 +7,10 @@ import { checkWeights, readManifest, resolveModel } from '../../engine/model-reg
 import { readUserModels, userModelsDirOf } from '../../engine/user-models.js';
 import { EXIT } from '../exit-codes.js';
 
-export async function run(opts: Record<string, unknown>): Promise<number> {
+/** Every model, built-in and the user's, with whether its weights are there and match (`rmbg doctor` shows them too). */
+export async function modelRows(dataDir: string | undefined) {
   const manifest = readManifest();
-  const userDir = userModelsDirOf(dataDirOf(opts['dataDir'] as string | undefined));
+  const userDir = userModelsDirOf(dataDirOf(dataDir));
   const builtIn = manifest.models.map(async (entry) => {
     const model = resolveModel(entry.name);
     return {
@@ -38,7 +39,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
       contract: `${entry.preset ? `preset ${entry.preset}; ` : ''}input ${width}×${height}, mean ${mean.join(',')}, std ${std.join(',')} on ${range ?? '0-255'}, activation ${entry.activation ?? 'none'}`,
     };
   });
-  const rows = await Promise.all([...builtIn, ...own]);
+  return Promise.all([...builtIn, ...own]);
+}
+
+export async function run(opts: Record<string, unknown>): Promise<number> {
+  const rows = await modelRows(opts['dataDir'] as string | undefined);
   if (opts['json']) {
     process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
     return EXIT.ok;

@@ -14,6 +14,7 @@ import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
 import { createRemover, LOCAL_BY_DEFAULT_NOTE, runsLocally } from '../create-remover.js';
+import { describeDevice } from '../../engine/device.js';
 import { planBatch } from '../plan-batch.js';
 
 interface RemoveFlags {
@@ -29,6 +30,7 @@ interface RemoveFlags {
   apiUrl?: string;
   apiKey?: string;
   model?: string;
+  device?: string;
   concurrency?: number;
   json?: boolean;
   retryFailed?: boolean;
@@ -154,6 +156,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     throw error;
   }
   const remover = await (early ?? createRemover(flags, config));
+  // Said once, before any bar: where the photos are processed, and why (auto picked it, or it was asked for).
+  if (remover.device) process.stderr.write(`rmbg: the model is ${describeDevice(remover.device)}\n`);
   try {
     if (stdinMode) return await removeStdin(remover, options);
     // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
@@ -161,7 +165,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
     const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
     const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
-    const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer();
+    const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
     // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
     const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
     const stop = new AbortController();
@@ -182,7 +186,7 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         outputDir: flags.output,
         options,
         remover,
-        concurrency: flags.concurrency ?? defaultConcurrency(remover.mode),
+        concurrency: flags.concurrency ?? defaultConcurrency(remover),
         overwrite: Boolean(flags.overwrite),
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,

@@ -1,6 +1,7 @@
 // `rmbg serve`: the API on this machine. Opens the store and the model, listens, prints the URL, and on
 // SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0.
 
+import { describeDevice } from '../../engine/device.js';
 import type { ServerOptions } from '../../library/server-options.js';
 import { EXIT } from '../exit-codes.js';
 
@@ -40,7 +41,7 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
     if (!(await service.store.listKeys()).some((key) => key.revokedAt === null)) {
       process.stderr.write(`rmbg: no API keys yet; create one with: rmbg keys create ${storeFlagOf(service)} --credits 100\n`);
     }
-    process.stdout.write(`rmbg: listening on ${service.url}\n`);
+    process.stdout.write(`rmbg: listening on ${service.url} (the model is ${describeDevice(service.device)})\n`);
     if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);
 
     const signal = await untilSignal();

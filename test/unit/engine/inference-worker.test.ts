@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { WorkerSession } from '../../../src/engine/inference-worker.js';
 import type { ResolvedModel } from '../../../src/engine/model-registry.js';
+import { identityModel } from '../../../src/engine/onnx-bytes.js';
 import { writeRedChannelModel } from '../../fixtures/onnx-writer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rmbg-inference-worker-'));
@@ -80,6 +81,24 @@ describe('WorkerSession', () => {
     const plane = await session.run(tensor());
     expect(plane.data[0]).toBeCloseTo(0.25);
     expect(await workerOf(session)).not.toBe(dead);
+    await session.release();
+  });
+
+  it('sets aside a worker whose run outlives runTimeoutMs: that run fails, the next starts a new worker, the old one exits by itself', async () => {
+    // 2048² planes: the worker needs far longer than the 1 ms limit to answer (the model copies 48 MB).
+    const big = join(dir, 'big-identity.onnx');
+    writeFileSync(big, identityModel([1, 3, 2048, 2048], 'input', 'output'));
+    const contract = { input: { name: 'input', shape: [1, 3, 2048, 2048] as [number, number, number, number] }, output: 'output', normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
+    const session = await WorkerSession.load({ name: 'big', contract, path: big, fix: 'none' }, { graphCache: false }, Promise.resolve(), { runTimeoutMs: 1 });
+    const stuck = await workerOf(session);
+    const exited = new Promise((resolve) => stuck.once('exit', resolve));
+    const error = await rejection(session.run(new Float32Array(3 * 2048 * 2048)));
+    expect(error.code).toBe('processing_failed');
+    expect(error.message).toContain('the inference worker was set aside: a run took longer than 0.001 s');
+    const next = session.run(new Float32Array(3 * 2048 * 2048)).catch((caught: unknown) => caught);
+    expect(await workerOf(session)).not.toBe(stuck);
+    expect(await exited).toBe(0);
+    expect(await next).toBeInstanceOf(RmbgError);
     await session.release();
   });
 

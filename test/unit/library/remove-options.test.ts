@@ -16,7 +16,7 @@ function failure(run: () => unknown): { code: string; message: string } {
   throw new Error('expected a rejection');
 }
 
-const ALLOWED = 'allowed options: size, format, crop, bgColor, model, apiUrl, apiKey, timeoutMs, signal';
+const ALLOWED = 'allowed options: size, format, crop, bgColor, model, device, apiUrl, apiKey, timeoutMs, signal';
 
 describe('parseImageOptions', () => {
   it('reads the camelCase options into the engine options, the CLI defaults for the rest', () => {

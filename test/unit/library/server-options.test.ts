@@ -12,7 +12,7 @@ import { ROOT } from '../../helpers/cli.js';
 const SERVER_OPTION_NAMES = Object.keys({
   host: true, port: true, dataDir: true, store: true, leaseTime: true, metricsToken: true, metricsTokenFile: true, trustProxy: true, creditsPerImage: true, rateLimit: true,
   maxQueue: true, processingTimeout: true, bodyTimeout: true, headersTimeout: true, maxConnections: true, maxUploads: true,
-  maxUrlFetches: true, maxInFlightPerKey: true, maxAuthFailures: true, model: true, ui: true, allowPrivateUrls: true,
+  maxUrlFetches: true, maxInFlightPerKey: true, maxAuthFailures: true, model: true, device: true, ui: true, allowPrivateUrls: true,
 } satisfies Record<keyof ServerOptions, true>).sort();
 
 describe('createServer options', () => {

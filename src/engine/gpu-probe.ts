@@ -1,0 +1,34 @@
+// Whether WebGPU works here, asked of a child process (gpu-probe-entry.ts) so that neither its stderr noise nor
+// its choice of adapter touches this process: `rmbg doctor` asks twice, once as `gpu` sees the machine
+// (software adapters allowed) and once as `auto` does (hidden).
+
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { gpuErrorText, SOFTWARE_DRIVER_GLOBS } from './gpu-environment.js';
+
+// Run from the TypeScript source (the tests), the entry is the built one in dist/, as for the inference worker.
+const ENTRY = fileURLToPath(import.meta.url.endsWith('.ts') ? new URL('../../dist/engine/gpu-probe-entry.js', import.meta.url) : new URL('./gpu-probe-entry.js', import.meta.url));
+
+export interface GpuProbe {
+  ok: boolean;
+  /** Why not, in onnxruntime's words. */
+  error?: string;
+  /** What the Vulkan loader and Dawn printed meanwhile (warnings, the adapters they rejected). */
+  log: string[];
+}
+
+export function probeGpu(software: 'allowed' | 'hidden', env: NodeJS.ProcessEnv = process.env): Promise<GpuProbe> {
+  const hidden = env['VK_LOADER_DRIVERS_DISABLE'] ? `${env['VK_LOADER_DRIVERS_DISABLE']},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS;
+  const childEnv = software === 'hidden' ? { ...env, VK_LOADER_DRIVERS_DISABLE: hidden } : env;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [ENTRY], { env: childEnv, timeout: 60_000 }, (error, stdout, stderr) => {
+      const log = stderr.split('\n').map((line) => line.trimEnd()).filter((line) => line.trim() !== '');
+      try {
+        const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as { ok: boolean; error?: string };
+        resolve({ ok: answer.ok, ...(answer.error !== undefined && { error: gpuErrorText(answer.error) }), log });
+      } catch {
+        resolve({ ok: false, error: error ? `the probe stopped: ${error.message.split('\n')[0]}` : 'the probe gave no answer', log });
+      }
+    });
+  });
+}

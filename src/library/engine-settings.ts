@@ -1,0 +1,44 @@
+// The on-device engine's settings, built in one place for every caller: `rmbg remove --local`, the library's
+// removeBackground() and `rmbg serve` / createServer(). Each passes what its user gave; the rest comes from
+// the environment and the user settings file in the one precedence order of src/config.
+
+import { RmbgError } from '../api/errors.js';
+import { resolveSetting } from '../config/load-config.js';
+import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
+import { settingsPathOf } from '../config/user-settings.js';
+import { parseDevice, type Device } from '../engine/device.js';
+import type { EngineOptions } from '../engine/index.js';
+import { userModelsDirOf } from '../engine/user-models.js';
+
+export interface EngineSettings {
+  /** Manifest name, user model name or .onnx path. */
+  model?: string | undefined;
+  /** Given by the caller (flag or option); else RMBG_DEVICE, the settings file, auto. */
+  device?: string | undefined;
+  /** The data directory whose models/ holds the user's models (`rmbg models add`); else RMBG_DATA_DIR or the default. */
+  dataDir?: string | undefined;
+  warmUp?: boolean;
+  /** A model run that has not answered after this long ends its worker (the server's processing timeout). */
+  runTimeoutMs?: number;
+}
+
+/** The device asked for, wherever it was given; a wrong value names where it came from. */
+export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv = process.env): Device {
+  const setting = resolveSetting('device', given, { env });
+  try {
+    return parseDevice(setting.value);
+  } catch (error) {
+    const where = { flag: 'device', env: SETTING_RULES.device.env, config: `'device' in ${settingsPathOf(env)}`, default: 'device', unset: 'device' }[setting.source];
+    throw new RmbgError('usage_error', (error as Error).message.replace(/^device/, where), { cause: error });
+  }
+}
+
+export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv = process.env): EngineOptions {
+  return {
+    model: settings.model,
+    device: resolveDevice(settings.device, env),
+    userModelsDir: userModelsDirOf(dataDirOf(settings.dataDir, env)),
+    ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
+    ...(settings.runTimeoutMs !== undefined && { runTimeoutMs: settings.runTimeoutMs }),
+  };
+}
