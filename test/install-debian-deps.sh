@@ -3,7 +3,8 @@
 # openssl (a throwaway test CA for the image_url tests), script from bsdutils (a pseudo-terminal for the
 # progress-bar tests), tar (model assembly), chromium (the web page's browser tests drive Debian's chromium
 # with playwright-core; a browser download cannot work offline), useradd from passwd (embedded-postgres
-# creates its `postgres` user with it when the tests run as root). Used by .ci/run and the README's quick start.
+# creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
+# WebGPU adapter for the GPU tests). Used by .ci/run and the README's quick start.
 set -euo pipefail
 missing=""
 command -v openssl >/dev/null || missing="$missing openssl"
@@ -14,4 +15,18 @@ command -v useradd >/dev/null || missing="$missing passwd"
 if [ -n "$missing" ]; then
   echo "installing the Debian packages the tests need:$missing"
   apt-get update -qq && apt-get install -y -qq $missing
+fi
+# A real WebGPU adapter for the GPU tests on a machine without a GPU: Mesa's lavapipe (Vulkan on the CPU) and
+# the Vulkan loader. Dawn needs Mesa 25 (bookworm-backports); bookworm's own 22.3 lacks features it requires.
+mesa=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
+if [ "${mesa%%.*}" = "" ] || [ "${mesa%%.*}" -lt 25 ] 2>/dev/null || ! dpkg-query -W libvulkan1 >/dev/null 2>&1; then
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  echo "installing lavapipe (mesa-vulkan-drivers from ${codename}-backports) and libvulkan1 for the GPU tests"
+  if [ "$codename" = bookworm ]; then
+    list=/etc/apt/sources.list.d/bookworm-backports.list
+    grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ || echo 'deb http://deb.debian.org/debian bookworm-backports main' > "$list"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers libvulkan1
+  else
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1
+  fi
 fi
