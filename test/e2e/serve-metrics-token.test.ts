@@ -1,10 +1,11 @@
 // `rmbg serve` takes its /metrics token from a file or from RMBG_METRICS_TOKEN, so it is not in the process's
-// arguments (which `ps` shows every user of the machine): the real CLI, its /metrics, its /proc cmdline.
+// arguments (which `ps` shows every user of the machine): the real CLI, its /metrics, its /proc cmdline. And
+// --trust-proxy on the real server: this test is the proxy on 127.0.0.1, sending X-Forwarded-For.
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { call, rmbg, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import { call, createKey, errorCode, rmbg, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
 let server: ServeProcess | undefined;
 let dataDir: string | undefined;
@@ -52,5 +53,25 @@ describe('rmbg serve --metrics-token-file and RMBG_METRICS_TOKEN', () => {
     expect([noToken.exitCode, noToken.stderr]).toEqual([2, expect.stringMatching(/--metrics-token-file .*empty: the metrics token is empty/)]);
     const badProxy = await rmbg(['serve', '--port', '0', '--data-dir', dataDir, '--trust-proxy', '10.0.0.0/40']);
     expect([badProxy.exitCode, badProxy.stderr]).toEqual([2, expect.stringMatching(/--trust-proxy: '10.0.0.0\/40' is not an IP address or a CIDR block/)]);
+  });
+});
+
+describe('rmbg serve --trust-proxy', () => {
+  it('a flood of bad keys through the trusted proxy throttles its sender only; valid keys are served; /metrics is not given to the proxy', async () => {
+    dataDir = tempDataDir();
+    const { key } = await createKey(dataDir, 5);
+    server = await startServe(dataDir, ['--trust-proxy', '127.0.0.1,::1', '--max-auth-failures', '3']);
+    const account = (apiKey: string, client: string) => call(`${server!.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey, 'X-Forwarded-For': client } });
+    const flood = await Promise.all(Array.from({ length: 12 }, (_, i) => account(`rmbg_flood-${i}`, '203.0.113.7')));
+    expect(flood.filter((answer) => answer.status === 429).length).toBeGreaterThan(0);
+    expect((await account('rmbg_flood', '203.0.113.7')).status).toBe(429);
+    // Another client of the same proxy: its own count, and its valid key served.
+    const typo = await account('rmbg_typo', '198.51.100.20');
+    expect([typo.status, errorCode(typo)]).toEqual([403, 'invalid_api_key']);
+    expect((await account(key, '198.51.100.20')).status).toBe(200);
+    // The flooding client's own valid key is served too.
+    expect((await account(key, '203.0.113.7')).status).toBe(200);
+    // Through the proxy, a loopback peer is not a loopback caller.
+    expect((await call(`${server.url}/metrics`)).status).toBe(404);
   });
 });
