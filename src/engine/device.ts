@@ -38,3 +38,11 @@ export function describeDevice(report: DeviceReport): string {
 export function concurrencyFor(device: DeviceReport['device'], cores = availableParallelism()): number {
   return device === 'gpu' ? Math.min(8, Math.max(2, Math.floor(cores / 2))) : 2;
 }
+
+/**
+ * Images `rmbg serve` processes at once: one on the CPU (the model already takes every core, and a request
+ * waits least behind one other), on the GPU as many as keep it busy. Without a report: the CPU.
+ */
+export function serverSlotsFor(report: DeviceReport | undefined): number {
+  return report?.device === 'gpu' ? concurrencyFor('gpu') : 1;
+}

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
+import { serverSlotsFor } from '../engine/device.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import { assertWhole } from './assert-whole.js';
@@ -102,7 +103,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
-    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs),
+    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, serverSlotsFor(deps.engine.device)),
     limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
     refunds: new RefundRetry(deps.store, now),

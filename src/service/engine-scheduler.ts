@@ -1,5 +1,6 @@
-// Runs engine jobs one at a time, in arrival order, behind a bounded waiting line (full: 503
-// service_busy), each under a time limit that counts its wait in line too (over: 504 processing_timeout).
+// Runs engine jobs `slots` at a time (one on the CPU, several on a GPU: engine/device.ts), in arrival order,
+// behind a bounded waiting line (full: 503 service_busy), each under a time limit that counts its wait in line
+// too (over: 504 processing_timeout).
 
 import { RmbgError } from '../api/errors.js';
 
@@ -9,8 +10,8 @@ const AVERAGE_WEIGHT = 0.3;
 export interface SchedulerTicket {
   /**
    * Waits for the engine, then runs `work` with a signal that aborts on timeout or when `signal` aborts. The
-   * time limit starts with the wait. A job that outlives it keeps the engine until it really stops, so jobs
-   * never overlap; those waiting behind it time out in their turn.
+   * time limit starts with the wait. A job that outlives it keeps its slot until it really stops, so no more
+   * than `slots` jobs ever run; those waiting behind it time out in their turn.
    */
   run<T>(work: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Gives the place back when the request ends without running (idempotent; a no-op after run). */
@@ -18,15 +19,17 @@ export interface SchedulerTicket {
 }
 
 export class EngineScheduler {
-  /** Admitted tickets not finished yet: the running job plus those waiting. */
+  /** Admitted tickets not finished yet: the running jobs plus those waiting. */
   #admitted = 0;
-  #busy = false;
+  #running = 0;
   readonly #waiting: Array<() => void> = [];
   #averageMs = 1000;
 
   constructor(
     readonly maxQueue: number,
     readonly timeoutMs: number,
+    /** Jobs that run at once. */
+    readonly slots = 1,
   ) {}
 
   get admitted(): number {
@@ -35,9 +38,9 @@ export class EngineScheduler {
 
   /** Takes a place in line; throws 503 service_busy when maxQueue requests already wait. */
   admit(): SchedulerTicket {
-    if (this.#admitted >= this.maxQueue + 1) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((this.#averageMs * this.#admitted) / 1000));
-      throw new RmbgError('service_busy', `${this.#admitted - 1} images are waiting for processing (at most ${this.maxQueue}); retry in ${retryAfterSeconds} s`, {
+    if (this.#admitted >= this.maxQueue + this.slots) {
+      const retryAfterSeconds = Math.max(1, Math.ceil((this.#averageMs * this.#admitted) / this.slots / 1000));
+      throw new RmbgError('service_busy', `${this.#admitted - this.slots} images are waiting for processing (at most ${this.maxQueue}); retry in ${retryAfterSeconds} s`, {
         retryAfterSeconds,
       });
     }
@@ -92,8 +95,8 @@ export class EngineScheduler {
 
   #acquire(signal: AbortSignal | undefined, deadline: Deadline): Promise<void> {
     if (signal?.aborted) return Promise.reject(interrupted());
-    if (!this.#busy) {
-      this.#busy = true;
+    if (this.#running < this.slots) {
+      this.#running += 1;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
@@ -122,7 +125,7 @@ export class EngineScheduler {
   #handOver(): void {
     const next = this.#waiting.shift();
     if (next) next();
-    else this.#busy = false;
+    else this.#running -= 1;
   }
 
   #runAcquired<T>(work: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined, finish: () => void, deadline: Deadline): Promise<T> {

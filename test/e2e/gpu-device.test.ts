@@ -33,9 +33,8 @@ const alpha = (file: string) => sharp(file).extractChannel(3).raw().toBuffer();
 
 describe('rmbg remove --device', () => {
   it('gpu on a real adapter: the cut-out agrees with the CPU within 1/255, and the summary says gpu', async () => {
-    const [onGpu, onCpu] = await Promise.all(
-      (['gpu', 'cpu'] as const).map((device) => rmbg(['remove', photo, '--local', '--model', model, '--device', device, '--format', 'png', '-o', path.join(work, device), '--json'])),
-    );
+    const removeOn = (device: string) => rmbg(['remove', photo, '--local', '--model', model, '--device', device, '--format', 'png', '-o', path.join(work, device), '--json']);
+    const [onGpu, onCpu] = await Promise.all([removeOn('gpu'), removeOn('cpu')]);
     expect(onGpu.exitCode, onGpu.stderr).toBe(0);
     expect(onCpu.exitCode, onCpu.stderr).toBe(0);
     expect(jsonLines(onGpu.stdout).at(-1)).toMatchObject({ summary: true, done: 1, device: 'gpu' });

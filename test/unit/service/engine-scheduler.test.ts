@@ -21,6 +21,36 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 }
 
 describe('EngineScheduler', () => {
+  it('runs as many jobs at once as it has slots (a GPU server), the next when one ends, and bounds the line past them', async () => {
+    const scheduler = new EngineScheduler(1, 5000, 3);
+    const gates = Array.from({ length: 4 }, () => deferred());
+    let running = 0;
+    let most = 0;
+    const started: number[] = [];
+    const job = (index: number) => async () => {
+      running += 1;
+      most = Math.max(most, running);
+      started.push(index);
+      await gates[index]!.promise;
+      running -= 1;
+      return index;
+    };
+    const results = gates.map((_, index) => scheduler.admit().run(job(index)));
+    await Promise.resolve();
+    // Three slots and one place in line are taken: a sixth request is refused.
+    expect(() => scheduler.admit()).toThrow(expect.objectContaining({ code: 'service_busy' }));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(started).toEqual([0, 1, 2]);
+    gates[1]!.resolve();
+    expect(await results[1]).toBe(1);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(started).toEqual([0, 1, 2, 3]);
+    for (const gate of gates) gate.resolve();
+    expect(await Promise.all(results)).toEqual([0, 1, 2, 3]);
+    expect(most).toBe(3);
+    expect(scheduler.admitted).toBe(0);
+  });
+
   it('runs jobs one at a time, first come first served', async () => {
     const scheduler = new EngineScheduler(5, 5000);
     const order: string[] = [];
