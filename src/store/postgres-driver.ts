@@ -86,10 +86,13 @@ export function isUnreachable(error: unknown): boolean {
   );
 }
 
-/** The database answers but a lock or statement outlived its timeout (a stuck holder): 55P03, 57014. */
+/**
+ * The database answers but a lock or statement outlived its timeout (a stuck holder): 55P03, 57014; or chose this
+ * transaction to end a deadlock (40P01: a sweep settling a request while its own server charges it).
+ */
 function isHeldUp(error: unknown): boolean {
   const { code } = error as { code?: unknown };
-  return code === '55P03' || code === '57014';
+  return code === '55P03' || code === '57014' || code === '40P01';
 }
 
 function unavailable(error: unknown): RmbgError {
