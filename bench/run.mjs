@@ -4,6 +4,7 @@
 // Not part of CI: it takes minutes and installs the peer on first run. Writes bench/.work/last-run.{md,json}.
 //
 // Usage: node bench/run.mjs [--quick] [--repeat=N] [--no-peer] [--model=NAME] [--concurrency=1,2,3]
+//        node bench/run.mjs --device gpu [...]: the GPU against the CPU provider instead (bench/gpu.mjs)
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, totalmem } from 'node:os';
@@ -20,6 +21,12 @@ const flag = (name, fallback) => {
   if (!arg) return fallback;
   return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : true;
 };
+
+// `--device gpu` as npm passes it (two words), or `--device=gpu`.
+if (flag('device', 'cpu') === 'gpu' || (process.argv.includes('--device') && process.argv[process.argv.indexOf('--device') + 1] === 'gpu')) {
+  await import('./gpu.mjs');
+  process.exit(0);
+}
 const quick = flag('quick', false) === true;
 const repeat = Number(flag('repeat', 2));
 const usePeer = flag('peer', true) === true && !process.argv.includes('--no-peer');

@@ -17,12 +17,12 @@ const run = promisify(execFile);
  * kernel has freed the process's memory: ~0.1 s for the ~1 GB an inference touched). `cli`: another checkout's
  * bin/rmbg.js to time instead (bench/startup.mjs compares two).
  */
-export async function removeTimes(file, runs, model, cli = CLI) {
+export async function removeTimes(file, runs, model, cli = CLI, extraArgs = []) {
   const times = [];
   for (let i = 0; i < runs; i++) {
     const out = await mkdtemp(join(tmpdir(), 'rmbg-bench-start-'));
     const started = performance.now();
-    const child = spawn(process.execPath, [cli, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : []), ...extraArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let firstResult;

@@ -20,12 +20,13 @@ export async function loadRmbg() {
   ]);
   BENCH_OPTIONS = CALLER_DEFAULT_OPTIONS;
   return {
-    createEngine,
-    defaultConcurrency: defaultConcurrency('local'),
+    // The CPU unless a bench asks for another device: on a machine with a GPU, auto would pick it.
+    createEngine: (options = {}) => createEngine({ device: 'cpu', ...options }),
+    defaultConcurrency: defaultConcurrency({ mode: 'local' }),
     /** The whole folder through runBatch (read, process, atomic write, journal), as `rmbg remove DIR` does. */
-    async runFolder(engine, dir, outputDir, concurrency) {
+    async runFolder(engine, dir, outputDir, concurrency, options = BENCH_OPTIONS) {
       const items = await discoverInputs([dir], { recursive: false, outputDir });
-      return runBatch({ items, outputDir, options: BENCH_OPTIONS, remover: localRemover(engine), concurrency, overwrite: true, retryFailed: false, onEvent: () => {} });
+      return runBatch({ items, outputDir, options, remover: localRemover(engine), concurrency, overwrite: true, retryFailed: false, onEvent: () => {} });
     },
   };
 }
