@@ -98,8 +98,10 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
     during.push(await timed(during.length % 2 ? a : b, other.key));
   }
   console.log(`latency of another account's requests: usual median ${median(usual).toFixed(0)} ms (max ${Math.max(...usual).toFixed(0)}), during the stall median ${median(during).toFixed(0)} ms (max ${Math.max(...during).toFixed(0)}) over ${during.length} requests`);
-  // Usual latency: no request waited on the stopped server's lock (5 s lock_timeout) or for a pooled connection.
-  expect(Math.max(...during)).toBeLessThan(Math.max(1000, 3 * Math.max(...usual)));
+  // Usual latency: none waited on the stopped server's lock or for a pooled connection, which would have taken
+  // lock_timeout or connect_timeout (5 s each); the median as before (with room for a loaded machine).
+  expect(Math.max(...during)).toBeLessThan(3000);
+  expect(median(during)).toBeLessThan(2 * median(usual) + 100);
 
   // Woken, the stopped server finds its session ended and its request refunded: 503, and the key is failed.
   process.kill(stopped.child.pid as number, 'SIGCONT');
