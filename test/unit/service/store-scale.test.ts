@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
@@ -63,6 +64,29 @@ describe('the lease sweep', () => {
     finish({ expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 });
     await vi.advanceTimersByTimeAsync(1000);
     expect(calls).toBe(2);
+  });
+});
+
+describe("a SQLite server's start-up sweep", () => {
+  it('settles every lease left behind, dating the refund and the failed key by its clock', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rmbg-startup-sweep-'));
+    const store = await openStore(dir);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => store.close());
+    const { accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
+    const T = 1_700_000_000_000;
+    // Left by the crashed server: a keyed, charged request whose lease has not expired yet.
+    const lease = { requestId: 'crashed', owner: 'dead', expiresAt: T + 30_000 };
+    await store.beginIdempotent(accountId, 'k', 'fp', lease, T - 1000);
+    await store.charge(accountId, 1, lease, T - 1000);
+    await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, soleServer: true, now: () => T }).then((service) => cleanups.push(() => service.close()));
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
+    const db = new Database(store.path, { readonly: true });
+    try {
+      expect(db.prepare("SELECT created_at FROM credit_ledger WHERE kind = 'refund'").all()).toEqual([{ created_at: T }]);
+      expect(db.prepare('SELECT state, completed_at FROM idempotency_keys').all()).toEqual([{ state: 'failed', completed_at: T }]);
+    } finally {
+      db.close();
+    }
   });
 });
 
