@@ -4,7 +4,7 @@
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
-import { concurrencyFor, type DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../engine/device.js';
 import type { BackgroundRemover } from '../engine/types.js';
 
 export interface RemovedImage {
@@ -57,7 +57,7 @@ export const MAX_CONCURRENCY = 64;
  * without tripping rate limits; it is halved while the server answers 429/503.
  */
 export function defaultConcurrency(remover: Pick<Remover, 'mode' | 'device'>): number {
-  return remover.mode === 'local' ? concurrencyFor(remover.device?.device ?? 'cpu') : 4;
+  return remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4;
 }
 
 export function localRemover(engine: BackgroundRemover): Remover {

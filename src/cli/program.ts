@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { MAX_CONCURRENCY } from '../batch/remover.js';
-import { DEVICE_DESCRIPTION, DEVICES } from '../engine/device.js';
+import { DEVICE_DESCRIPTION, DEVICES } from '../api/device.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
 import { flagOf, METRICS_TOKEN_ENV, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';

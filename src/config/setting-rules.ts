@@ -2,7 +2,7 @@
 // Free of the settings file (conf), so the library can resolve the data directory without loading it.
 
 import envPaths from 'env-paths';
-import { DEFAULT_DEVICE } from '../engine/device.js';
+import { DEFAULT_DEVICE } from '../api/device.js';
 
 export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device';
 export type SettingSource = 'flag' | 'env' | 'config' | 'default';

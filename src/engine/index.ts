@@ -4,7 +4,8 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
-import { DEFAULT_DEVICE, type Device, type DeviceReport } from './device.js';
+import { DEFAULT_DEVICE, type Device } from '../api/device.js';
+import { concurrencyFor, type DeviceReport } from './device.js';
 import { describeEnvironment, gpuEnvironment, gpuErrorText, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden } from './gpu-environment.js';
 import { probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
@@ -66,7 +67,7 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
   const requested = options.device ?? DEFAULT_DEVICE;
   const onCpu = async (reason: string): Promise<PlacedSession> => ({
     session: await WorkerSession.load(model, { ...options, provider: 'cpu' }, verified, options),
-    device: { requested, device: 'cpu', reason },
+    device: { requested, device: 'cpu', reason, concurrency: concurrencyFor('cpu') },
   });
   if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
   const environment = gpuEnvironment();
@@ -81,7 +82,7 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
     if (!probe.ok) throw new GpuProbeFailure(probe);
     const session = await gpuSession(model, options, verified, software);
     const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
-    return { session, device: { requested, device: 'gpu', reason } };
+    return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
     const failure = gpuErrorText(error);

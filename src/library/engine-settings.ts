@@ -6,7 +6,7 @@ import { RmbgError } from '../api/errors.js';
 import { resolveSetting } from '../config/load-config.js';
 import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
 import { settingsPathOf } from '../config/user-settings.js';
-import { parseDevice, type Device } from '../engine/device.js';
+import { parseDevice, type Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
 import { userModelsDirOf } from '../engine/user-models.js';
 

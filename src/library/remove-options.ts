@@ -3,7 +3,7 @@
 
 import { RmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type Format, type RemoveOptions, type Size } from '../api/options.js';
-import type { Device } from '../engine/device.js';
+import type { Device } from '../api/device.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
 export interface ImageOptions {

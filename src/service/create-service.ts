@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
-import { serverSlotsFor } from '../engine/device.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import { assertWhole } from './assert-whole.js';
@@ -82,6 +81,14 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/**
+ * Images processed at once: one on the CPU (the model already takes every core, and a request then waits
+ * behind one other at most), on the GPU as many as keep it busy (its device report says how many).
+ */
+function engineSlots(engine: BackgroundRemover): number {
+  return engine.device?.device === 'gpu' ? engine.device.concurrency : 1;
+}
+
 export async function createService(deps: ServiceDeps): Promise<Service> {
   assertWhole('creditsPerImage', deps.creditsPerImage, 0);
   assertWhole('maxQueue', deps.maxQueue, 0);
@@ -103,7 +110,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
-    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, serverSlotsFor(deps.engine.device)),
+    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
     limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
     refunds: new RefundRetry(deps.store, now),

@@ -5,7 +5,7 @@ import { RmbgError } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
 import { readUserSettings } from '../../config/user-settings.js';
 import { writeUserSetting } from '../../config/settings-writer.js';
-import { parseDevice } from '../../engine/device.js';
+import { parseDevice } from '../../api/device.js';
 import { EXIT } from '../exit-codes.js';
 import { readSecretFromStdin } from '../read-secret.js';
 

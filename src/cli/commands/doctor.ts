@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadConfig } from '../../config/load-config.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { parseDevice } from '../../engine/device.js';
+import { parseDevice } from '../../api/device.js';
 import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { storeTarget } from '../../store/open-store.js';

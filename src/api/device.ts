@@ -1,0 +1,16 @@
+// The device setting, declared once: its values, its default and its parsing (`--device`, `RMBG_DEVICE`,
+// `rmbg config set device`, the library's and createServer's `device`). What a run reports of it is the engine's
+// (engine/device.ts).
+
+import { RmbgError } from './errors.js';
+
+/** auto: the GPU when a hardware adapter works, else the CPU; gpu: the GPU or an error; cpu: the CPU only. */
+export const DEVICES = ['auto', 'gpu', 'cpu'] as const;
+export type Device = (typeof DEVICES)[number];
+export const DEFAULT_DEVICE: Device = 'auto';
+export const DEVICE_DESCRIPTION = 'where the model runs: auto (the GPU when a hardware one works, else the CPU), gpu (WebGPU, or an error), cpu';
+
+export function parseDevice(value: unknown, name = 'device'): Device {
+  if (typeof value === 'string' && (DEVICES as readonly string[]).includes(value)) return value as Device;
+  throw new RmbgError('usage_error', `${name} must be one of ${DEVICES.join(', ')}; got ${JSON.stringify(value)}`);
+}
