@@ -6,6 +6,10 @@
 # creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
 # WebGPU adapter for the GPU tests). Used by .ci/run and the README's quick start.
 set -euo pipefail
+# Not root: through sudo when it is there; otherwise apt-get says why it cannot.
+as_root=""
+[ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null || as_root="sudo"
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 missing=""
 command -v openssl >/dev/null || missing="$missing openssl"
 command -v script >/dev/null || missing="$missing bsdutils"
@@ -14,19 +18,19 @@ command -v tar >/dev/null || missing="$missing tar"
 command -v useradd >/dev/null || missing="$missing passwd"
 if [ -n "$missing" ]; then
   echo "installing the Debian packages the tests need:$missing"
-  apt-get update -qq && apt-get install -y -qq $missing
+  $as_root apt-get update -qq && $as_root apt-get install -y -qq $missing
 fi
 # A real WebGPU adapter for the GPU tests on a machine without a GPU: Mesa's lavapipe (Vulkan on the CPU) and
 # the Vulkan loader. Dawn needs Mesa 25 (bookworm-backports); bookworm's own 22.3 lacks features it requires.
 mesa=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
-if [ "${mesa%%.*}" = "" ] || [ "${mesa%%.*}" -lt 25 ] 2>/dev/null || ! dpkg-query -W libvulkan1 >/dev/null 2>&1; then
+if ! installed mesa-vulkan-drivers || [ "${mesa%%.*}" -lt 25 ] 2>/dev/null || ! installed libvulkan1; then
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  echo "installing lavapipe (mesa-vulkan-drivers from ${codename}-backports) and libvulkan1 for the GPU tests"
+  echo "installing lavapipe (mesa-vulkan-drivers, from ${codename}-backports on bookworm) and libvulkan1 for the GPU tests"
   if [ "$codename" = bookworm ]; then
-    list=/etc/apt/sources.list.d/bookworm-backports.list
-    grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ || echo 'deb http://deb.debian.org/debian bookworm-backports main' > "$list"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers libvulkan1
+    grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ ||
+      echo 'deb http://deb.debian.org/debian bookworm-backports main' | $as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+    $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers libvulkan1
   else
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1
+    $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1
   fi
 fi
