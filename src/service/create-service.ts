@@ -130,7 +130,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   await leases.sweep(deps.soleServer === true);
   leases.start();
   let purging: Promise<void> | undefined;
-  // One purge at a time: a large backlog may outlast the interval.
+  // One purge at a time: a large backlog may outlast the interval (each run deletes a bounded number of batches).
   const purge = () =>
     (purging ??= deps.store
       .purgeExpired(now())
@@ -139,7 +139,8 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
         (error: unknown) => process.emitWarning(`purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`),
       )
       .finally(() => (purging = undefined)));
-  await purge();
+  // Not awaited: the first start against a large store would otherwise delete its whole backlog before listening.
+  void purge();
   const timer = setInterval(() => void purge(), PURGE_INTERVAL_MS);
   timer.unref();
 
@@ -197,6 +198,8 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       leases.stop();
       shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
       await Promise.allSettled([...inFlight]);
+      // The caller closes the store next: let a purge still running finish its current batches first.
+      await purging;
       // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
       await ctx.refunds.retryPending();
       ctx.refunds.stop();

@@ -5,7 +5,7 @@ import { RmbgError } from '../api/errors.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refund } from './credit-ledger.js';
-import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
+import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, PURGE_MAX_BATCHES, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
 import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
 import { countRequest } from './rate-windows.js';
 import { one, type SqlDriver, type SqlExecutor } from './sql.js';
@@ -99,9 +99,14 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       }),
     async purgeExpired(now = Date.now()): Promise<PurgeReport> {
       const report = { replays: await purgeExpiredReplays(driver, now), keys: 0, usageRecords: 0 };
-      // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long.
-      for (let deleted = PURGE_BATCH; deleted === PURGE_BATCH; report.keys += deleted) deleted = await deleteExpiredKeys(driver, now);
-      for (let deleted = PURGE_BATCH; deleted === PURGE_BATCH; report.usageRecords += deleted) deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
+      // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long; at most
+      // PURGE_MAX_BATCHES a table per run, the rest left to the next run.
+      for (let batch = 0, deleted = PURGE_BATCH; deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES; batch += 1, report.keys += deleted) {
+        deleted = await deleteExpiredKeys(driver, now);
+      }
+      for (let batch = 0, deleted = PURGE_BATCH; deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES; batch += 1, report.usageRecords += deleted) {
+        deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
+      }
       return report;
     },
     async settlementOf(requestId): Promise<Settlement> {

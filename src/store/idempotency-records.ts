@@ -79,6 +79,11 @@ export function purgeExpiredReplays(db: SqlExecutor, now: number): Promise<numbe
 
 /** Rows deleted per statement: a large backlog is deleted in short statements, none near statement_timeout. */
 export const PURGE_BATCH = 1000;
+/**
+ * Batches per table and purge run: a first run against a large backlog ends after these (the next run, a
+ * minute later, goes on), so a server's shutdown waits for a bounded purge.
+ */
+export const PURGE_MAX_BATCHES = 50;
 
 /** Deletes up to PURGE_BATCH completed records older than the key retention; resolves with how many. */
 export function deleteExpiredKeys(db: SqlExecutor, now: number): Promise<number> {

@@ -183,7 +183,8 @@ export interface Store {
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /**
    * Deletes replay payloads whose window closed (the rows stay, so the keys stay reserved), idempotency records
-   * completed longer ago than the key retention, and usage records older than theirs.
+   * completed longer ago than the key retention, and usage records older than theirs; the last two in batches,
+   * at most PURGE_MAX_BATCHES a table per call (a backlog takes several calls).
    */
   purgeExpired(now?: number): Promise<PurgeReport>;
   /**

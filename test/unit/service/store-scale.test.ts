@@ -67,6 +67,33 @@ describe('the lease sweep', () => {
   });
 });
 
+describe('the purge of old records', () => {
+  it('does not hold up the start (a large backlog takes minutes), and close() waits for the run in progress', async () => {
+    let finish: () => void = () => undefined;
+    let purges = 0;
+    const store = {
+      engine: 'sqlite',
+      clock: async () => Date.now(),
+      renewLeases: async () => 0,
+      expireLeases: async () => ({ expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 }),
+      purgeExpired: () => {
+        purges += 1;
+        return new Promise((resolve) => (finish = () => resolve({ replays: 0, keys: 0, usageRecords: 0 })));
+      },
+    } as unknown as Store;
+    const started = createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS });
+    const service = await Promise.race([started, new Promise<'held up'>((resolve) => setTimeout(() => resolve('held up'), 2000))]);
+    expect(service).not.toBe('held up');
+    expect(purges).toBe(1);
+    let closed = false;
+    const closing = (service as Service).close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(closed).toBe(false);
+    finish();
+    await closing;
+  });
+});
+
 describe("a SQLite server's start-up sweep", () => {
   it('settles every lease left behind, dating the refund and the failed key by its clock', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rmbg-startup-sweep-'));

@@ -16,6 +16,7 @@ import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migra
 import { openPostgresDriver } from '../../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../../src/store/sql.js';
 import { openSqliteDriver } from '../../../src/store/sqlite-driver.js';
+import { PURGE_BATCH, PURGE_MAX_BATCHES } from '../../../src/store/idempotency-records.js';
 import { USAGE_RETENTION_MS } from '../../../src/store/usage-records.js';
 import { openStore, STORE_FILE, type Lease, type Store, type StoreTarget } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
@@ -144,6 +145,15 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect((await store.beginIdempotent(accountId, 'done', 'fp', lease('r-later'), retention)).state).toBe('new');
     expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
     expect((await store.usage()).map((record) => record.requestId)).toEqual(['u-new']);
+  });
+
+  it('deletes a backlog a bounded number of batches per run, the rest at the next run', async () => {
+    const backlog = PURGE_BATCH * PURGE_MAX_BATCHES + 1;
+    await engine.exec(target, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
+      INSERT INTO usage_records (request_id, endpoint, status, credits, replayed, duration_ms, created_at)
+      SELECT 'u-' || i, 'account', 200, 0, 0, 1, ${T0} FROM n`);
+    expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: backlog - 1 });
+    expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
   });
 
   it('a key released between the insert that found it and the read: the key is taken, not a 500', async () => {
