@@ -24,6 +24,11 @@ export interface JournalRecord {
   options: string;
   /** What the remover gave for the request (for an API server, its Idempotency-Key); opaque to the batch. */
   token?: string;
+  /**
+   * When the token was first sent (ISO 8601, like `at`): a server forgets a completed key some time after it
+   * (LIMITS.idempotencyKeyRetentionMs), and then takes the same key for a new, charged request.
+   */
+  sentAt?: string;
   output?: string;
   credits?: number;
   error?: { code: string; message: string; retryable: boolean };

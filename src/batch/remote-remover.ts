@@ -6,7 +6,7 @@
 
 import { asksToSlowDown, policyOf, RmbgError } from '../api/errors.js';
 import { formatOfMime } from '../api/media-types.js';
-import { LIMIT_TEXT, type RemoveOptions } from '../api/options.js';
+import { LIMIT_TEXT, LIMITS, type RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient } from '../client/api-client.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
 import type { Remover } from './remover.js';
@@ -32,6 +32,16 @@ function generationOf(image: Buffer, options: RemoveOptions, key: string): numbe
   return 0;
 }
 
+/**
+ * A server forgets a completed Idempotency-Key LIMITS.idempotencyKeyRetentionMs after it (on its clock, which may
+ * differ from ours): a key first sent longer ago than the retention less this margin may be forgotten.
+ */
+const RETENTION_MARGIN_MS = 60 * 60 * 1000;
+
+function forgotten(sentAt: number | undefined, now = Date.now()): boolean {
+  return sentAt !== undefined && now - sentAt >= LIMITS.idempotencyKeyRetentionMs - RETENTION_MARGIN_MS;
+}
+
 export function remoteRemover(options: { baseUrl: string; apiKey: string; timeoutMs: number }): RemoteRemover {
   const listeners: Array<() => void> = [];
   const client = createApiClient({
@@ -49,6 +59,15 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       // Same request as an earlier run: keep its key, so a request the server already charged is replayed for free.
       let generation = earlier ? generationOf(image, removeOptions, earlier.token) : 0;
       let key = keyOf(image, removeOptions, generation);
+      if (earlier && !earlier.finished && earlier.token === key && !call.payAgain && forgotten(earlier.sentAt)) {
+        // An earlier run sent this key and never got its answer into an output; the server may have charged it
+        // and, this long after, no longer knows the key: sent again it would be a new request, charged again.
+        throw new RmbgError(
+          'idempotency_key_expired',
+          `an earlier run sent this image more than ${LIMIT_TEXT.idempotencyKeyRetention} ago without receiving the result; the server may have charged for it and no longer remembers the request; run again with --retry-failed to pay for it again`,
+          { status: 409 },
+        );
+      }
       await call.beforeSend?.(key);
       const result = await client.removeBackground(image, removeOptions, {
         idempotencyKey: key,

@@ -30,6 +30,8 @@ export interface RemoveCall {
     token: string;
     /** Whether that run recorded a result for it; if not, the request may have been charged without one. */
     finished: boolean;
+    /** When the token was first sent (ms since the epoch), when the journal knows. */
+    sentAt?: number;
   };
   /** --retry-failed: a request an earlier run may have paid for without a result may be paid for again. */
   payAgain?: boolean;

@@ -192,19 +192,23 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
         throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
       }));
     const contentHash = sha256(image);
-    const sent: Omit<JournalRecord, 'at'> = { input: item.path, state: 'sent', contentHash, options: optionsKey };
-    record = sent;
     // Same content and options as an earlier run: the remover gets its token back, so a request the server
     // already charged is replayed for free rather than charged again.
     const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;
-    const earlier = sameRequest && previous.token !== undefined ? { token: previous.token, finished: previous.state === 'done' } : undefined;
+    const earlierSentAt = sameRequest ? firstSent(previous) : undefined;
+    const earlier = sameRequest && previous.token !== undefined ? { token: previous.token, finished: previous.state === 'done', sentAt: earlierSentAt === undefined ? undefined : Date.parse(earlierSentAt) } : undefined;
+    // A failure before anything is sent (the remover refusing to pay again) keeps the earlier token and its date.
+    const sent: Omit<JournalRecord, 'at'> = { input: item.path, state: 'sent', contentHash, options: optionsKey, ...(earlier && { token: earlier.token, sentAt: earlierSentAt }) };
+    record = sent;
     const result = await batch.remover.remove(image, batch.options, {
       signal: batch.abort,
       filename: item.relativePath,
       earlier,
       payAgain: batch.retryFailed,
       beforeSend: async (token) => {
-        record = { ...sent, token };
+        // The first sending of a token dates it: sending it again does not make the server remember it longer.
+        const sentAt = earlier && token === earlier.token && earlierSentAt !== undefined ? earlierSentAt : new Date().toISOString();
+        record = { ...sent, token, sentAt };
         await journal.append(record);
       },
     });
@@ -226,6 +230,15 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
     if (record) await journal.append({ ...record, state: 'failed', error: { code: failure.code, message: failure.message, retryable } });
     return { ...base, output: null, status: 'failed', ms: elapsed(), error: { code: failure.code, message: failure.message } };
   }
+}
+
+/**
+ * When an earlier run first sent its token. Journals written before sentAt have the time of the token's last
+ * line (its sending, or the failure that followed it).
+ */
+function firstSent(record: JournalRecord): string | undefined {
+  const time = record.sentAt ?? record.at;
+  return Number.isNaN(Date.parse(time)) ? undefined : time;
 }
 
 /**
