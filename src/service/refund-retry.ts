@@ -5,7 +5,7 @@
 // as in progress (a repeat gets 409 with Retry-After), and the request's lease is no longer renewed, so if
 // this server dies first, any server's lease sweep settles it the same way. Either path settles it once.
 
-import type { IdempotencyRef, PoolAmounts, Store } from '../store/index.js';
+import type { FailedSettlement, IdempotencyRef, Store } from '../store/index.js';
 
 /** Waits between the immediate attempts: a busy database is usually free again within milliseconds. */
 const IMMEDIATE_RETRY_MS = [25, 100, 400] as const;
@@ -28,10 +28,10 @@ export class RefundRetry {
   ) {}
 
   /**
-   * Refunds and fails the key, retrying; never throws. Returns what was refunded, or undefined when the
-   * refund was handed to the background.
+   * Refunds and fails the key, retrying; never throws. Returns the store's settlement (settled false: the
+   * request was settled already), or undefined when the refund was handed to the background.
    */
-  async settle(requestId: string, idempotency: IdempotencyRef | undefined): Promise<PoolAmounts | undefined> {
+  async settle(requestId: string, idempotency: IdempotencyRef | undefined): Promise<FailedSettlement | undefined> {
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.store.failRequest(requestId, idempotency, this.now());

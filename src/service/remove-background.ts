@@ -98,6 +98,13 @@ export async function removeBackground(
   const signal = idempotency || !req.signal ? ctx.shutdown : AbortSignal.any([req.signal, ctx.shutdown]);
   let ticket: SchedulerTicket | undefined;
   let charged = false;
+  /** The result, once its delivery was tried: a settlement lost on the way may turn out delivered after all. */
+  let delivering: ProcessedImage | undefined;
+  const answer = (image: ProcessedImage): RemoveOutcome => {
+    usage.credits = price;
+    describeResult(usage, image);
+    return { image, creditsCharged: price, requestId: req.requestId, replayed: false, rateLimit };
+  };
   try {
     // An image_url is downloaded before the request takes an engine place (a slow URL must not hold one),
     // in its own bounded pool, and before the charge, so a refusal afterwards charges nothing.
@@ -132,21 +139,25 @@ export async function removeBackground(
     };
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
+    delivering = image;
     const delivered = await deliver(ctx, req.requestId, idempotency && { ref: idempotency, replay: toStoredReplay(image, price) });
     if (!delivered) {
       throw new RmbgError('service_unavailable', `request ${req.requestId} outlived its lease and was refunded by another server; send it again`, { retryAfterSeconds: 1 });
     }
-    usage.credits = price;
-    describeResult(usage, image);
-    return { image, creditsCharged: price, requestId: req.requestId, replayed: false, rateLimit };
+    return answer(image);
   } catch (error) {
     const failure = signal.aborted && !isTimeout(error)
       ? new RmbgError('interrupted', 'the request was cancelled before its image was processed; any credits charged for it were refunded', { cause: error })
       : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
     if (charged) {
-      const refunded = await ctx.refunds.settle(req.requestId, idempotency);
-      if (refunded) ctx.observer.refunded?.(refunded.subscription + refunded.payg);
+      const settlement = await ctx.refunds.settle(req.requestId, idempotency);
+      if (settlement?.settled) ctx.observer.refunded?.(settlement.refunded.subscription + settlement.refunded.payg);
+      // Settled already, though the re-read after a lost deliver answer saw the lease open: that COMMIT was still
+      // being applied. Delivered, it charged the caller: answer the result, not 503 for a charge kept.
+      if (settlement?.settled === false && delivering) {
+        if ((await ctx.store.settlementOf(req.requestId).catch(() => undefined)) === 'delivered') return answer(delivering);
+      }
     } else if (idempotency) {
       await ctx.store.releaseIdempotent(idempotency);
     }
@@ -163,7 +174,8 @@ const REREAD_WAITS_MS = [0, 100, 400, 1000] as const;
 /**
  * The delivered settlement. When its answer is lost (the connection dropped around the COMMIT), the COMMIT may
  * have gone through, charging the caller: re-read what happened and answer that, rather than 503 for a charge
- * kept. Still leased: nothing was settled, so the error stands (the caller refunds).
+ * kept. Still leased: nothing was settled yet, so the error stands and the caller refunds; should that find the
+ * lease closed (the COMMIT was still being applied), the caller reads the settlement once more.
  */
 async function deliver(ctx: ServiceContext, requestId: string, idempotency: Parameters<ServiceContext['store']['deliver']>[1]): Promise<boolean> {
   try {

@@ -9,7 +9,7 @@ import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, PURGE_
 import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
 import { countRequest } from './rate-windows.js';
 import { one, type SqlDriver, type SqlExecutor } from './sql.js';
-import type { CreditTarget, ExpiryReport, IdempotencyRef, PoolAmounts, PurgeReport, Settlement, Store } from './types.js';
+import type { CreditTarget, ExpiryReport, FailedSettlement, IdempotencyRef, PoolAmounts, PurgeReport, Settlement, Store } from './types.js';
 import { deleteOldUsage, listUsage, recordUsage } from './usage-records.js';
 
 /** Thrown inside deliver's transaction to roll it back. */
@@ -91,8 +91,11 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         if (error instanceof KeyLost) return false;
         throw error;
       }),
-    failRequest: (requestId, ref, now = Date.now()): Promise<PoolAmounts> =>
-      tx(async (db) => (await settleFailed(db, requestId, ref, now)).refunded),
+    failRequest: (requestId, ref, now = Date.now()): Promise<FailedSettlement> =>
+      tx(async (db) => {
+        const { settled, refunded } = await settleFailed(db, requestId, ref, now);
+        return { settled, refunded };
+      }),
     releaseIdempotent: (ref) =>
       tx(async (db) => {
         if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);

@@ -19,6 +19,12 @@ export interface PoolAmounts {
   payg: number;
 }
 
+/** A failed settlement: whether this call closed the lease (false: the request was settled already), and the refund. */
+export interface FailedSettlement {
+  settled: boolean;
+  refunded: PoolAmounts;
+}
+
 export type ChargeResult = { ok: true; taken: PoolAmounts } | { ok: false; balance: Balance };
 
 export interface Account {
@@ -177,8 +183,11 @@ export interface Store {
    * it): the result must not be handed out then.
    */
   deliver(requestId: string, idempotency: { ref: IdempotencyRef; replay: StoredReplay } | undefined, now?: number): Promise<boolean>;
-  /** Settles a charged request as failed: lease closed, charge refunded, key failed, in one transaction; once. */
-  failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<PoolAmounts>;
+  /**
+   * Settles a charged request as failed: lease closed, charge refunded, key failed, in one transaction; once.
+   * `settled` false: the lease was closed already (delivered, or refunded by another call), nothing changed.
+   */
+  failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<FailedSettlement>;
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /**

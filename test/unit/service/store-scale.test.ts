@@ -122,18 +122,30 @@ describe('a deliver whose answer is lost', () => {
   let store: Store;
   let key: string;
   let accountId: string;
-  async function start(deliverFails: 'after-commit' | 'before-commit') {
+  async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread') {
     dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
     store = await openStore(dir);
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => store.close());
     ({ key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 }));
     const lost = () => new RmbgError('service_unavailable', 'the database is unreachable (Connection terminated unexpectedly); retry shortly', { retryAfterSeconds: 2 });
+    let applying: Parameters<Store['deliver']> | undefined;
     const flaky: Store = {
       ...store,
       deliver: async (...args) => {
         if (deliverFails === 'before-commit') throw lost();
+        if (deliverFails === 'commit-after-reread') {
+          applying = args;
+          throw lost();
+        }
         await store.deliver(...args);
         throw lost();
+      },
+      // The COMMIT whose answer was lost lands just after the re-read saw the lease still open.
+      settlementOf: async (requestId) => {
+        const state = await store.settlementOf(requestId);
+        if (applying) await store.deliver(...applying);
+        applying = undefined;
+        return state;
       },
     };
     return serve(flaky, testEngine());
@@ -141,6 +153,14 @@ describe('a deliver whose answer is lost', () => {
 
   it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
     const service = await start('after-commit');
+    const outcome = await service.removeBackground(request(key));
+    expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await store.usage({ requestId: outcome.requestId })).toEqual([expect.objectContaining({ status: 200, credits: 1 })]);
+  });
+
+  it('applied only after the re-read saw the lease open: the refund finds it settled, the result is answered, charged once', async () => {
+    const service = await start('commit-after-reread');
     const outcome = await service.removeBackground(request(key));
     expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });

@@ -124,13 +124,13 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-ok'), T0)).toEqual({ state: 'new' });
     await store.charge(a.accountId, 2, lease('req-ok'));
     expect(await store.deliver('req-ok', { ref: ref('ok', 'req-ok'), replay }, T0 + 10)).toBe(true);
-    expect(await store.failRequest('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({ subscription: 0, payg: 0 });
+    expect(await store.failRequest('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
     expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-x'), T0 + 12)).toEqual({ state: 'succeeded', requestId: 'req-ok', completedAt: T0 + 10, replay });
 
     await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-bad'), T0);
     await store.charge(a.accountId, 3, lease('req-bad'));
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({ subscription: 0, payg: 3 });
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({ subscription: 0, payg: 0 });
+    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({ settled: true, refunded: { subscription: 0, payg: 3 } });
+    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
     expect(await store.deliver('req-bad', { ref: ref('bad', 'req-bad'), replay }, T0 + 3)).toBe(false);
     expect(await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-y'), T0 + 4)).toMatchObject({ state: 'failed', requestId: 'req-bad' });
     expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
@@ -205,7 +205,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect((await store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('again-2'), T0 + TTL)).state).toBe('failed');
     // The dead instance comes back to life too late: its result is not delivered, nothing is refunded twice.
     expect(await store.deliver('dead-1', { ref: ref('k-dead', 'dead-1'), replay: { payload: Buffer.from('x'), metadata: null } })).toBe(false);
-    expect(await store.failRequest('dead-2', undefined)).toEqual({ subscription: 0, payg: 0 });
+    expect(await store.failRequest('dead-2', undefined)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
     // The live request settles normally.
     expect(await store.deliver('live-1', undefined)).toBe(true);
     expect((await store.balance(a.accountId)).total).toBe(8);
