@@ -34,29 +34,46 @@ export const POSTGRES_SETTINGS = {
 
 export type PostgresSettings = { -readonly [name in keyof typeof POSTGRES_SETTINGS]: number };
 
-/** The URL without rmbg's settings (what pg connects to), and the settings; a bad value is a usage error. */
+/**
+ * The URL without rmbg's settings (what pg connects to), and the settings; a bad value is a usage error. The
+ * query string is split here, not by new URL(): libpq's forms that are no WHATWG URL (postgres://user@/db?host=
+ * /var/run/postgresql, a socket folder) pass through as they are, less rmbg's parameters.
+ */
 export function postgresSettings(url: string): { connectionString: string; settings: PostgresSettings } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new RmbgError('usage_error', 'the PostgreSQL store URL cannot be parsed');
+  const question = url.indexOf('?');
+  const base = question < 0 ? url : url.slice(0, question);
+  const given = new Map<string, string>();
+  const kept: string[] = [];
+  for (const pair of question < 0 ? [] : url.slice(question + 1).split('&')) {
+    const equals = pair.indexOf('=');
+    const name = decoded(equals < 0 ? pair : pair.slice(0, equals));
+    if (Object.hasOwn(POSTGRES_SETTINGS, name)) given.set(name, decoded(equals < 0 ? '' : pair.slice(equals + 1)));
+    else if (pair) kept.push(pair);
   }
   const settings = {} as PostgresSettings;
   for (const [name, { default: fallback, min }] of Object.entries(POSTGRES_SETTINGS) as Array<[keyof PostgresSettings, { default: number; min: number }]>) {
-    const given = parsed.searchParams.get(name);
-    parsed.searchParams.delete(name);
-    if (given === null) {
+    const text = given.get(name);
+    if (text === undefined) {
       settings[name] = fallback;
       continue;
     }
-    const value = /^\d{1,10}$/.test(given) ? Number(given) : NaN;
+    const value = /^\d{1,10}$/.test(text) ? Number(text) : NaN;
     if (!(value >= min && value <= 2_147_483_647)) {
-      throw new RmbgError('usage_error', `the store URL's ${name} must be a whole number of at least ${min}; got '${given}'`);
+      throw new RmbgError('usage_error', `the store URL's ${name} must be a whole number of at least ${min}; got '${text}'`);
     }
     settings[name] = value;
   }
-  return { connectionString: parsed.toString(), settings };
+  return { connectionString: kept.length ? `${base}?${kept.join('&')}` : base, settings };
+}
+
+/** A query string's name or value: + is a space, %XX an escape (left as written when malformed). */
+function decoded(text: string): string {
+  const spaced = text.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced;
+  }
 }
 
 // int8 (counts, sums cast to BIGINT, millisecond times) as numbers: every value the store keeps is far below 2^53.
@@ -177,10 +194,11 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
     connectionTimeoutMillis: settings.connect_timeout * 1000,
     keepAlive: true,
     keepAliveInitialDelayMillis: settings.keepalives_idle * 1000,
-    // pg sends these in the start-up packet of every connection; 0 leaves PostgreSQL's default (off).
+    // pg sends these in the start-up packet of every connection. As strings: pg leaves out a number 0, and the
+    // database's or role's own setting would then apply instead of off.
     statement_timeout: settings.statement_timeout,
     lock_timeout: settings.lock_timeout,
-    idle_in_transaction_session_timeout: settings.idle_in_transaction_session_timeout,
+    idle_in_transaction_session_timeout: String(settings.idle_in_transaction_session_timeout) as unknown as number,
     types,
   });
   // An idle client whose server went away emits 'error' on the pool; unhandled, it would end the process.
