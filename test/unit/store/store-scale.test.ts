@@ -301,6 +301,6 @@ describe('PostgreSQL connections', () => {
     const exhausted = await rejectionOf(patient.balance(accountId));
     expect([exhausted.code, exhausted.retryAfterSeconds]).toEqual(['service_unavailable', 2]);
     await other.query('COMMIT');
-    expect(await waiting).toEqual({ subscription: 0, payg: 1 });
+    expect(await waiting).toEqual({ settled: true, refunded: { subscription: 0, payg: 1 } });
   });
 });
