@@ -196,8 +196,8 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
     keepAliveInitialDelayMillis: settings.keepalives_idle * 1000,
     // pg sends these in the start-up packet of every connection. As strings: pg leaves out a number 0, and the
     // database's or role's own setting would then apply instead of off.
-    statement_timeout: settings.statement_timeout,
-    lock_timeout: settings.lock_timeout,
+    statement_timeout: String(settings.statement_timeout) as unknown as number,
+    lock_timeout: String(settings.lock_timeout) as unknown as number,
     idle_in_transaction_session_timeout: String(settings.idle_in_transaction_session_timeout) as unknown as number,
     types,
   });

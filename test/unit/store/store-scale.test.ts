@@ -250,6 +250,10 @@ describe('PostgreSQL connections', () => {
     };
     expect(await show(await openPostgresDriver(url))).toEqual(['15s', '5s', '10s']);
     expect(await show(await openPostgresDriver(withParams({ statement_timeout: 2500, lock_timeout: 0, idle_in_transaction_session_timeout: 60_000 })))).toEqual(['2500ms', '0', '1min']);
+    // 0 is off, even where the database (or the role) sets a timeout of its own.
+    const strict = await freshDatabase();
+    for (const setting of ["lock_timeout = '7s'", "statement_timeout = '9s'"]) await pgRows(strict, `ALTER DATABASE ${new URL(strict).pathname.slice(1)} SET ${setting}`);
+    expect(await show(await openPostgresDriver(`${strict}?lock_timeout=0&statement_timeout=0`))).toEqual(['0', '0', '10s']);
     const refused = await rejectionOf(openStore({ engine: 'postgres', url: `${url}?lock_timeout=5s` }));
     expect([refused.code, refused.message]).toEqual(['usage_error', "the store URL's lock_timeout must be a whole number of at least 0; got '5s'"]);
   });
