@@ -4,8 +4,16 @@
 
 import type { Store } from '../store/index.js';
 
+/** A reading whose round trip took longer than this is discarded (it waited for a pool connection, or a slow network). */
+export const MAX_ROUND_TRIP_MS = 250;
+/** Nor one slower than this many times the best round trip seen (with a floor for timer jitter). */
+const ROUND_TRIP_FACTOR = 4;
+const ROUND_TRIP_FLOOR_MS = 50;
+
 export class StoreClock {
   #offsetMs = 0;
+  #measured = false;
+  #bestRoundTripMs = Infinity;
 
   constructor(
     private readonly store: Pick<Store, 'engine' | 'clock'>,
@@ -20,14 +28,21 @@ export class StoreClock {
 
   /**
    * Measures the offset again (at start, and before each lease sweep). A SQLite file has one server, whose
-   * clock is the only one: nothing to measure.
+   * clock is the only one: nothing to measure. The database read its clock somewhere within the round trip, so
+   * a reading is off by up to half of it: a long one (the wait for a connection of a busy pool counts) is
+   * discarded and the last offset kept, unless there is none yet.
    */
   async sync(): Promise<void> {
     if (this.store.engine !== 'postgres') return;
     const before = this.serverNow();
     const database = await this.store.clock();
     const after = this.serverNow();
-    // The database read its clock about halfway through the round trip; whole milliseconds, as the columns are.
+    const roundTrip = after - before;
+    this.#bestRoundTripMs = Math.min(this.#bestRoundTripMs, roundTrip);
+    const slow = roundTrip > MAX_ROUND_TRIP_MS || roundTrip > Math.max(ROUND_TRIP_FACTOR * this.#bestRoundTripMs, ROUND_TRIP_FLOOR_MS);
+    if (slow && this.#measured) return;
+    // About halfway through the round trip; whole milliseconds, as the columns are.
     this.#offsetMs = Math.round(database - (before + after) / 2);
+    this.#measured = true;
   }
 }
