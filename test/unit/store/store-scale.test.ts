@@ -4,7 +4,7 @@
 // PostgreSQL has: connection timeouts from the store URL, the sweep passing over a lease another transaction
 // holds, the account lock leaving foreign-key checks alone, and a held-up or exhausted pool answered as 503.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -99,6 +99,21 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(await store.auditBalances()).toEqual([
       { accountId: a.accountId, kept: { subscription: 0, payg: 6, total: 6 }, ledger: { subscription: 0, payg: 5, total: 5 } },
     ]);
+  });
+
+  it("docs/deploy.md's audit query finds a balance off in one pool only, and its repair sets it to the ledger's sums", async () => {
+    const blocks = [...readFileSync(new URL('../../../docs/deploy.md', import.meta.url), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1] as string);
+    const audit = blocks.find((sql) => sql.startsWith('SELECT a.id')) as string;
+    const repair = blocks.find((sql) => sql.startsWith('UPDATE accounts')) as string;
+    const a = await store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
+    await store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
+    // One pool up, the other down: the total still matches the ledger's.
+    await engine.exec(target, `UPDATE accounts SET payg_credits = payg_credits + 1, subscription_credits = subscription_credits - 1 WHERE id = '${a.accountId}'`);
+    const found = await engine.rows<{ id: string; ledger_payg: number }>(target, audit);
+    expect(found.map((row) => [row.id, Number(row.ledger_payg)])).toEqual([[a.accountId, 6]]);
+    await engine.exec(target, repair);
+    expect(await engine.rows(target, audit)).toEqual([]);
+    expect(await store.balance(a.accountId)).toEqual({ subscription: 4, payg: 6, total: 10 });
   });
 
   it('a database at schema 2 migrates its balances from the ledger (the sums, per pool)', async () => {
