@@ -8,6 +8,7 @@ import type { RemoveBackgroundOptions } from './library/remove-options.js';
 import { createRmbg, type RemoveBackgroundResult, type RemoveBackgroundsOptions } from './library/rmbg.js';
 import type { RmbgServer, ServerOptions } from './library/server-options.js';
 
+export type { Device, DeviceReport } from './api/device.js';
 export { ERRORS, RmbgError, type ErrorCode, type ErrorPolicy } from './api/errors.js';
 export type { Format, OutputFormat, Size } from './api/options.js';
 export type { ArrivalEvent, BatchEvent, BatchSummary, FileEvent, FileStatus } from './batch/run-batch.js';

@@ -1,6 +1,6 @@
 // The device setting, declared once: its values, its default and its parsing (`--device`, `RMBG_DEVICE`,
-// `rmbg config set device`, the library's and createServer's `device`). What a run reports of it is the engine's
-// (engine/device.ts).
+// `rmbg config set device`, the library's and createServer's `device`), and the report of where a model runs
+// that the engine gives and the CLI, /readyz and /metrics show.
 
 import { RmbgError } from './errors.js';
 
@@ -13,4 +13,16 @@ export const DEVICE_DESCRIPTION = 'where the model runs: auto (the GPU when a ha
 export function parseDevice(value: unknown, name = 'device'): Device {
   if (typeof value === 'string' && (DEVICES as readonly string[]).includes(value)) return value as Device;
   throw new RmbgError('usage_error', `${name} must be one of ${DEVICES.join(', ')}; got ${JSON.stringify(value)}`);
+}
+
+/** Where a model runs and why: said once on stderr, and carried by --json, /readyz and /metrics. */
+export interface DeviceReport {
+  /** What was asked for. */
+  requested: Device;
+  /** What runs: 'gpu' is onnxruntime's WebGPU provider, 'cpu' its CPU provider. */
+  device: 'gpu' | 'cpu';
+  /** Why, in one sentence. */
+  reason: string;
+  /** Images in flight that keep this device busy (the batch's default concurrency; a GPU server's slots). */
+  concurrency: number;
 }

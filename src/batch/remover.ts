@@ -4,7 +4,7 @@
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
-import type { DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../api/device.js';
 import type { BackgroundRemover } from '../engine/types.js';
 
 export interface RemovedImage {

@@ -27,8 +27,11 @@ export function resolveSetting(
   sources: { env?: NodeJS.ProcessEnv; stored?: Partial<Record<SettingName, string>> } = {},
 ): ResolvedSetting {
   const env = sources.env ?? process.env;
-  const stored = sources.stored ?? (SETTING_RULES[name].stored ? storedValues(readUserSettings(env).settings) : {});
-  return resolveFrom(name, flagValue, env, stored);
+  if (sources.stored) return resolveFrom(name, flagValue, env, sources.stored);
+  // The settings file is read only when neither the flag nor the environment gives a value.
+  const early = resolveFrom(name, flagValue, env, {});
+  if (early.source === 'flag' || early.source === 'env' || !SETTING_RULES[name].stored) return early;
+  return resolveFrom(name, flagValue, env, storedValues(readUserSettings(env).settings));
 }
 
 function storedValues(settings: StoredSettings): Partial<Record<SettingName, string>> {

@@ -1,19 +1,7 @@
-// What the engine reports of where its model runs, and how many images in flight keep that device busy.
+// How the engine describes where its model runs, and how many images in flight keep that device busy.
 
 import { availableParallelism } from 'node:os';
-import type { Device } from '../api/device.js';
-
-/** Where a model runs and why: said once on stderr, and carried by --json, /readyz and /metrics. */
-export interface DeviceReport {
-  /** What was asked for. */
-  requested: Device;
-  /** What runs: 'gpu' is onnxruntime's WebGPU provider, 'cpu' its CPU provider. */
-  device: 'gpu' | 'cpu';
-  /** Why, in one sentence. */
-  reason: string;
-  /** Images in flight that keep this device busy (the batch's default concurrency; a GPU server's slots). */
-  concurrency: number;
-}
+import type { DeviceReport } from '../api/device.js';
 
 /** The line a person reads: "running on the GPU (WebGPU): a hardware adapter works". */
 export function describeDevice(report: DeviceReport): string {

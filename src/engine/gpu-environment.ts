@@ -2,13 +2,15 @@
 // is slow): GPU device nodes and Vulkan drivers on Linux, and how to fix a missing GPU on each OS. The engine
 // reads it to decide whether `auto` tries the GPU at all; error messages and `rmbg doctor` show it.
 
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /** Vulkan drivers that run on the CPU (lavapipe, SwiftShader): far slower than onnxruntime's CPU provider. */
 const SOFTWARE_DRIVER = /lvp|lavapipe|swiftshader|llvmpipe/i;
 /** VK_LOADER_DRIVERS_DISABLE globs that hide them from the Vulkan loader (matched against manifest file names). */
-export const SOFTWARE_DRIVER_GLOBS = '*lvp*,*swiftshader*';
+const SOFTWARE_DRIVER_GLOBS = '*lvp*,*swiftshader*';
+/** Loaders before 1.3.234 ignore VK_LOADER_DRIVERS_DISABLE: they are given the other drivers' manifests instead. */
+const DRIVERS_DISABLE_SINCE = [1, 3, 234];
 const VENDORS: Record<string, string> = { '0x10de': 'NVIDIA', '0x1002': 'AMD', '0x8086': 'Intel', '0x1af4': 'virtio', '0x15ad': 'VMware' };
 const ICD_DIRS = ['/etc/vulkan/icd.d', '/usr/local/share/vulkan/icd.d', '/usr/share/vulkan/icd.d'];
 const LOADER_PATHS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/lib64'].map((dir) => join(dir, 'libvulkan.so.1'));
@@ -16,6 +18,7 @@ const LOADER_PATHS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu',
 export interface VulkanDriver {
   /** The manifest's file name, e.g. lvp_icd.json. */
   manifest: string;
+  path: string;
   software: boolean;
 }
 
@@ -27,6 +30,8 @@ export interface GpuEnvironment {
   drivers: VulkanDriver[];
   /** Whether the Vulkan loader (libvulkan.so.1), which WebGPU needs on Linux, is in a standard folder. */
   loader: boolean;
+  /** Its version from the file it links to (libvulkan.so.1.3.239), when it says. */
+  loaderVersion?: number[];
 }
 
 function list(dir: string): string[] {
@@ -58,8 +63,16 @@ export function gpuEnvironment(env: NodeJS.ProcessEnv = process.env): GpuEnviron
   const render = list('/dev/dri').filter((name) => name.startsWith('renderD')).map((name) => `/dev/dri/${name} (${vendorOf(name)})`);
   const nvidia = list('/dev').filter((name) => /^nvidia\d+$/.test(name)).map((name) => `/dev/${name}`);
   const wsl = existsSync('/dev/dxg') ? ['/dev/dxg (WSL)'] : [];
-  const drivers = driverManifests(env).map((file) => ({ manifest: basename(file), software: SOFTWARE_DRIVER.test(basename(file)) }));
-  return { platform: 'linux', devices: [...render, ...nvidia, ...wsl], drivers, loader: LOADER_PATHS.some((path) => existsSync(path)) };
+  const drivers = driverManifests(env).map((file) => ({ manifest: basename(file), path: file, software: SOFTWARE_DRIVER.test(basename(file)) }));
+  const loader = LOADER_PATHS.find((path) => existsSync(path));
+  const version = loader ? /\.so\.(\d+)\.(\d+)\.(\d+)$/.exec(realpathSync(loader)) : null;
+  return {
+    platform: 'linux',
+    devices: [...render, ...nvidia, ...wsl],
+    drivers,
+    loader: loader !== undefined,
+    ...(version && { loaderVersion: version.slice(1).map(Number) }),
+  };
 }
 
 /**
@@ -76,7 +89,7 @@ export function describeEnvironment(environment: GpuEnvironment): string {
   const drivers = environment.drivers.map((driver) => `${driver.manifest}${driver.software ? ' (software)' : ''}`);
   return [
     `GPU devices: ${environment.devices.join(', ') || 'none'}`,
-    `Vulkan loader (libvulkan.so.1): ${environment.loader ? 'found' : 'not found'}`,
+    `Vulkan loader (libvulkan.so.1): ${environment.loader ? (environment.loaderVersion ? environment.loaderVersion.join('.') : 'found') : 'not found'}`,
     `Vulkan drivers: ${drivers.join(', ') || 'none'}`,
   ].join('; ');
 }
@@ -98,18 +111,53 @@ export function gpuFixHint(platform: NodeJS.Platform = process.platform): string
   );
 }
 
+/** Whether version `a` comes before `b`. */
+function before(a: number[], b: number[]): boolean {
+  for (let i = 0; i < b.length; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) < (b[i] ?? 0);
+  return false;
+}
+
+/** The variables that hide the software drivers from the Vulkan loader, on top of what `env` already sets. */
+export function softwareDriversHidden(env: NodeJS.ProcessEnv, environment: GpuEnvironment = gpuEnvironment(env)): Record<string, string> {
+  const own = env['VK_LOADER_DRIVERS_DISABLE'];
+  const hidden: Record<string, string> = { VK_LOADER_DRIVERS_DISABLE: own ? `${own},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS };
+  if (environment.loaderVersion && before(environment.loaderVersion, DRIVERS_DISABLE_SINCE)) {
+    // A path that does not exist when there is no other driver: the loader then finds none, as wanted.
+    hidden['VK_ICD_FILENAMES'] = environment.drivers.filter((driver) => !driver.software).map((driver) => driver.path).join(':') || '/nonexistent/rmbg-no-hardware-driver.json';
+  }
+  return hidden;
+}
+
+/** While loads that hide the software drivers run: how many, and the values those variables had before. */
+let hiding = 0;
+let userValues: Record<string, string | undefined> = {};
+
 /**
- * Runs `work` with the software Vulkan drivers hidden from the loader, which reads the variable when WebGPU
- * creates its instance (the process's first GPU session); the caller's own value is kept and restored.
+ * Runs `work` with the software Vulkan drivers hidden from the loader, which reads the variables when WebGPU
+ * creates its instance (the process's first GPU session). Loads that overlap share one change, undone when the
+ * last one ends, so the user's own values always come back.
  */
 export async function withSoftwareAdaptersHidden<T>(work: () => Promise<T>): Promise<T> {
-  const name = 'VK_LOADER_DRIVERS_DISABLE';
-  const before = process.env[name];
-  process.env[name] = before ? `${before},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS;
+  if (hiding++ === 0) {
+    const hidden = softwareDriversHidden(process.env);
+    userValues = Object.fromEntries(Object.keys(hidden).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, hidden);
+  }
   try {
     return await work();
   } finally {
-    if (before === undefined) delete process.env[name];
-    else process.env[name] = before;
+    if (--hiding === 0) for (const [name, value] of Object.entries(userValues)) setOrDelete(process.env, name, value);
   }
+}
+
+/** This process's environment as the user set it: without what withSoftwareAdaptersHidden added meanwhile. */
+export function userEnvironment(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (hiding > 0) for (const [name, value] of Object.entries(userValues)) setOrDelete(env, name, value);
+  return env;
+}
+
+function setOrDelete(env: NodeJS.ProcessEnv, name: string, value: string | undefined): void {
+  if (value === undefined) delete env[name];
+  else env[name] = value;
 }

@@ -4,7 +4,7 @@
 
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { gpuErrorText, SOFTWARE_DRIVER_GLOBS } from './gpu-environment.js';
+import { gpuErrorText, softwareDriversHidden, userEnvironment } from './gpu-environment.js';
 
 // Run from the TypeScript source (the tests), the entry is the built one in dist/, as for the inference worker.
 const ENTRY = fileURLToPath(import.meta.url.endsWith('.ts') ? new URL('../../dist/engine/gpu-probe-entry.js', import.meta.url) : new URL('./gpu-probe-entry.js', import.meta.url));
@@ -17,9 +17,8 @@ export interface GpuProbe {
   log: string[];
 }
 
-export function probeGpu(software: 'allowed' | 'hidden', env: NodeJS.ProcessEnv = process.env): Promise<GpuProbe> {
-  const hidden = env['VK_LOADER_DRIVERS_DISABLE'] ? `${env['VK_LOADER_DRIVERS_DISABLE']},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS;
-  const childEnv = software === 'hidden' ? { ...env, VK_LOADER_DRIVERS_DISABLE: hidden } : env;
+export function probeGpu(software: 'allowed' | 'hidden', env: NodeJS.ProcessEnv = userEnvironment()): Promise<GpuProbe> {
+  const childEnv = software === 'hidden' ? { ...env, ...softwareDriversHidden(env) } : env;
   return new Promise((resolve) => {
     execFile(process.execPath, [ENTRY], { env: childEnv, timeout: 60_000 }, (error, stdout, stderr) => {
       const log = stderr.split('\n').map((line) => line.trimEnd()).filter((line) => line.trim() !== '');

@@ -4,9 +4,9 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
-import { DEFAULT_DEVICE, type Device } from '../api/device.js';
-import { concurrencyFor, type DeviceReport } from './device.js';
-import { describeEnvironment, gpuEnvironment, gpuErrorText, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden } from './gpu-environment.js';
+import { DEFAULT_DEVICE, type Device, type DeviceReport } from '../api/device.js';
+import { concurrencyFor } from './device.js';
+import { describeEnvironment, gpuEnvironment, gpuErrorText, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden, type GpuEnvironment } from './gpu-environment.js';
 import { probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
@@ -22,18 +22,12 @@ export interface EngineOptions extends Omit<SessionOptions, 'provider'>, WorkerL
   model?: string;
   /** Folder of the user's own models (`rmbg models add`): user-models.ts' userModelsDirOf(data dir). */
   userModelsDir?: string;
-  /** Where the model runs (device.ts). Default auto. */
+  /** Where the model runs (api/device.ts). Default auto. */
   device?: Device;
+  /** What the machine offers WebGPU; default: read from it (gpu-environment.ts). Tests give one with a GPU device. */
+  environment?: GpuEnvironment;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
-}
-
-class GpuProbeFailure extends Error {
-  readonly log: string[];
-  constructor(probe: GpuProbe) {
-    super(probe.error ?? 'the GPU probe failed');
-    this.log = probe.log;
-  }
 }
 
 /** A session and where it runs. */
@@ -43,23 +37,32 @@ interface PlacedSession {
 }
 
 
+/** auto waits this long for the GPU's first run before it gives up on the GPU (shader compilation takes ~1 s). */
+const AUTO_FIRST_RUN_LIMIT_MS = 60_000;
+
 /**
  * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
- * photo is not slower) and shows a GPU that fails on its first run before any photo depends on it.
+ * photo is not slower) and shows a GPU that fails on its first run before any photo depends on it. A run that
+ * outlives `firstRunLimitMs` is left behind: it holds the GPU queue, but a CPU session does not use it.
  */
-async function gpuSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>, software: 'allowed' | 'hidden'): Promise<WorkerSession> {
-  const load = async () => {
-    const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
-    try {
-      const { width, height } = inputSizeOf(model.contract);
-      await session.run(new Float32Array(3 * width * height));
-      return session;
-    } catch (error) {
-      await session.release().catch(() => undefined);
-      throw error;
-    }
-  };
-  return software === 'hidden' ? withSoftwareAdaptersHidden(load) : load();
+async function gpuSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>, firstRunLimitMs: number | undefined): Promise<WorkerSession> {
+  const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
+  const { width, height } = inputSizeOf(model.contract);
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    if (firstRunLimitMs !== undefined) timer = setTimeout(() => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)), firstRunLimitMs);
+  });
+  const firstRun = session.run(new Float32Array(3 * width * height));
+  try {
+    await Promise.race([firstRun, limit]);
+    return session;
+  } catch (error) {
+    // A run that failed has given its turn back; one still running keeps it, and release would wait behind it.
+    void firstRun.then(() => session.release(), () => session.release()).catch(() => undefined);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Places the model on the device asked for: gpu never falls back; auto falls back to the CPU, saying why. */
@@ -70,7 +73,7 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
     device: { requested, device: 'cpu', reason, concurrency: concurrencyFor('cpu') },
   });
   if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
-  const environment = gpuEnvironment();
+  const environment = options.environment ?? gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   if (requested === 'auto' && !hardware) return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
   // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
@@ -79,21 +82,28 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
   // process's stderr, and a failed request for an adapter fails every later one in the process.
   const probe = await probeGpu(software);
   try {
-    if (!probe.ok) throw new GpuProbeFailure(probe);
-    const session = await gpuSession(model, options, verified, software);
+    if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
+    const load = () => gpuSession(model, options, verified, requested === 'auto' ? AUTO_FIRST_RUN_LIMIT_MS : undefined);
+    const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load) : load());
     const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
     return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
     const failure = gpuErrorText(error);
     if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
-    const said = error instanceof GpuProbeFailure && error.log.length ? ` The Vulkan loader and Dawn said: ${error.log.slice(0, 4).map((line) => line.trim()).join(' | ')}.` : '';
-    throw new RmbgError(
-      'device_unavailable',
-      `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`,
-      { cause: error },
-    );
+    throw new RmbgError('device_unavailable', probe.ok ? modelFailedOnGpu(model, failure) : noWorkingGpu(model, failure, environment, probe), { cause: error });
   }
+}
+
+/** WebGPU itself fails: what was seen, what the loader said, how to fix it on this OS. */
+function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnvironment, probe: GpuProbe): string {
+  const said = probe.log.length ? ` The Vulkan loader and Dawn said: ${probe.log.slice(0, 4).map((line) => line.trim()).join(' | ')}.` : '';
+  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+}
+
+/** WebGPU works (a one-node model ran on it), but this model does not: nothing to install. */
+function modelFailedOnGpu(model: ResolvedModel, failure: string): string {
+  return `cannot run model ${model.name} on the GPU: the GPU works (a one-node test model ran on it), but this model failed on it: ${failure}. Device 'auto' or 'cpu' runs it on the CPU.`;
 }
 
 async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void> {

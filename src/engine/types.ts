@@ -3,7 +3,7 @@
 
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
-import type { DeviceReport } from './device.js';
+import type { DeviceReport } from '../api/device.js';
 
 export type { ForegroundBox };
 

@@ -7,7 +7,7 @@ import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
 import { dataDirOf } from '../config/setting-rules.js';
-import type { DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../api/device.js';
 import { createEngine } from '../engine/index.js';
 import { createService } from '../service/index.js';
 import { imageUrlFetcher } from '../service/image-url.js';
@@ -33,10 +33,11 @@ export interface LocalService {
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
   const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
   for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS)) checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
-  // Checked before anything opens: a bad token or proxy list changes nothing.
+  // Checked before anything opens: a bad token, proxy list or device changes nothing.
   const metricsToken = metricsTokenOf(options);
   const trustProxy = trustedProxies(options.trustProxy ?? []).entries;
   const dataDir = dataDirOf(options.dataDir);
+  const engineOptions = engineOptionsOf({ model: options.model, device: options.device, dataDir, warmUp: true, runTimeoutMs: settings.processingTimeout * 1000 });
   const store = await openStore(storeTarget(options.store, dataDir));
   const closers: Array<() => unknown> = [() => store.close()];
   const closeAll = async () => {
@@ -53,7 +54,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     }
     // Loaded and warmed before the server listens (on the GPU, the warm-up compiles the shaders); a CPU run
     // that has not answered when its request timed out has its worker set aside (inference-worker.ts).
-    const engine = await createEngine(engineOptionsOf({ model: options.model, device: options.device, dataDir, warmUp: true, runTimeoutMs: settings.processingTimeout * 1000 }));
+    const engine = await createEngine(engineOptions);
     closers.push(() => engine.close());
     const metrics = createMetrics();
     metrics.setDevice(engine.device);

@@ -1,8 +1,7 @@
 // The options of `rmbg serve` and of createServer(), with their defaults, in one place: the command's flags
 // are these names in kebab-case. Nothing heavy is imported here (the CLI's --help reads it).
 
-import type { Device } from '../api/device.js';
-import type { DeviceReport } from '../engine/device.js';
+import type { Device, DeviceReport } from '../api/device.js';
 
 export interface ServerOptions {
   /** Address to listen on. Default 127.0.0.1. */

@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import { RmbgError } from '../api/errors.js';
 import { openApiDocument } from '../api/openapi.js';
 import { HEADERS } from '../api/response-headers.js';
-import type { DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
 import { accountHandler } from './account-route.js';
 import { writeClientError } from './client-error.js';

@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import client from 'prom-client';
-import type { DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../api/device.js';
 import type { ServiceObserver, ServiceStatus } from '../service/index.js';
 
 export interface ServerMetrics {

@@ -3,7 +3,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RmbgError } from '../api/errors.js';
-import type { DeviceReport } from '../engine/device.js';
+import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
 import { mayReadMetrics, type ServerMetrics } from './metrics.js';
 import { headerValue } from './request-headers.js';

@@ -75,7 +75,9 @@ describe('rmbg remove --device', () => {
     const set = await rmbg(['config', 'set', 'device', 'gpu'], { env: { RMBG_CONFIG_DIR: settings } });
     expect(set.exitCode, set.stderr).toBe(0);
     const fromConfig = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'config'), '--json'], { env: { RMBG_CONFIG_DIR: settings, ...NO_ADAPTER } });
+    expect(fromConfig.exitCode).toBe(1);
     expect(fromConfig.stderr).toContain('(device_unavailable)');
+    expect(existsSync(path.join(work, 'config')) ? readdirSync(path.join(work, 'config')) : []).toEqual([]);
     const fromEnv = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'env'), '--json'], { env: { RMBG_DEVICE: 'tpu' } });
     expect(fromEnv.exitCode).toBe(2);
     expect(fromEnv.stderr).toContain('RMBG_DEVICE must be one of auto, gpu, cpu; got "tpu"');

@@ -101,7 +101,9 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     writeTree(work, { taken: 'a file, not a folder' });
     const recorder = importRecorder();
     const result = await rmbg(['remove', 'in', '-o', 'taken', '--local'], { cwd: work, nodeArgs: recorder.nodeArgs });
-    expect(result.stderr).toBe(`rmbg: cannot use ${path.join(work, 'taken')} as the output folder (a file is in the way); choose another -o (io_error)`);
+    // Where the model runs (said once, as it loads), then the one-line reason.
+    expect(result.stderr).toMatch(/^rmbg: the model is running on the (CPU|GPU \(WebGPU\)): [^\n]*\n/);
+    expect(result.stderr.split('\n').slice(1).join('\n').trimEnd()).toBe(`rmbg: cannot use ${path.join(work, 'taken')} as the output folder (a file is in the way); choose another -o (io_error)`);
     expect(result.exitCode).toBe(1);
     expect(readFileSync(path.join(work, 'taken'), 'utf8')).toBe('a file, not a folder');
     const packages = packagesIn(recorder.loaded());

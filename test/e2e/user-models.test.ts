@@ -174,7 +174,8 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect((await runIt('cache-1')).exitCode).toBe(0);
     const files = readdirSync(graphs);
     expect(files).toHaveLength(1);
-    expect(files[0]).toMatch(/^[0-9a-f]{16}-ort[\d.]+-[0-9a-f]{8}\.ort$/);
+    // Keyed by the model's sha256, the onnxruntime version, the provider and this CPU.
+    expect(files[0]).toMatch(/^[0-9a-f]{16}-ort[\d.]+-cpu-[0-9a-f]{8}\.ort$/);
 
     expect((await runIt('cache-2')).exitCode).toBe(0);
     const first = readFileSync(path.join(work, 'cache-1', 'halves.png'));
@@ -186,11 +187,16 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     // A graph half-written by a process that died (no such pid) is removed when the graph is made again.
     const abandoned = path.join(graphs, `${files[0]}.4194303.tmp`);
     writeFileSync(abandoned, 'half');
-    // So is the same graph as ONNX, which rmbg cached before it kept ORT's own format.
-    const oldFormat = path.join(graphs, (files[0] as string).replace(/\.ort$/, '.onnx'));
+    // So are the same graph as ONNX, which rmbg cached before it kept ORT's own format, and the graph under the
+    // name it had before the provider was part of it.
+    const unkeyed = (files[0] as string).replace('-cpu-', '-');
+    const oldFormat = path.join(graphs, unkeyed.replace(/\.ort$/, '.onnx'));
+    const oldName = path.join(graphs, unkeyed);
     writeFileSync(oldFormat, 'old');
+    writeFileSync(oldName, 'old');
     expect((await runIt('cache-4')).exitCode).toBe(0);
     expect(existsSync(oldFormat)).toBe(false);
+    expect(existsSync(oldName)).toBe(false);
     expect(readFileSync(path.join(graphs, files[0] as string)).toString('latin1', 0, 11)).not.toBe('not a graph');
     expect(existsSync(abandoned)).toBe(false);
   });

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadConfig } from '../../config/load-config.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { parseDevice } from '../../api/device.js';
+import { DEVICES } from '../../api/device.js';
 import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { storeTarget } from '../../store/open-store.js';
@@ -38,7 +38,8 @@ async function gpuReport(): Promise<GpuReport> {
       : { device: 'cpu', reason: `no hardware adapter works: ${asAuto?.error ?? 'unknown'}` };
   return {
     works: asked.ok,
-    software: asked.ok && !hardware,
+    // It works, yet not as auto sees the machine (software drivers hidden, or no GPU device): a software adapter.
+    software: asked.ok && !asAuto?.ok,
     ...(asked.error !== undefined && { error: asked.error, fix: gpuFixHint() }),
     log: asked.log,
     seen: describeEnvironment(environment),
@@ -90,9 +91,10 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     store: target.engine === 'sqlite' ? { engine: 'sqlite', path: target.path, exists: existsSync(target.path) } : { engine: 'postgres', at: redactedUrl(target.url) },
     settingsFile: config.settingsPath,
   };
-  // Broken for what the settings ask: the GPU asked for and not working, or the default model not usable.
-  const wanted = parseDevice(device.value);
-  const broken = (wanted === 'gpu' && !gpu.works) || models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
+  // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
+  // the default model not usable. A wrong device setting is shown, not thrown: this is where one looks for it.
+  const wanted = DEVICES.find((value) => value === device.value);
+  const broken = wanted === undefined || (wanted === 'gpu' && !gpu.works) || models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
   process.stdout.write(opts['json'] ? `${JSON.stringify(report, null, 2)}\n` : text(report));
   return broken ? EXIT.failed : EXIT.ok;
 }
@@ -111,7 +113,7 @@ function text(report: DoctorReport): string {
   const lines = [
     `rmbg ${report.rmbg} on Node.js ${report.node} (${report.platform})`,
     `onnxruntime-node ${report.onnxruntime}; providers: ${report.providers.join(', ')}`,
-    `device setting: ${report.device.value} (${report.device.source === 'default' ? 'the default' : `from ${report.device.source}`})`,
+    `device setting: ${report.device.value} (${report.device.source === 'default' ? 'the default' : `from ${report.device.source}`})${(DEVICES as readonly (string | undefined)[]).includes(report.device.value) ? '' : `: not one of ${DEVICES.join(', ')}`}`,
     '',
     'GPU (WebGPU)',
     gpu.works ? `  works: yes${gpu.software ? ', on a software adapter (lavapipe or SwiftShader): far slower than the CPU' : ''}` : `  works: no: ${gpu.error}`,

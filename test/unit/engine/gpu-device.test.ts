@@ -94,6 +94,19 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
 });
 
 describe('--device auto', () => {
+  it('with a GPU device but only a software adapter: the probe with software hidden finds none, so the CPU, saying why', async () => {
+    // This machine's own drivers and loader, plus a GPU device node it lacks: auto then asks WebGPU for real.
+    const environment = { ...gpuEnvironment(), devices: ['/dev/dri/renderD128 (a GPU whose driver is missing)'] };
+    const engine = await createEngine({ model: red, environment, graphCache: false });
+    try {
+      expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
+      expect(engine.device.reason).toBe("the GPU failed (Failed to get a WebGPU adapter: No supported adapters); 'rmbg doctor' tells why");
+    } finally {
+      await engine.close();
+    }
+  });
+
+
   it.runIf(gpuEnvironment().devices.length === 0)('ignores the software adapter: runs on the CPU and says why', async () => {
     const engine = await createEngine({ model: red, graphCache: false });
     try {

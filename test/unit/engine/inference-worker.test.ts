@@ -10,8 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { WorkerSession } from '../../../src/engine/inference-worker.js';
 import type { ResolvedModel } from '../../../src/engine/model-registry.js';
-import { identityModel } from '../../../src/engine/onnx-bytes.js';
-import { writeRedChannelModel } from '../../fixtures/onnx-writer.js';
+import { writeRedChannelModel, writeSlowModel } from '../../fixtures/onnx-writer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rmbg-inference-worker-'));
 const width = 4;
@@ -85,17 +84,17 @@ describe('WorkerSession', () => {
   });
 
   it('sets aside a worker whose run outlives runTimeoutMs: that run fails, the next starts a new worker, the old one exits by itself', async () => {
-    // 2048² planes: the worker needs far longer than the 1 ms limit to answer (the model copies 48 MB).
-    const big = join(dir, 'big-identity.onnx');
-    writeFileSync(big, identityModel([1, 3, 2048, 2048], 'input', 'output'));
-    const contract = { input: { name: 'input', shape: [1, 3, 2048, 2048] as [number, number, number, number] }, output: 'output', normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
-    const session = await WorkerSession.load({ name: 'big', contract, path: big, fix: 'none' }, { graphCache: false }, Promise.resolve(), { runTimeoutMs: 1 });
+    // 16 squarings of a 1024² matrix: seconds of work on this machine, against a limit of 100 ms.
+    const slow = join(dir, 'slow.onnx');
+    writeSlowModel(slow, 1024, 16);
+    const contract = { input: { name: 'input', shape: [1, 1, 1024, 1024] as [number, number, number, number] }, output: 'output', normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
+    const session = await WorkerSession.load({ name: 'slow', contract, path: slow, fix: 'none' }, { graphCache: false }, Promise.resolve(), { runTimeoutMs: 100 });
     const stuck = await workerOf(session);
     const exited = new Promise((resolve) => stuck.once('exit', resolve));
-    const error = await rejection(session.run(new Float32Array(3 * 2048 * 2048)));
+    const error = await rejection(session.run(new Float32Array(1024 * 1024).fill(1.0001)));
     expect(error.code).toBe('processing_failed');
-    expect(error.message).toContain('the inference worker was set aside: a run took longer than 0.001 s');
-    const next = session.run(new Float32Array(3 * 2048 * 2048)).catch((caught: unknown) => caught);
+    expect(error.message).toContain('the inference worker was set aside: a run took longer than 0.1 s');
+    const next = session.run(new Float32Array(1024 * 1024)).catch((caught: unknown) => caught);
     expect(await workerOf(session)).not.toBe(stuck);
     expect(await exited).toBe(0);
     expect(await next).toBeInstanceOf(RmbgError);
