@@ -72,7 +72,7 @@ const photo = await sharp({ create: { width: 64, height: 48, channels: 3, backgr
 const httpRates = {};
 for (const [name, target] of Object.entries(targets)) {
   const child = execa('node', [join(ROOT, 'bin/rmbg.js'), 'serve', '--port', '0', '--store', target.flag, '--model', model, '--rate-limit', '1000000',
-    '--max-queue', '64'], { cwd: ROOT, reject: false });
+    '--max-queue', '64', '--max-in-flight-per-key', String(CONCURRENT)], { cwd: ROOT, reject: false });
   const url = await listeningUrl(child, () => child.stderr.read()?.toString() ?? '');
   const keys = await execa('node', [join(ROOT, 'bin/rmbg.js'), 'keys', 'create', '--json', '--credits', String(requests * 4), '--store', target.flag], { cwd: ROOT });
   const { key } = JSON.parse(keys.stdout);
