@@ -123,9 +123,12 @@ describe('faults between rmbg and the server', () => {
     expect(byImage.size).toBe(12);
     const sent = posts(faults.requests);
     // One request per photo plus one per failing fault (a photo whose answer was lost may also have met 409 in progress).
+    // Waits the server itself asked for, as many as it is slow (409: the first request is still running; 429: the
+    // key's requests in progress are at their cap), are not counted against that.
     const failing = plans.flat().filter((f) => !f.passes).length;
+    const waits = sent.filter((request) => request.upstreamStatus === 409 || request.upstreamStatus === 429);
     expect(sent.length).toBeGreaterThanOrEqual(12 + failing);
-    expect(sent.length).toBeLessThanOrEqual(12 + failing + 8);
+    expect(sent.length - waits.length).toBeLessThanOrEqual(12 + failing + 8);
 
     // After a Retry-After answer, the next attempt of that photo arrived no sooner than it said.
     for (const { key: faultedKey, fault: f, request } of applied.filter((a) => !a.fault.passes)) {

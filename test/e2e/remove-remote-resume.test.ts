@@ -79,6 +79,9 @@ describe('SIGKILL mid-batch', () => {
       expect(journal.get(join(shoot.inputs, name))).toMatchObject({ state: 'sent', token: sentKeys.get(shoot.hashes.get(name) as string) });
     }
 
+    // The server finishes the killed run's requests (and keeps their results) whether or not anyone waits; until
+    // then they hold the key's cap of requests in progress, which a slow machine can make outlast the client's retries.
+    await waitFor(() => posts(proxy.requests).every((request) => request.upstreamStatus !== undefined), LONG, "the killed run's requests to finish on the server");
     const again = await removeRemote(shoot, proxy.url, key);
     expect(again.exitCode, again.stderr).toBe(0);
     const { files, summary } = jsonLines(again.stdout);

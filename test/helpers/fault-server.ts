@@ -27,6 +27,8 @@ export interface RecordedRequest {
   fields: Record<string, string>;
   /** Multipart file parts by field name. */
   files: Record<string, ReceivedFile>;
+  /** Proxied: the upstream server's status, set once its whole answer has come (even if the client left meanwhile). */
+  upstreamStatus?: number;
 }
 
 export type FaultStep =
@@ -201,7 +203,10 @@ function forward(upstream: URL, recorded: RecordedRequest, res: http.ServerRespo
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
-        answer.on('end', resolve);
+        answer.on('end', () => {
+          recorded.upstreamStatus = answer.statusCode ?? 502;
+          resolve();
+        });
         answer.on('error', reject);
       },
     );
