@@ -137,9 +137,9 @@ let userValues: Record<string, string | undefined> = {};
  * creates its instance (the process's first GPU session). Loads that overlap share one change, undone when the
  * last one ends, so the user's own values always come back.
  */
-export async function withSoftwareAdaptersHidden<T>(work: () => Promise<T>): Promise<T> {
+export async function withSoftwareAdaptersHidden<T>(work: () => Promise<T>, environment?: GpuEnvironment): Promise<T> {
   if (hiding++ === 0) {
-    const hidden = softwareDriversHidden(process.env);
+    const hidden = softwareDriversHidden(process.env, environment);
     userValues = Object.fromEntries(Object.keys(hidden).map((name) => [name, process.env[name]]));
     Object.assign(process.env, hidden);
   }

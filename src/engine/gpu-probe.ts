@@ -4,7 +4,7 @@
 
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { gpuErrorText, softwareDriversHidden, userEnvironment } from './gpu-environment.js';
+import { gpuErrorText, softwareDriversHidden, userEnvironment, type GpuEnvironment } from './gpu-environment.js';
 
 // Run from the TypeScript source (the tests), the entry is the built one in dist/, as for the inference worker.
 const ENTRY = fileURLToPath(import.meta.url.endsWith('.ts') ? new URL('../../dist/engine/gpu-probe-entry.js', import.meta.url) : new URL('./gpu-probe-entry.js', import.meta.url));
@@ -17,8 +17,9 @@ export interface GpuProbe {
   log: string[];
 }
 
-export function probeGpu(software: 'allowed' | 'hidden', env: NodeJS.ProcessEnv = userEnvironment()): Promise<GpuProbe> {
-  const childEnv = software === 'hidden' ? { ...env, ...softwareDriversHidden(env) } : env;
+/** `environment`: what the machine offers, when the caller has read it already (gpu-environment.ts). */
+export function probeGpu(software: 'allowed' | 'hidden', environment?: GpuEnvironment, env: NodeJS.ProcessEnv = userEnvironment()): Promise<GpuProbe> {
+  const childEnv = software === 'hidden' ? { ...env, ...softwareDriversHidden(env, environment) } : env;
   return new Promise((resolve) => {
     execFile(process.execPath, [ENTRY], { env: childEnv, timeout: 60_000 }, (error, stdout, stderr) => {
       const log = stderr.split('\n').map((line) => line.trimEnd()).filter((line) => line.trim() !== '');

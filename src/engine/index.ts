@@ -80,11 +80,11 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
   const software = requested === 'auto' ? 'hidden' : 'allowed';
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
-  const probe = await probeGpu(software);
+  const probe = await probeGpu(software, environment);
   try {
     if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
     const load = () => gpuSession(model, options, verified, requested === 'auto' ? AUTO_FIRST_RUN_LIMIT_MS : undefined);
-    const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load) : load());
+    const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
     const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
     return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {

@@ -30,7 +30,7 @@ async function gpuReport(): Promise<GpuReport> {
   const environment = gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   // Both views at once: as `gpu` sees the machine, and as `auto` does (software adapters hidden).
-  const [asked, asAuto] = await Promise.all([probeGpu('allowed'), hardware ? probeGpu('hidden') : undefined]);
+  const [asked, asAuto] = await Promise.all([probeGpu('allowed', environment), hardware ? probeGpu('hidden', environment) : undefined]);
   const auto: GpuReport['auto'] = !hardware
     ? { device: 'cpu', reason: 'no GPU device found; auto never uses a software adapter' }
     : asAuto?.ok
