@@ -58,7 +58,7 @@ async function stage(url, keys, connections, badRetryAfter) {
       {
         setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'x-api-key': keys[next++ % keys.length] } }),
         onResponse: (status, _body, _context, headers) => {
-          const flat = Array.isArray(headers) ? Object.fromEntries(headers.reduce((pairs, value, i) => (i % 2 ? pairs : [...pairs, [String(value).toLowerCase(), headers[i + 1]]]), [])) : headers;
+          const flat = Array.isArray(headers) ? Object.fromEntries(headers.flatMap((value, i) => (i % 2 ? [] : [[String(value).toLowerCase(), headers[i + 1]]]))) : headers;
           if ((status === 429 || status === 503) && !flat['retry-after']) badRetryAfter.count += 1;
         },
       },

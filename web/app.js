@@ -1,6 +1,7 @@
 // rmbg's web page: sends each photo to this server's public API (POST /v1.0/removebg) with the key the
 // user typed, shows the result beside the original, and the credits left (GET /v1.0/account). Plain JS,
 // no build step, nothing from another host: the server's Content-Security-Policy allows only itself.
+// biome-ignore lint/suspicious/noRedundantUseStrict: a classic script (index.html loads it without type=module)
 'use strict';
 
 const KEY_STORAGE = 'rmbg.apiKey';

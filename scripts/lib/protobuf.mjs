@@ -48,9 +48,13 @@ export function decode(buf) {
       [length, pos] = readVarint(buf, pos);
       value = buf.subarray(pos, pos + length);
       pos += length;
-    } else if (wire === WIRE.fixed64) (value = buf.subarray(pos, pos + 8)), (pos += 8);
-    else if (wire === WIRE.fixed32) (value = buf.subarray(pos, pos + 4)), (pos += 4);
-    else throw new Error(`unsupported wire type ${wire}`);
+    } else if (wire === WIRE.fixed64) {
+      value = buf.subarray(pos, pos + 8);
+      pos += 8;
+    } else if (wire === WIRE.fixed32) {
+      value = buf.subarray(pos, pos + 4);
+      pos += 4;
+    } else throw new Error(`unsupported wire type ${wire}`);
     fields.push({ field, wire, value });
   }
   return fields;

@@ -64,6 +64,7 @@ const no = false;
 const yes = true;
 const own = 'message';
 
+// biome-ignore format: a table, one row per error and one column per decision
 export const ERRORS = {
   // 400: the request or the image is not acceptable
   invalid_request: { status: 400, title: 'The request is malformed', wire: 'self', retryAfter: no, closesConnection: no, transient: no, slowsDown: no, retryNextRun: no, stopsBatch: no, needsNewKey: no, authFailure: no, waitsForFirst: no, newKeyPaysAgain: no, reportsBalance: no, detail: own, exit: 'failed' },

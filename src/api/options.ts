@@ -175,7 +175,7 @@ export function canonicalOptions(options: RemoveOptions): string {
 /** The options as HTTP form fields, for the client (defaults included so a server's defaults cannot differ). */
 export function optionsToFields(options: RemoveOptions): Record<string, string> {
   const fields: Record<string, string> = { size: options.size, format: options.format, crop: String(options.crop) };
-  if (options.bgColor) fields['bg_color'] = rgbaToHex(options.bgColor);
+  if (options.bgColor) fields.bg_color = rgbaToHex(options.bgColor);
   return fields;
 }
 

@@ -81,7 +81,7 @@ export class Journal {
   append(record: Omit<JournalRecord, 'at'>): Promise<void> {
     const full: JournalRecord = { ...record, at: new Date().toISOString() };
     this.records.set(full.input, full);
-    const line = JSON.stringify(full) + '\n';
+    const line = `${JSON.stringify(full)}\n`;
     this.writes = this.writes.then(async () => {
       await this.handle.write(line);
       await this.handle.sync();

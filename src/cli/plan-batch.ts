@@ -57,8 +57,8 @@ export async function planBatch({ flags, items, options }: { flags: PlanFlags; i
 
   if (flags.dryRun) {
     if (flags.json) {
-      for (const item of toSend) process.stdout.write(JSON.stringify({ input: item.path, action: 'send' }) + '\n');
-      process.stdout.write(JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known }) + '\n');
+      for (const item of toSend) process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send' })}\n`);
+      process.stdout.write(`${JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known })}\n`);
     } else {
       const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
       for (const item of toSend) process.stdout.write(`would ${verb} ${item.path}\n`);

@@ -9,10 +9,10 @@ export function jsonLinesRenderer(write: (line: string) => void = (line) => proc
     if (event.type === 'start' || event.type === 'arrived') return;
     if (event.type === 'file') {
       const { type: _type, ...file } = event;
-      write(JSON.stringify(file) + '\n');
+      write(`${JSON.stringify(file)}\n`);
     } else {
       const { type: _type, ...summary } = event;
-      write(JSON.stringify({ summary: true, ...summary, ...summaryExtra }) + '\n');
+      write(`${JSON.stringify({ summary: true, ...summary, ...summaryExtra })}\n`);
     }
   };
 }

@@ -41,7 +41,7 @@ export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
     } else {
       bars.update(); // prints failure lines logged since the last redraw: stop() alone drops them
       bars.stop();
-      stream.write(summaryText(event) + '\n');
+      stream.write(`${summaryText(event)}\n`);
     }
   };
   /** A line for the person above the bar (e.g. that a watch has begun). */

@@ -117,7 +117,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       if (response.statusCode >= 300 && response.statusCode < 400) {
         throw new RmbgError(
           'upstream_error',
-          `API server answered HTTP ${response.statusCode} (redirect to ${headers['location'] ?? 'nowhere'}); use the final address as the API URL`,
+          `API server answered HTTP ${response.statusCode} (redirect to ${headers.location ?? 'nowhere'}); use the final address as the API URL`,
           { status: response.statusCode },
         );
       }

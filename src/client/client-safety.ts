@@ -56,5 +56,6 @@ export async function readBounded(body: Readable, declared: string | undefined, 
 /** Server text made safe to print: control characters (escape sequences, bells, carriage returns) removed. */
 export function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it strips
   return text.replace(/\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '').replace(/\s*\n\s*/g, ' ');
 }

@@ -65,7 +65,7 @@ export function accountRecordFrom(body: string): AccountRecord {
     throw new RmbgError('upstream_error', `API server's account answer is not JSON: ${body.slice(0, 120)}`, { status: 200 });
   }
   const credits = (parsed as { data?: { attributes?: { credits?: Record<string, unknown> } } } | null)?.data?.attributes?.credits;
-  if (!credits || !isCount(credits['total']) || !isCount(credits['subscription']) || !isCount(credits['payg'])) {
+  if (!credits || !isCount(credits.total) || !isCount(credits.subscription) || !isCount(credits.payg)) {
     throw new RmbgError(
       'upstream_error',
       'API server\'s account answer lacks data.attributes.credits.total, .subscription and .payg as numbers',

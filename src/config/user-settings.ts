@@ -61,7 +61,7 @@ export function readUserSettings(env: NodeJS.ProcessEnv = process.env): { settin
     if (typeof value !== 'string') throw invalidSetting(path, name, 'a string', value);
     settings[name] = value;
   }
-  const defaults = raw['defaults'];
+  const defaults = raw.defaults;
   if (defaults !== undefined) {
     if (typeof defaults !== 'object' || defaults === null || Array.isArray(defaults)) {
       throw invalidSetting(path, 'defaults', 'an object of option fields, e.g. {"size":"hd"}', defaults);

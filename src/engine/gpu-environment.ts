@@ -53,7 +53,7 @@ function vendorOf(renderNode: string): string {
 
 /** The manifests the Vulkan loader reads: VK_DRIVER_FILES / VK_ICD_FILENAMES when set, else the standard folders. */
 function driverManifests(env: NodeJS.ProcessEnv): string[] {
-  const chosen = env['VK_DRIVER_FILES'] || env['VK_ICD_FILENAMES'];
+  const chosen = env.VK_DRIVER_FILES || env.VK_ICD_FILENAMES;
   if (chosen) return chosen.split(':').filter((file) => file && existsSync(file));
   return ICD_DIRS.flatMap((dir) => list(dir).filter((name) => name.endsWith('.json')).map((name) => join(dir, name)));
 }
@@ -119,11 +119,11 @@ function before(a: number[], b: number[]): boolean {
 
 /** The variables that hide the software drivers from the Vulkan loader, on top of what `env` already sets. */
 export function softwareDriversHidden(env: NodeJS.ProcessEnv, environment: GpuEnvironment = gpuEnvironment(env)): Record<string, string> {
-  const own = env['VK_LOADER_DRIVERS_DISABLE'];
+  const own = env.VK_LOADER_DRIVERS_DISABLE;
   const hidden: Record<string, string> = { VK_LOADER_DRIVERS_DISABLE: own ? `${own},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS };
   if (environment.loaderVersion && before(environment.loaderVersion, DRIVERS_DISABLE_SINCE)) {
     // A path that does not exist when there is no other driver: the loader then finds none, as wanted.
-    hidden['VK_ICD_FILENAMES'] = environment.drivers.filter((driver) => !driver.software).map((driver) => driver.path).join(':') || '/nonexistent/rmbg-no-hardware-driver.json';
+    hidden.VK_ICD_FILENAMES = environment.drivers.filter((driver) => !driver.software).map((driver) => driver.path).join(':') || '/nonexistent/rmbg-no-hardware-driver.json';
   }
   return hidden;
 }

@@ -43,7 +43,7 @@ export function readUserModels(dir: string | undefined): UserModelEntry[] {
 
 function writeRegistry(dir: string, models: UserModelEntry[]): void {
   const temp = `${registryPath(dir)}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify({ models } satisfies UserRegistry, null, 2) + '\n');
+  writeFileSync(temp, `${JSON.stringify({ models } satisfies UserRegistry, null, 2)}\n`);
   renameSync(temp, registryPath(dir));
 }
 

@@ -33,7 +33,7 @@ function readStamp(modelPath: string): VerifyStamp | undefined {
 function writeStamp(modelPath: string, stamp: VerifyStamp): void {
   // Written last, after the hash matched: a stamp never vouches for bytes that were not read.
   try {
-    writeFileSync(stampPathOf(modelPath), JSON.stringify(stamp) + '\n');
+    writeFileSync(stampPathOf(modelPath), `${JSON.stringify(stamp)}\n`);
   } catch {
     // A read-only install folder: verify by hashing each time, as before.
   }

@@ -18,7 +18,7 @@ export function hashApiKey(key: string): string {
 }
 
 function newKeyId(): string {
-  return 'key_' + randomBytes(8).toString('hex');
+  return `key_${randomBytes(8).toString('hex')}`;
 }
 
 interface KeyRow {

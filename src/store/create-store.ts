@@ -9,7 +9,7 @@ import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, PURGE_
 import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
 import { countRequest } from './rate-windows.js';
 import { one, type SqlDriver, type SqlExecutor } from './sql.js';
-import type { CreditTarget, ExpiryReport, FailedSettlement, IdempotencyRef, PoolAmounts, PurgeReport, Settlement, Store } from './types.js';
+import type { CreditTarget, ExpiryReport, FailedSettlement, IdempotencyRef, PurgeReport, Settlement, Store } from './types.js';
 import { deleteOldUsage, listUsage, recordUsage } from './usage-records.js';
 
 /** Thrown inside deliver's transaction to roll it back. */

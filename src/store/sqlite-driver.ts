@@ -60,7 +60,10 @@ export function openSqliteDriver(path: string, { privateDir = false }: { private
   const statements = new Map<string, Database.Statement>();
   const prepared = (sql: string) => {
     let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
     return statement;
   };
   const direct: SqlExecutor = {

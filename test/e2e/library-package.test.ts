@@ -81,16 +81,16 @@ describe('the packed tarball', () => {
       `,
     );
     const report = await nodeIn('use.mjs');
-    expect(report['resolved']).toBe(`file://${project}/node_modules/rmbg/dist/index.js`);
-    expect(report['exports']).toEqual(EXPORTS);
-    expect(report['afterImport']).toEqual([]);
-    expect(report['deep']).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
-    expect(report['result']).toEqual({ format: 'png', width: 451, height: 300, png: 'PNG' });
+    expect(report.resolved).toBe(`file://${project}/node_modules/rmbg/dist/index.js`);
+    expect(report.exports).toEqual(EXPORTS);
+    expect(report.afterImport).toEqual([]);
+    expect(report.deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+    expect(report.result).toEqual({ format: 'png', width: 451, height: 300, png: 'PNG' });
     // The control: the same check sees both native modules once a removal has run.
-    const loaded = report['afterRemoval'] as string[];
+    const loaded = report.afterRemoval as string[];
     expect(loaded.some((file) => file.includes('sharp'))).toBe(true);
     expect(loaded.some((file) => file.includes('onnxruntime'))).toBe(true);
-    console.log(`import('rmbg') from the tarball: ${(report['importMs'] as number).toFixed(1)} ms`);
+    console.log(`import('rmbg') from the tarball: ${(report.importMs as number).toFixed(1)} ms`);
   });
 
   it('createServer() from the tarball serves the web page at / (web/ is packed), and not with { ui: false }', async () => {
@@ -133,7 +133,7 @@ describe('the packed tarball', () => {
   it('type-checks under moduleResolution nodenext: the docs examples compile, a wrong option name does not', async () => {
     const examples = docExamples();
     expect(examples.length).toBeGreaterThan(5);
-    examples.forEach((code, i) => writeFileSync(path.join(project, `example-${i + 1}.ts`), code));
+    for (const [i, code] of examples.entries()) writeFileSync(path.join(project, `example-${i + 1}.ts`), code);
     // Every export is used by some example.
     for (const name of EXPORTS) expect(examples.some((code) => new RegExp(`\\b${name}\\b`).test(code)), name).toBe(true);
     writeFileSync(path.join(project, 'wrong-option.ts'), "import { removeBackground } from 'rmbg';\nawait removeBackground('cat.png', { sise: 'hd' });\n");
@@ -175,9 +175,12 @@ describe('the packed tarball', () => {
       const examples = docExamples();
       const programs = [
         ...examples.map((code, i) => ({ file: `run-${i + 1}.js`, code })),
-        ...docScripts().map(({ name, code }) => (writeFileSync(path.join(project, name), code), { file: name, code })),
+        ...docScripts().map(({ name, code }) => {
+          writeFileSync(path.join(project, name), code);
+          return { file: name, code };
+        }),
       ];
-      examples.forEach((code, i) => writeFileSync(path.join(project, `run-${i + 1}.ts`), code));
+      for (const [i, code] of examples.entries()) writeFileSync(path.join(project, `run-${i + 1}.ts`), code);
       writeFileSync(
         path.join(project, 'tsconfig.run.json'),
         JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, types: ['node'], noEmitOnError: true }, include: ['run-*.ts'] }),

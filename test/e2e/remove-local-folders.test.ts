@@ -52,10 +52,10 @@ describe('rmbg remove FOLDER --local --recursive', () => {
     expect(summary).toMatchObject({ summary: true, total: 3, done: 3, skipped: 0, failed: 0, notStarted: 0, stoppedBy: null, failedInputs: [] });
     expect(lines).toHaveLength(3);
     for (const [name, { source, width, height }] of Object.entries(EXPECTED)) {
-      const line = lines.find((l) => l['input'] === path.join(input, source));
+      const line = lines.find((l) => l.input === path.join(input, source));
       expect(line, `a JSON line for ${source}`).toBeDefined();
       expect(line).toMatchObject({ output: path.join(output, name), status: 'done', width, height, error: null });
-      expect(line!['ms']).toEqual(expect.any(Number));
+      expect(line!.ms).toEqual(expect.any(Number));
       await expectCutout(path.join(output, name), width, height);
     }
     // Nothing else: no output for the sidecars, no temp files, no lock left behind.
@@ -78,11 +78,11 @@ describe('rmbg remove FOLDER --local --recursive', () => {
     expect(lines.pop()).toMatchObject({ summary: true, total: 3, done: 1, skipped: 2, failed: 0 });
     for (const name of ['a.jpg.png', 'a.png.png'] as const) {
       const { source } = EXPECTED[name];
-      expect(lines.find((l) => l['input'] === path.join(input, source))).toMatchObject({ status: 'skipped', reason: 'exists', output: path.join(output, name), error: null });
+      expect(lines.find((l) => l.input === path.join(input, source))).toMatchObject({ status: 'skipped', reason: 'exists', output: path.join(output, name), error: null });
       expect(readFileSync(path.join(output, name)).equals(firstRun.bytes.get(name)!)).toBe(true);
       expect(statSync(path.join(output, name)).mtimeMs).toBe(firstRun.mtimes.get(name));
     }
-    expect(lines.find((l) => l['input'] === path.join(input, 'sub/deeper/c.webp'))).toMatchObject({ status: 'done', output: path.join(output, 'sub/deeper/c.png') });
+    expect(lines.find((l) => l.input === path.join(input, 'sub/deeper/c.webp'))).toMatchObject({ status: 'done', output: path.join(output, 'sub/deeper/c.png') });
     await expectCutout(path.join(output, 'sub/deeper/c.png'), 120, 90);
     expect(listFiles(output)).toEqual([JOURNAL, ...Object.keys(EXPECTED)].sort());
     expect(partialFiles(output)).toEqual([]);

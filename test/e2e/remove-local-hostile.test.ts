@@ -74,13 +74,13 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     const summary = lines.pop();
     const badPaths = [...Object.keys(HOSTILE).map((name) => path.join(work, 'in', name)), path.join(work, 'loose/named.gif')];
     expect(summary).toMatchObject({ summary: true, total: 15, done: 2, failed: 13, skipped: 0, notStarted: 0 });
-    expect([...(summary!['failedInputs'] as string[])].sort()).toEqual([...badPaths].sort());
+    expect([...(summary!.failedInputs as string[])].sort()).toEqual([...badPaths].sort());
 
-    const byName = new Map(lines.map((line) => [path.basename(line['input'] as string), line]));
+    const byName = new Map(lines.map((line) => [path.basename(line.input as string), line]));
     for (const [name, code] of Object.entries(HOSTILE)) {
       const line = byName.get(name);
       expect(line, name).toMatchObject({ status: 'failed', output: null, width: null, height: null, error: { code } });
-      expect((line!['error'] as { message: string }).message.length, `${name}: a message saying what was wrong`).toBeGreaterThan(10);
+      expect((line!.error as { message: string }).message.length, `${name}: a message saying what was wrong`).toBeGreaterThan(10);
     }
     expect(byName.get('named.gif')).toMatchObject({ status: 'failed', output: null, error: { code: 'unsupported_image_format' } });
     expect(byName.get('good.jpg')).toMatchObject({ status: 'done', output: path.join(work, 'out/good.png'), width: 200, height: 150, error: null });
@@ -98,9 +98,9 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     const result = await rmbg(['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'], { cwd: work });
     const lines = jsonLines(result.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 15, failedBefore: 13, failed: 0 });
-    const bad = lines.filter((line) => line['reason'] === 'failed-before');
+    const bad = lines.filter((line) => line.reason === 'failed-before');
     expect(bad).toHaveLength(13);
-    for (const line of bad) expect(line['error']).toMatchObject({ code: HOSTILE[path.basename(line['input'] as string)] ?? 'unsupported_image_format' });
+    for (const line of bad) expect(line.error).toMatchObject({ code: HOSTILE[path.basename(line.input as string)] ?? 'unsupported_image_format' });
     expect(result.exitCode).toBe(1);
 
     const retried = await rmbg(['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', '--retry-failed'], { cwd: work });
@@ -110,6 +110,7 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
 });
 
 /** Terminal output without carriage returns and ANSI control sequences (cursor, colours, line clearing). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are what it strips
 const plain = (text: string) => text.replace(/\r/g, '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
 
 describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux script gives it one)', () => {

@@ -59,9 +59,9 @@ describe('Ctrl-C during rmbg remove --local', () => {
     const lines = jsonLines(stopped.stdout);
     const summary = lines.pop()!;
     expect(summary).toMatchObject({ summary: true, total: 3, failed: 0, stoppedBy: 'interrupted' });
-    expect(summary['notStarted']).toBeGreaterThanOrEqual(1);
-    expect((summary['done'] as number) + (summary['notStarted'] as number)).toBe(3);
-    finished = lines.filter((l) => l['status'] === 'done').map((l) => path.basename(l['input'] as string));
+    expect(summary.notStarted).toBeGreaterThanOrEqual(1);
+    expect((summary.done as number) + (summary.notStarted as number)).toBe(3);
+    finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
     expect(finished).toContain('p1.jpg');
     // Exactly the finished files are on disk, whole; no temp file, no lock.
     expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort());
@@ -85,7 +85,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
     expect(cancelled.stderr).toMatch(/run the same command again to resume/);
     const lines = jsonLines(cancelled.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 3, done: 0, skipped: finished.length, failed: 1, stoppedBy: 'interrupted' });
-    expect(lines.find((l) => l['status'] === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
+    expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
     expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort());
   });
 
@@ -96,7 +96,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
     const again = jsonLines(resumed.stdout);
     expect(again.pop()).toMatchObject({ summary: true, total: 3, done: 3 - finished.length, skipped: finished.length, failed: 0, notStarted: 0 });
     for (const line of again) {
-      expect(line['status'], String(line['input'])).toBe(finished.includes(path.basename(line['input'] as string)) ? 'skipped' : 'done');
+      expect(line.status, String(line.input)).toBe(finished.includes(path.basename(line.input as string)) ? 'skipped' : 'done');
     }
     await expectAllCutouts(work, [...names]);
   });
@@ -112,7 +112,7 @@ describe('SIGKILL during rmbg remove --local', () => {
     const out = path.join(work, 'out');
     // What a kill in the middle of writing p2's output and a journal line leaves (the timing cannot be forced):
     writeFileSync(path.join(out, `.p2.png.rmbg-partial-99999-0badf00d`), Buffer.from('\x89PNG\r\n\x1a\n half a file'));
-    appendFileSync(path.join(out, JOURNAL), '{"input":"' + path.join(work, 'in/p2.jpg') + '","sta');
+    appendFileSync(path.join(out, JOURNAL), `{"input":"${path.join(work, 'in/p2.jpg')}","sta`);
 
     const resumed = await rerun(work);
     // Nothing about the lock, the temp files or the journal: only where the model runs (said once by --device auto).
@@ -120,8 +120,8 @@ describe('SIGKILL during rmbg remove --local', () => {
     expect(resumed.exitCode).toBe(0);
     const lines = jsonLines(resumed.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 2, failed: 0, notStarted: 0 });
-    expect(lines.find((l) => String(l['input']).endsWith('p1.jpg'))).toMatchObject({ status: 'skipped', reason: 'exists' });
-    expect(lines.find((l) => String(l['input']).endsWith('p2.jpg'))).toMatchObject({ status: 'done' });
+    expect(lines.find((l) => String(l.input).endsWith('p1.jpg'))).toMatchObject({ status: 'skipped', reason: 'exists' });
+    expect(lines.find((l) => String(l.input).endsWith('p2.jpg'))).toMatchObject({ status: 'done' });
     await expectAllCutouts(work, [...names]);
     expect(partialFiles(out)).toEqual([]);
 

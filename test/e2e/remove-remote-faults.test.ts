@@ -244,7 +244,7 @@ describe('charges, keys and the journal', () => {
       const victim = join(shoot.inputs, shoot.names[0] as string);
       const lines = readFileSync(journalPath, 'utf8').trim().split('\n');
       const victimDone = lines.findIndex((line) => (JSON.parse(line) as { input: string; state: string }).input === victim && line.includes('"state":"done"'));
-      const killed = lines.filter((_, i) => i !== victimDone).join('\n') + '\n';
+      const killed = `${lines.filter((_, i) => i !== victimDone).join('\n')}\n`;
       const victimKey = (JSON.parse(lines[victimDone] as string) as { token: string }).token;
       const lastStateOfVictim = () =>
         readFileSync(journalPath, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { input: string; state: string }).filter((r) => r.input === victim).pop()?.state;

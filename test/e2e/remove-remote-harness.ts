@@ -248,7 +248,7 @@ export const posts = (requests: RecordedRequest[]): RecordedRequest[] => request
 export const keyOf = (request: RecordedRequest): string | undefined => request.headers['idempotency-key'] as string | undefined;
 
 export const imageHashOf = (request: RecordedRequest): string => {
-  const file = request.files['image_file'];
+  const file = request.files.image_file;
   if (!file) throw new Error(`request to ${request.path} has no image_file part`);
   return sha256(file.data);
 };

@@ -29,10 +29,12 @@ function startWatch(work: string, flags: string[] = []) {
   let stderr = '';
   const arrivedAt = new Map<string, number>();
   const waiters: Array<() => void> = [];
-  const changed = () => waiters.splice(0).forEach((wake) => wake());
+  const changed = () => {
+    for (const wake of waiters.splice(0)) wake();
+  };
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
-    for (const line of jsonLines(stdout)) if (typeof line['input'] === 'string' && !arrivedAt.has(line['input'])) arrivedAt.set(line['input'], Date.now());
+    for (const line of jsonLines(stdout)) if (typeof line.input === 'string' && !arrivedAt.has(line.input)) arrivedAt.set(line.input, Date.now());
     changed();
   });
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -47,7 +49,7 @@ function startWatch(work: string, flags: string[] = []) {
       await new Promise<void>((wake) => waiters.push(wake));
     }
   };
-  const lineFor = (input: string) => jsonLines(stdout).find((line) => line['input'] === path.join(work, 'in', input));
+  const lineFor = (input: string) => jsonLines(stdout).find((line) => line.input === path.join(work, 'in', input));
   return { child, until, lineFor, arrivedAt, stdout: () => stdout, stderr: () => stderr };
 }
 
@@ -84,7 +86,7 @@ describe('rmbg remove DIR --watch', () => {
     const result = await watch.child;
     expect(result.exitCode, watch.stderr()).toBe(0);
     const lines = jsonLines(watch.stdout());
-    expect(lines.filter((line) => !line['summary']).map((line) => path.relative(path.join(work, 'in'), line['input'] as string)).sort()).toEqual(['first.jpg', 'rocket.jpg', path.join('sub', 'cat.png')]);
+    expect(lines.filter((line) => !line.summary).map((line) => path.relative(path.join(work, 'in'), line.input as string)).sort()).toEqual(['first.jpg', 'rocket.jpg', path.join('sub', 'cat.png')]);
     expect(lines.at(-1)).toMatchObject({ summary: true, total: 3, done: 3, failed: 0, notStarted: 0, stoppedBy: null });
 
     // The same outputs and journal as an ordinary run: running it again skips every photo.

@@ -97,13 +97,13 @@ describe('processing', () => {
     expect(Object.keys(json.data).sort()).toEqual(
       ['credits_charged', 'foreground_height', 'foreground_left', 'foreground_top', 'foreground_width', 'result_b64', 'result_height', 'result_width'].sort(),
     );
-    const result = Buffer.from(json.data['result_b64'] as string, 'base64');
+    const result = Buffer.from(json.data.result_b64 as string, 'base64');
     const meta = await sharp(result).metadata();
     expect(meta.format).toBe('webp');
-    expect(meta.width).toBe(json.data['result_width']);
-    expect(meta.height).toBe(json.data['result_height']);
-    expect(json.data['credits_charged']).toBe(1);
-    expect(String(json.data['result_width'])).toBe(answer.headers.get('x-width'));
+    expect(meta.width).toBe(json.data.result_width);
+    expect(meta.height).toBe(json.data.result_height);
+    expect(json.data.credits_charged).toBe(1);
+    expect(String(json.data.result_width)).toBe(answer.headers.get('x-width'));
     for (const name of ['foreground_top', 'foreground_left', 'foreground_width', 'foreground_height']) expect(Number.isInteger(json.data[name])).toBe(true);
   });
 

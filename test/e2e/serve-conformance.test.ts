@@ -60,10 +60,10 @@ function expectError(answer: HttpAnswer, status: number, code: string, label = c
   expect(Object.keys(body), label).toEqual(['errors']);
   expect(body.errors.length, label).toBeGreaterThanOrEqual(1);
   for (const error of body.errors) {
-    expect(typeof error['title'], label).toBe('string');
-    expect(typeof error['code'], label).toBe('string');
+    expect(typeof error.title, label).toBe('string');
+    expect(typeof error.code, label).toBe('string');
   }
-  expect(body.errors[0]!['code'], label).toBe(code);
+  expect(body.errors[0]!.code, label).toBe(code);
 }
 
 /** Sends raw bytes on one connection and returns everything the server wrote until it closed the connection. */
@@ -97,7 +97,7 @@ async function pixel(image: Buffer, x: number, y: number): Promise<number[]> {
 
 function expectColour(actual: number[], expected: number[], tolerance: number, label: string): void {
   expect(actual.length, label).toBe(expected.length);
-  actual.forEach((value, i) => expect(Math.abs(value - expected[i]!), `${label}: ${actual.join(',')} vs ${expected.join(',')}`).toBeLessThanOrEqual(tolerance));
+  for (const [i, value] of actual.entries()) expect(Math.abs(value - expected[i]!), `${label}: ${actual.join(',')} vs ${expected.join(',')}`).toBeLessThanOrEqual(tolerance);
 }
 
 const SUCCESS_HEADERS = [
@@ -425,7 +425,7 @@ describe('output format and pixels', () => {
     expect([meta.width, meta.height]).toEqual([width, height]);
     // The disc spans 600..1400 x 350..1150 on the 2000x1500 input, not on the smaller result.
     const box = ['left', 'top', 'width', 'height'].map((side) => Number(answer.headers.get(`x-foreground-${side}`)));
-    box.forEach((value, i) => expect(Math.abs(value - [600, 350, 800, 800][i]!), `foreground ${box.join(',')}`).toBeLessThanOrEqual(20));
+    for (const [i, value] of box.entries()) expect(Math.abs(value - [600, 350, 800, 800][i]!), `foreground ${box.join(',')}`).toBeLessThanOrEqual(20);
   });
 });
 

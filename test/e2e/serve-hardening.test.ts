@@ -1,15 +1,13 @@
 // Attacks on the real `rmbg serve` (real model, real SQLite, 127.0.0.1), one shared server: each test is
 // an attack from issue #10 and what a user sees while it runs.
 
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
 import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
 import { trickle, type Trickler } from '../helpers/trickle-client.js';
-import { balance, call, createKey, ensureBuilt, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import { balance, call, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
-const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 const MB = 1024 * 1024;
 const HEADERS_TIMEOUT_S = 2;
 const BODY_TIMEOUT_S = 3;
@@ -29,17 +27,6 @@ afterAll(async () => {
   await server?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-function removebg(key: string, form: FormData) {
-  return call(`${server.url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
-}
-
-function photoForm(fields: Record<string, string> = {}): FormData {
-  const form = new FormData();
-  form.append('image_file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'rocket.jpg');
-  for (const [name, value] of Object.entries(fields)) form.append(name, value);
-  return form;
-}
 
 describe('bodies are not read before authentication', () => {
   it('30 concurrent unauthenticated 30 MB uploads: each 403 within a second, RSS grows < 200 MB, a keyed request is served meanwhile', async () => {

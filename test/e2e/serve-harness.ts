@@ -1,7 +1,7 @@
 // Shared by the serve-*.test.ts files: spawns the real `rmbg` CLI (over dist/, which the run's globalSetup
 // builds) and starts `rmbg serve` on 127.0.0.1:0.
 
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

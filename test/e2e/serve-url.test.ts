@@ -47,7 +47,7 @@ beforeAll(async () => {
   await ensureBuilt();
   ca = createTestCa(['localhost', '127.0.0.1']);
   guardDir = mkdtempSync(join(tmpdir(), 'rmbg-net-guard-'));
-  const guard = { NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import=${writeNetworkGuard(guardDir)}`.trim() };
+  const guard = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${writeNetworkGuard(guardDir)}`.trim() };
   strictDir = tempDataDir();
   openDir = tempDataDir();
   // Both servers trust the test CA, so the strict one fails for its policy and not for an unknown certificate.

@@ -14,8 +14,8 @@ import { STORE_FILE } from '../../src/store/index.js';
 import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from '../e2e/serve-harness.js';
 import { requestArbitrary, type FuzzRequest } from './request-arbitraries.js';
 
-const RUNS = Number(process.env['FUZZ_RUNS'] ?? 1000);
-const SEED = Number(process.env['FUZZ_SEED'] ?? 20261123);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 /** Longer than any timeout of the server's own (body 3 s here): an answer later than this is a hang. */
 const HANG_MS = 15_000;
 const DOCUMENTED = new Set([200, 400, 402, 403, 404, 405, 408, 409, 415, 429, 503]);
@@ -101,7 +101,7 @@ describe(`fuzzing POST /v1.0/removebg (${RUNS} requests, seed ${SEED})`, () => {
     } finally {
       db.close();
     }
-    if (process.env['FUZZ_RUNS']) {
+    if (process.env.FUZZ_RUNS) {
       const show = (map: Map<unknown, number>) => JSON.stringify(Object.fromEntries([...map].sort((a, b) => b[1] - a[1])));
       process.stdout.write(`fuzz: ${RUNS} requests, seed ${SEED}\n  inputs: ${show(kinds)}\n  statuses: ${show(statuses)}\n  codes: ${show(codes)}\n  slowest answer: ${Math.round(slowest)} ms\n`);
     }

@@ -140,7 +140,7 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const given = process.env['RMBG_TEST_POSTGRES_URL'];
+  const given = process.env.RMBG_TEST_POSTGRES_URL;
   if (given) {
     project.provide('postgresUrl', given);
     return async () => {};

@@ -25,7 +25,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
   let value = args[2];
   const { settings, path } = readUserSettings();
   if (action === 'path') {
-    process.stdout.write(path + '\n');
+    process.stdout.write(`${path}\n`);
     return EXIT.ok;
   }
   if (action === 'get') {
@@ -34,7 +34,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
       known(name);
       process.stdout.write(`${(view as Record<string, unknown>)[name] ?? ''}\n`);
     } else {
-      process.stdout.write(JSON.stringify(view, null, 2) + '\n');
+      process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
     }
     return EXIT.ok;
   }

@@ -28,7 +28,7 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
   }
   const pool = flags.subscription ? 'subscription' : 'payg';
   if (flags.key !== undefined && flags.keyId !== undefined) throw new RmbgError('usage_error', 'give --key or --key-id, not both');
-  const apiKey = flags.keyId === undefined ? ((await secretOrStdin(flags.key, 'API key')) ?? nonEmpty(process.env['RMBG_API_KEY'])) : undefined;
+  const apiKey = flags.keyId === undefined ? ((await secretOrStdin(flags.key, 'API key')) ?? nonEmpty(process.env.RMBG_API_KEY)) : undefined;
   if (flags.keyId === undefined && apiKey === undefined) {
     throw new RmbgError('usage_error', 'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY');
   }

@@ -73,8 +73,8 @@ async function providers(): Promise<string[]> {
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const config = loadConfig();
-  const dataDir = dataDirOf(opts['dataDir'] as string | undefined);
-  const target = storeTarget(opts['store'] as string | undefined, dataDir);
+  const dataDir = dataDirOf(opts.dataDir as string | undefined);
+  const target = storeTarget(opts.store as string | undefined, dataDir);
   const [gpu, models, backends] = await Promise.all([gpuReport(), modelRows(dataDir), providers()]);
   const device = { value: config.device.value, source: config.device.source };
   const report: DoctorReport = {
@@ -95,7 +95,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   // the default model not usable. A wrong device setting is shown, not thrown: this is where one looks for it.
   const wanted = DEVICES.find((value) => value === device.value);
   const broken = wanted === undefined || (wanted === 'gpu' && !gpu.works) || models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
-  process.stdout.write(opts['json'] ? `${JSON.stringify(report, null, 2)}\n` : text(report));
+  process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : text(report));
   return broken ? EXIT.failed : EXIT.ok;
 }
 

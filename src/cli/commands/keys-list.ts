@@ -20,7 +20,7 @@ function table(keys: KeyInfo[]): string {
   const rows = [['ID', 'PREFIX', 'ACCOUNT', 'PLAN', 'CREATED', 'REVOKED']];
   for (const key of keys) rows.push([key.id, `${key.keyPrefix}…`, key.accountId, key.plan, iso(key.createdAt) as string, iso(key.revokedAt) ?? '-']);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return `${rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')}\n`;
 }
 
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {

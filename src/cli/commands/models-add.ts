@@ -26,9 +26,9 @@ export async function run(opts: Record<string, unknown>, positional: string[]): 
   await session.release();
   if (problems.length) throw new RmbgError('usage_error', `model file ${path} does not fit the contract: ${problems.join('; ')}; name the tensors with --input/--output`);
 
-  const dir = userModelsDirOf(dataDirOf(opts['dataDir'] as string | undefined));
+  const dir = userModelsDirOf(dataDirOf(opts.dataDir as string | undefined));
   const added = await addUserModel(dir, { name, ...contract, ...(preset ? { preset } : {}), addedFrom: path }, path);
-  if (opts['json']) process.stdout.write(JSON.stringify(added, null, 2) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(added, null, 2)}\n`);
   else process.stdout.write(`added model ${name} (${(added.bytes / 1e6).toFixed(1)} MB, sha256 ${added.sha256.slice(0, 12)}…) to ${dir}\nuse it with: rmbg remove PHOTO --local --model ${name}\n`);
   return EXIT.ok;
 }

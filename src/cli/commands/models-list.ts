@@ -43,9 +43,9 @@ export async function modelRows(dataDir: string | undefined) {
 }
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
-  const rows = await modelRows(opts['dataDir'] as string | undefined);
-  if (opts['json']) {
-    process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+  const rows = await modelRows(opts.dataDir as string | undefined);
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return EXIT.ok;
   }
   for (const row of rows) {

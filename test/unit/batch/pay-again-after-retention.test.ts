@@ -38,7 +38,7 @@ async function setUp(sentHoursAgo: number) {
   const killed: JournalRecord = {
     input, state: 'sent', contentHash: createHash('sha256').update(png).digest('hex'), options: canonicalOptions(options), token, sentAt, at: sentAt,
   };
-  writeFileSync(join(output, JOURNAL_NAME), JSON.stringify(killed) + '\n');
+  writeFileSync(join(output, JOURNAL_NAME), `${JSON.stringify(killed)}\n`);
   const server = await createFaultServer({ fallback: imageResult(png, 40, 40, { 'x-credits-charged': '1' }) });
   cleanups.push(() => server.close());
   return { input, output, token, sentAt, server };

@@ -83,9 +83,9 @@ describe('removeBackground: request', () => {
     expect(request!.headers['idempotency-key']).toBe('rmbg-abc');
     expect(request!.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
     expect(request!.fields).toEqual({ size: 'hd', format: 'png', crop: 'true', bg_color: 'ff0080' });
-    expect(request!.files['image_file']!.data.equals(input)).toBe(true);
-    expect(request!.files['image_file']!.filename).toBe('photo.jpg');
-    expect(request!.files['image_file']!.mimeType).toBe('image/jpeg');
+    expect(request!.files.image_file!.data.equals(input)).toBe(true);
+    expect(request!.files.image_file!.filename).toBe('photo.jpg');
+    expect(request!.files.image_file!.mimeType).toBe('image/jpeg');
   });
 
   it('sends no Idempotency-Key when none is given, and does not double a base that ends in /v1.0', async () => {
@@ -275,7 +275,7 @@ describe('retries', () => {
     expect(result.data.equals(png)).toBe(true);
     expect(server.requests).toHaveLength(3);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(['rmbg-same', 'rmbg-same', 'rmbg-same']);
-    expect(server.requests.every((r) => r.files['image_file']?.data.equals(input))).toBe(true);
+    expect(server.requests.every((r) => r.files.image_file?.data.equals(input))).toBe(true);
     expect(retries[0]!.reason).toMatch(/^network error/);
     expect(retries[1]!.reason).toBe('HTTP 503 service_busy');
   });
@@ -408,7 +408,7 @@ describe('through the fault server as a transparent proxy', () => {
       expect(upstream.requests).toHaveLength(1);
       expect(upstream.requests[0]!.path).toBe('/base/v1.0/removebg');
       expect(upstream.requests[0]!.headers['idempotency-key']).toBe('rmbg-p');
-      expect(upstream.requests[0]!.files['image_file']!.data.equals(input)).toBe(true);
+      expect(upstream.requests[0]!.files.image_file!.data.equals(input)).toBe(true);
     } finally {
       await upstream.close();
     }

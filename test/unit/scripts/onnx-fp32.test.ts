@@ -17,7 +17,7 @@ const run = async (model: Buffer | string, input: Float32Array) => {
   const session = await ort.InferenceSession.create(model as string);
   try {
     const out = await session.run({ input: new ort.Tensor('float32', input, [1, 3, 4, 4]) }, ['output']);
-    return { outputs: session.outputNames, data: Array.from(out['output']?.data as Float32Array) };
+    return { outputs: session.outputNames, data: Array.from(out.output?.data as Float32Array) };
   } finally {
     await session.release();
   }

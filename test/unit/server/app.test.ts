@@ -132,7 +132,7 @@ describe('success', () => {
       ['credits_charged', 'foreground_height', 'foreground_left', 'foreground_top', 'foreground_width', 'result_b64', 'result_height', 'result_width'].sort(),
     );
     expect(json.data).toMatchObject({ result_width: 64, result_height: 48, credits_charged: 1, foreground_top: 1, foreground_left: 2, foreground_width: 62, foreground_height: 47 });
-    const meta = await sharp(Buffer.from(json.data['result_b64'] as string, 'base64')).metadata();
+    const meta = await sharp(Buffer.from(json.data.result_b64 as string, 'base64')).metadata();
     expect([meta.format, meta.width]).toEqual(['png', 64]);
     expect(response.headers.get('x-width')).toBe('64');
   });
@@ -419,7 +419,7 @@ describe('the OpenAPI document declares what the server sends', () => {
   type Doc = { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }> }>>; components: { responses: Record<string, { headers?: Record<string, unknown> }> } };
 
   function declaredHeaders(doc: Doc, status: number): string[] {
-    const response = doc.paths['/v1.0/removebg']!['post']!.responses[String(status)];
+    const response = doc.paths['/v1.0/removebg']!.post!.responses[String(status)];
     expect(response, `POST /v1.0/removebg declares ${status}`).toBeDefined();
     const resolved = response!.$ref ? doc.components.responses[response!.$ref.split('/').pop() as string] : response;
     return Object.keys(resolved?.headers ?? {}).map((name) => name.toLowerCase());
@@ -470,8 +470,8 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
     };
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
-    const multipart = Object.keys(doc.components.schemas['RemoveRequest_multipart']!.properties);
-    const json = Object.keys(doc.components.schemas['RemoveRequest_json']!.properties);
+    const multipart = Object.keys(doc.components.schemas.RemoveRequest_multipart!.properties);
+    const json = Object.keys(doc.components.schemas.RemoveRequest_json!.properties);
     for (const name of [...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name), ...UNSUPPORTED_FIELDS]) expect(multipart).toContain(name);
     expect(json).not.toContain('image_file');
     const text = JSON.stringify(doc);

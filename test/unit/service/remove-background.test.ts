@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RmbgError } from '../../../src/api/errors.js';
+import type { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS, LIMITS, type RemoveOptions } from '../../../src/api/options.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import type { ImageSource, RemoveRequest } from '../../../src/service/types.js';

@@ -84,7 +84,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
     const second = await store.createKey(a.accountId, T0 + 1);
     expect(await store.accountForKey(second.key)).toEqual({ keyId: second.id, accountId: a.accountId, plan: 'enterprise' });
-    expect(await store.accountForKey(a.key + 'x')).toBeUndefined();
+    expect(await store.accountForKey(`${a.key}x`)).toBeUndefined();
     expect((await store.revokeKey(a.id, T0 + 5))?.revokedAt).toBe(T0 + 5);
     expect((await store.revokeKey(a.id, T0 + 9))?.revokedAt).toBe(T0 + 5);
     expect(await store.revokeKey('key_nope')).toBeUndefined();
