@@ -38,7 +38,9 @@ for (let round = 1; round <= rounds; round++) {
     const f = performance.now();
     await rmbg.runFolder(engines[i], dir, out, concurrency);
     results[i].folder.push(performance.now() - f);
-    console.log(`round ${round} ${variant.name}: pure ${ms(results[i].pure.at(-1))} ms (cpu ${ms(results[i].cpu.at(-1))} ms), folder ${ms(results[i].folder.at(-1))} ms`);
+    console.log(
+      `round ${round} ${variant.name}: pure ${ms(results[i].pure.at(-1))} ms (cpu ${ms(results[i].cpu.at(-1))} ms), folder ${ms(results[i].folder.at(-1))} ms`,
+    );
   }
 }
 for (const engine of engines) await engine.close();

@@ -10,7 +10,10 @@ import { ROOT } from './lib/inputs.mjs';
 
 const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const dist = (path) => pathToFileURL(join(ROOT, 'dist', path)).href;
-const [{ createEngine }, { parseRemoveOptions }] = await Promise.all([import(dist('engine/index.js')), import(dist('api/options.js'))]);
+const [{ createEngine }, { parseRemoveOptions }] = await Promise.all([
+  import(dist('engine/index.js')),
+  import(dist('api/options.js')),
+]);
 const photo = readFileSync(arg('photo', join(ROOT, 'samples', 'chelsea.png')));
 const options = parseRemoveOptions({ size: arg('size', 'preview'), format: 'png' });
 const model = arg('model', undefined);
@@ -23,7 +26,12 @@ async function timed(device) {
   const result = await engine.removeBackground(photo, options);
   const runMs = performance.now() - started;
   await engine.close();
-  return { device: engine.device, readyMs: Math.round(readyMs), runMs: Math.round(runMs), alpha: await sharp(result.data).extractChannel(3).raw().toBuffer() };
+  return {
+    device: engine.device,
+    readyMs: Math.round(readyMs),
+    runMs: Math.round(runMs),
+    alpha: await sharp(result.data).extractChannel(3).raw().toBuffer(),
+  };
 }
 
 const cpu = await timed('cpu');
@@ -35,4 +43,15 @@ for (let i = 0; i < cpu.alpha.length; i++) {
   max = Math.max(max, difference);
   if (difference > 1) off++;
 }
-console.log(JSON.stringify({ gpu: gpu.device, cpuReadyMs: cpu.readyMs, cpuRunMs: cpu.runMs, gpuReadyMs: gpu.readyMs, gpuRunMs: gpu.runMs, pixels: cpu.alpha.length, maxAlphaDifference: max, pixelsOffByMoreThanOne: off }));
+console.log(
+  JSON.stringify({
+    gpu: gpu.device,
+    cpuReadyMs: cpu.readyMs,
+    cpuRunMs: cpu.runMs,
+    gpuReadyMs: gpu.readyMs,
+    gpuRunMs: gpu.runMs,
+    pixels: cpu.alpha.length,
+    maxAlphaDifference: max,
+    pixelsOffByMoreThanOne: off,
+  }),
+);

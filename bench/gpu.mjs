@@ -33,7 +33,12 @@ const CLI = join(ROOT, 'bin', 'rmbg.js');
 const dist = (path) => pathToFileURL(join(ROOT, 'dist', path)).href;
 const log = (line) => console.log(`[bench-gpu ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
-const [{ gpuEnvironment, mayHaveHardwareGpu, describeEnvironment }, { probeGpu }, { concurrencyFor }, { parseRemoveOptions }] = await Promise.all([
+const [
+  { gpuEnvironment, mayHaveHardwareGpu, describeEnvironment },
+  { probeGpu },
+  { concurrencyFor },
+  { parseRemoveOptions },
+] = await Promise.all([
   import(dist('engine/gpu-environment.js')),
   import(dist('engine/gpu-probe.js')),
   import(dist('engine/device.js')),
@@ -49,7 +54,9 @@ async function gpuVerdict() {
     if (!allowSoftware) return { gpu: false, why: `no hardware adapter works: ${probe.error}` };
   } else if (!allowSoftware) return { gpu: false, why: `no GPU device found (${describeEnvironment(environment)})` };
   const probe = await probeGpu('allowed');
-  return probe.ok ? { gpu: true, why: 'a software adapter (--allow-software): figures say nothing of a real GPU' } : { gpu: false, why: `no adapter works: ${probe.error}` };
+  return probe.ok
+    ? { gpu: true, why: 'a software adapter (--allow-software): figures say nothing of a real GPU' }
+    : { gpu: false, why: `no adapter works: ${probe.error}` };
 }
 
 const rmbg = await loadRmbg();
@@ -59,7 +66,10 @@ const devices = verdict.gpu ? ['cpu', 'gpu'] : ['cpu'];
 await mkdir(WORK, { recursive: true });
 const { dir: photoDir, photos } = await preparePhotos(WORK, { quick });
 const sizes = { full: BENCH_OPTIONS, preview: parseRemoveOptions({ size: 'preview' }, BENCH_OPTIONS) };
-const concurrenciesOf = (device) => [...new Set([1, 2, concurrencyFor(device), 4, 8, 16].filter((c) => c <= Math.max(4, availableParallelism())))].sort((a, b) => a - b);
+const concurrenciesOf = (device) =>
+  [...new Set([1, 2, concurrencyFor(device), 4, 8, 16].filter((c) => c <= Math.max(4, availableParallelism())))].sort(
+    (a, b) => a - b,
+  );
 
 const results = {};
 for (const device of devices) {
@@ -99,24 +109,54 @@ for (const device of devices) {
 async function serveThroughput(device, file, perClient = quick ? 2 : 4) {
   const run = promisify(execFile);
   const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-gpu-serve-'));
-  const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--json', '--credits', '100000', '--data-dir', dataDir], { cwd: ROOT });
+  const { stdout } = await run(
+    process.execPath,
+    [CLI, 'keys', 'create', '--json', '--credits', '100000', '--data-dir', dataDir],
+    { cwd: ROOT },
+  );
   const { key } = JSON.parse(stdout);
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--device', device, '--max-queue', '64', '--max-in-flight-per-key', '16', '--rate-limit', '100000', ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--device',
+      device,
+      '--max-queue',
+      '64',
+      '--max-in-flight-per-key',
+      '16',
+      '--rate-limit',
+      '100000',
+      ...(model ? ['--model', model] : []),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   try {
     const url = await listeningUrl(child);
     const image = await readFile(file);
     const post = async () => {
       const form = new FormData();
       form.append('image_file', new Blob([image]), 'photo');
-      const response = await fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+      const response = await fetch(`${url}/v1.0/removebg`, {
+        method: 'POST',
+        body: form,
+        headers: { 'X-API-Key': key },
+      });
       await response.arrayBuffer();
       if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
     };
     await post(); // warm
     const t = performance.now();
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      for (let i = 0; i < perClient; i++) await post();
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < perClient; i++) await post();
+      }),
+    );
     return { rps: (8 * perClient) / ((performance.now() - t) / 1000) };
   } finally {
     child.kill('SIGTERM');
@@ -134,15 +174,28 @@ for (const device of devices) {
   for (const size of Object.keys(sizes)) {
     const d = defaultOf(device, r.folders[size]);
     const b = best(r.folders[size]);
-    rows.push([`${device}: folder at ${size}, default concurrency ${d.concurrency}`, `${ms(d.wall)} ms`, `${(photos.length / (d.wall / 1000)).toFixed(2)} photos/s`]);
-    rows.push([`${device}: folder at ${size}, best (concurrency ${b.concurrency})`, `${ms(b.wall)} ms`, `${(photos.length / (b.wall / 1000)).toFixed(2)} photos/s`]);
+    rows.push([
+      `${device}: folder at ${size}, default concurrency ${d.concurrency}`,
+      `${ms(d.wall)} ms`,
+      `${(photos.length / (d.wall / 1000)).toFixed(2)} photos/s`,
+    ]);
+    rows.push([
+      `${device}: folder at ${size}, best (concurrency ${b.concurrency})`,
+      `${ms(b.wall)} ms`,
+      `${(photos.length / (b.wall / 1000)).toFixed(2)} photos/s`,
+    ]);
   }
   rows.push([`${device}: start-up to the first result`, `${ms(r.startup)} ms`, '']);
   rows.push([`${device}: rmbg serve, 8 clients`, '', `${r.serve.rps.toFixed(2)} requests/s`]);
 }
 if (results.gpu) {
   rows.push(['GPU ÷ CPU: session.run', ratio(results.gpu.pure / results.cpu.pure, 3), '']);
-  for (const size of Object.keys(sizes)) rows.push([`GPU ÷ CPU: folder at ${size}, best of each`, ratio(best(results.gpu.folders[size]).wall / best(results.cpu.folders[size]).wall, 3), '']);
+  for (const size of Object.keys(sizes))
+    rows.push([
+      `GPU ÷ CPU: folder at ${size}, best of each`,
+      ratio(best(results.gpu.folders[size]).wall / best(results.cpu.folders[size]).wall, 3),
+      '',
+    ]);
   rows.push(['GPU ÷ CPU: rmbg serve requests/s', ratio(results.gpu.serve.rps / results.cpu.serve.rps, 3), '']);
 }
 const report = [

@@ -14,8 +14,12 @@ import sharp from 'sharp';
 const root = resolve(process.argv[2] ?? join(fileURLToPath(import.meta.url), '..', '..'));
 const cli = join(root, 'bin', 'rmbg.js');
 const dataDir = mkdtempSync(join(tmpdir(), 'rmbg-bench-healthz-'));
-const { key } = JSON.parse(execFileSync(process.execPath, [cli, 'keys', 'create', '--json', '--credits', '5', '--data-dir', dataDir]).toString());
-const server = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+const { key } = JSON.parse(
+  execFileSync(process.execPath, [cli, 'keys', 'create', '--json', '--credits', '5', '--data-dir', dataDir]).toString(),
+);
+const server = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 const url = await new Promise((done) => {
   let out = '';
   server.stdout.on('data', (chunk) => {
@@ -25,17 +29,29 @@ const url = await new Promise((done) => {
   });
 });
 
-const photo = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: '#6a8caf', noise: { type: 'gaussian', mean: 120, sigma: 40 } } }).jpeg({ quality: 85 }).toBuffer();
+const photo = await sharp({
+  create: {
+    width: 4000,
+    height: 3000,
+    channels: 3,
+    background: '#6a8caf',
+    noise: { type: 'gaussian', mean: 120, sigma: 40 },
+  },
+})
+  .jpeg({ quality: 85 })
+  .toBuffer();
 const form = new FormData();
 form.append('image_file', new Blob([photo]), 'photo.jpg');
 form.append('size', 'full');
 let answered = false;
 const started = performance.now();
-const removal = fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } }).then(async (response) => {
-  await response.arrayBuffer();
-  answered = true;
-  return { status: response.status, ms: performance.now() - started };
-});
+const removal = fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } }).then(
+  async (response) => {
+    await response.arrayBuffer();
+    answered = true;
+    return { status: response.status, ms: performance.now() - started };
+  },
+);
 const latencies = [];
 while (!answered) {
   const t = performance.now();
@@ -49,4 +65,13 @@ rmSync(dataDir, { recursive: true, force: true });
 
 latencies.sort((a, b) => a - b);
 const median = latencies[Math.floor(latencies.length / 2)];
-console.log(JSON.stringify({ root, removalStatus: status, removalMs: Math.round(ms), healthChecks: latencies.length, medianMs: +median.toFixed(1), worstMs: Math.round(latencies.at(-1)) }));
+console.log(
+  JSON.stringify({
+    root,
+    removalStatus: status,
+    removalMs: Math.round(ms),
+    healthChecks: latencies.length,
+    medianMs: +median.toFixed(1),
+    worstMs: Math.round(latencies.at(-1)),
+  }),
+);

@@ -30,13 +30,17 @@ const FILL = {
   postgres: (n) => `INSERT INTO credit_ledger (account_id, kind, pool, amount, request_id, created_at)
     SELECT $1, 'charge', 'payg', -1, 'old-' || i, 0 FROM generate_series(1, ${n - 1}) AS i`,
 };
-const OLD_BALANCE = 'SELECT pool, CAST(SUM(amount) AS BIGINT) AS sum FROM credit_ledger WHERE account_id = ? GROUP BY pool';
+const OLD_BALANCE =
+  'SELECT pool, CAST(SUM(amount) AS BIGINT) AS sum FROM credit_ledger WHERE account_id = ? GROUP BY pool';
 
 const { openStore } = await import(pathToFileURL(join(ROOT, 'dist/store/index.js')).href);
 const admin = await postgresAdminUrl(work, cleanups);
 const results = [];
 for (const engine of ['sqlite', 'postgres']) {
-  const target = engine === 'sqlite' ? { engine, path: join(work, 'sqlite', 'rmbg.sqlite') } : { engine, url: await scratchDatabase(admin) };
+  const target =
+    engine === 'sqlite'
+      ? { engine, path: join(work, 'sqlite', 'rmbg.sqlite') }
+      : { engine, url: await scratchDatabase(admin) };
   if (engine === 'sqlite') mkdirSync(join(work, 'sqlite'), { recursive: true });
   let store = await openStore(target);
   const grant = 10 * charges + 2 * rows;
@@ -73,7 +77,10 @@ for (const engine of ['sqlite', 'postgres']) {
   // Alternating accounts, so both see the same machine state; each charge is delivered (untimed) to close its lease.
   const times = { short: [], long: [] };
   for (let i = 0; i < charges + 20; i++) {
-    for (const [side, account] of [['short', shorts[Math.floor(i / 10)]], ['long', long]]) {
+    for (const [side, account] of [
+      ['short', shorts[Math.floor(i / 10)]],
+      ['long', long],
+    ]) {
       const requestId = `bench-${account}-${i}`;
       const started = performance.now();
       const charged = await store.charge(account, 1, { requestId, owner: 'bench', expiresAt: Date.now() + 60_000 });
@@ -95,7 +102,9 @@ for (const engine of ['sqlite', 'postgres']) {
     const client = new pg.Client(target.url);
     await client.connect();
     try {
-      return Number((await client.query('SELECT COUNT(*) AS n FROM credit_ledger WHERE account_id = $1', [account])).rows[0].n);
+      return Number(
+        (await client.query('SELECT COUNT(*) AS n FROM credit_ledger WHERE account_id = $1', [account])).rows[0].n,
+      );
     } finally {
       await client.end();
     }
@@ -128,16 +137,37 @@ for (const engine of ['sqlite', 'postgres']) {
   await store.close();
   if (audit.length > 0) throw new Error(`kept balances differ from the ledger: ${JSON.stringify(audit)}`);
   results.push({
-    engine, fillSeconds,
+    engine,
+    fillSeconds,
     short: { rows: await ledgerRows(shorts.at(-1)), charge: median(times.short), sum: await oldSum(shorts.at(-1)) },
     long: { rows: await ledgerRows(long), charge: median(times.long), sum: await oldSum(long) },
   });
 }
 
 const f = (value) => `${value.toFixed(2)} ms`;
-console.log(`Charge cost by ledger length: median of ${charges} charges per account, alternating (filling ${rows.toLocaleString('en-US')} rows took ${results.map((r) => `${r.fillSeconds.toFixed(1)} s on ${r.engine}`).join(', ')}).\n`);
-console.log(table(
-  ['store', 'ledger rows at the end (short / long)', 'charge, short', 'charge, long', 'long ÷ short', 'old balance sum, short', 'old balance sum, long'],
-  results.map((r) => [r.engine, `${r.short.rows.toLocaleString('en-US')} / ${r.long.rows.toLocaleString('en-US')}`, f(r.short.charge), f(r.long.charge), ratio(r.long.charge / r.short.charge), f(r.short.sum), f(r.long.sum)]),
-));
+console.log(
+  `Charge cost by ledger length: median of ${charges} charges per account, alternating (filling ${rows.toLocaleString('en-US')} rows took ${results.map((r) => `${r.fillSeconds.toFixed(1)} s on ${r.engine}`).join(', ')}).\n`,
+);
+console.log(
+  table(
+    [
+      'store',
+      'ledger rows at the end (short / long)',
+      'charge, short',
+      'charge, long',
+      'long ÷ short',
+      'old balance sum, short',
+      'old balance sum, long',
+    ],
+    results.map((r) => [
+      r.engine,
+      `${r.short.rows.toLocaleString('en-US')} / ${r.long.rows.toLocaleString('en-US')}`,
+      f(r.short.charge),
+      f(r.long.charge),
+      ratio(r.long.charge / r.short.charge),
+      f(r.short.sum),
+      f(r.long.sum),
+    ]),
+  ),
+);
 for (const cleanup of cleanups) await cleanup();

@@ -18,7 +18,9 @@ const dist = (path) => pathToFileURL(join(ROOT, 'dist', path)).href;
 /** Milliseconds to import `module` in a fresh node, median of `runs` processes. */
 function importMs(module, runs = 7) {
   const script = `const t = performance.now(); await import(${JSON.stringify(module)}); console.log(performance.now() - t);`;
-  const times = Array.from({ length: runs }, () => Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })));
+  const times = Array.from({ length: runs }, () =>
+    Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })),
+  );
   return median(times);
 }
 
@@ -40,7 +42,8 @@ const timed = async (run) => {
   await run();
   return performance.now() - started;
 };
-const cli = (photo) => timed(async () => engine.removeBackground(await readFile(join(ROOT, photo)), CALLER_DEFAULT_OPTIONS));
+const cli = (photo) =>
+  timed(async () => engine.removeBackground(await readFile(join(ROOT, photo)), CALLER_DEFAULT_OPTIONS));
 const library = (photo) => timed(() => rmbg.removeBackground(join(ROOT, photo)));
 
 const rows = [];
@@ -54,11 +57,26 @@ for (const photo of photos) {
     for (const side of order) times[side].push(await (side === 'cli' ? cli(photo) : library(photo)));
   }
   const ratios = times.library.map((t, i) => t / times.cli[i]);
-  rows.push([photo, ms(median(times.cli)), ms(median(times.library)), ratio(median(ratios), 3), `${ratio(Math.min(...ratios), 3)} – ${ratio(Math.max(...ratios), 3)}`]);
+  rows.push([
+    photo,
+    ms(median(times.cli)),
+    ms(median(times.library)),
+    ratio(median(ratios), 3),
+    `${ratio(Math.min(...ratios), 3)} – ${ratio(Math.max(...ratios), 3)}`,
+  ]);
 }
 await rmbg.close();
 await engine.close();
 
-console.log(`import time (median of 7 fresh processes): rmbg ${imports.library.toFixed(1)} ms; the engine module alone (sharp; onnxruntime loads with the model) ${imports.engine.toFixed(1)} ms\n`);
-console.log(`removeBackground() vs the CLI's engine, ${rounds} interleaved rounds, ms (load average ${(await import('node:os')).loadavg()[0].toFixed(1)}):\n`);
-console.log(table(['photo', 'CLI engine (median)', 'removeBackground() (median)', 'ratio (median of pairs)', 'ratio range'], rows));
+console.log(
+  `import time (median of 7 fresh processes): rmbg ${imports.library.toFixed(1)} ms; the engine module alone (sharp; onnxruntime loads with the model) ${imports.engine.toFixed(1)} ms\n`,
+);
+console.log(
+  `removeBackground() vs the CLI's engine, ${rounds} interleaved rounds, ms (load average ${(await import('node:os')).loadavg()[0].toFixed(1)}):\n`,
+);
+console.log(
+  table(
+    ['photo', 'CLI engine (median)', 'removeBackground() (median)', 'ratio (median of pairs)', 'ratio range'],
+    rows,
+  ),
+);

@@ -26,7 +26,9 @@ function rss(pid) {
 }
 
 async function startServer(dataDir) {
-  const child = spawn('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const url = await listeningUrl(child, () => stderr);
@@ -37,7 +39,9 @@ function multipartBody(boundary) {
   const image = readFileSync(join(ROOT, 'samples', 'rocket.jpg'));
   return Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="size"\r\n\r\npreview\r\n`),
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="rocket.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="rocket.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+    ),
     image,
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
@@ -56,9 +60,16 @@ async function stage(url, keys, connections, badRetryAfter) {
     body: multipartBody(boundary),
     requests: [
       {
-        setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'x-api-key': keys[next++ % keys.length] } }),
+        setupRequest: (request) => ({
+          ...request,
+          headers: { ...request.headers, 'x-api-key': keys[next++ % keys.length] },
+        }),
         onResponse: (status, _body, _context, headers) => {
-          const flat = Array.isArray(headers) ? Object.fromEntries(headers.flatMap((value, i) => (i % 2 ? [] : [[String(value).toLowerCase(), headers[i + 1]]]))) : headers;
+          const flat = Array.isArray(headers)
+            ? Object.fromEntries(
+                headers.flatMap((value, i) => (i % 2 ? [] : [[String(value).toLowerCase(), headers[i + 1]]])),
+              )
+            : headers;
           if ((status === 429 || status === 503) && !flat['retry-after']) badRetryAfter.count += 1;
         },
       },
@@ -69,7 +80,13 @@ async function stage(url, keys, connections, badRetryAfter) {
 const dataDir = mkdtempSync(join(tmpdir(), 'rmbg-load-'));
 const keys = [];
 for (let i = 0; i < KEYS; i++) {
-  keys.push(JSON.parse(execFileSync('node', [CLI, 'keys', 'create', '--json', '--credits', String(CREDITS), '--data-dir', dataDir], { encoding: 'utf8' })).key);
+  keys.push(
+    JSON.parse(
+      execFileSync('node', [CLI, 'keys', 'create', '--json', '--credits', String(CREDITS), '--data-dir', dataDir], {
+        encoding: 'utf8',
+      }),
+    ).key,
+  );
 }
 const server = await startServer(dataDir);
 const pid = server.child.pid;
@@ -80,7 +97,9 @@ const unexpected = {};
 const badRetryAfter = { count: 0 };
 let errors = 0;
 let timeouts = 0;
-console.log(`rmbg serve ${server.url}: ${KEYS} keys, stages ${STAGES.join(', ')} clients x ${SECONDS} s, POST rocket.jpg (640x427) size=preview`);
+console.log(
+  `rmbg serve ${server.url}: ${KEYS} keys, stages ${STAGES.join(', ')} clients x ${SECONDS} s, POST rocket.jpg (640x427) size=preview`,
+);
 try {
   for (const connections of STAGES) {
     const result = await stage(server.url, keys, connections, badRetryAfter);
@@ -106,19 +125,37 @@ try {
 }
 
 const db = new Database(join(dataDir, 'rmbg.sqlite'), { readonly: true });
-const ledger = db.prepare("SELECT kind, COUNT(*) AS n, SUM(amount) AS sum FROM credit_ledger WHERE kind != 'grant' GROUP BY kind").all();
-const balances = db.prepare("SELECT SUM(amount) AS sum FROM credit_ledger").get().sum;
-const kept = db.prepare("SELECT COUNT(*) AS n FROM credit_ledger c WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = c.request_id AND r.kind = 'refund')").get().n;
+const ledger = db
+  .prepare("SELECT kind, COUNT(*) AS n, SUM(amount) AS sum FROM credit_ledger WHERE kind != 'grant' GROUP BY kind")
+  .all();
+const balances = db.prepare('SELECT SUM(amount) AS sum FROM credit_ledger').get().sum;
+const kept = db
+  .prepare(
+    "SELECT COUNT(*) AS n FROM credit_ledger c WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = c.request_id AND r.kind = 'refund')",
+  )
+  .get().n;
 // The server's own record of what it answered 200 (autocannon stops counting at a stage's end, while the
 // last answers may still be on their way): every kept charge must be one of these, and nothing else.
-const served = db.prepare("SELECT COUNT(*) AS n FROM usage_records WHERE endpoint = 'removebg' AND status = 200 AND credits > 0").get().n;
-const keptNotServed = db.prepare("SELECT COUNT(*) AS n FROM credit_ledger c WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = c.request_id AND r.kind = 'refund') AND NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.request_id = c.request_id AND u.status = 200)").get().n;
+const served = db
+  .prepare("SELECT COUNT(*) AS n FROM usage_records WHERE endpoint = 'removebg' AND status = 200 AND credits > 0")
+  .get().n;
+const keptNotServed = db
+  .prepare(
+    "SELECT COUNT(*) AS n FROM credit_ledger c WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.request_id = c.request_id AND r.kind = 'refund') AND NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.request_id = c.request_id AND u.status = 200)",
+  )
+  .get().n;
 db.close();
 rmSync(dataDir, { recursive: true, force: true });
 
 const taken = KEYS * CREDITS - balances;
-console.log(`ledger: ${JSON.stringify(ledger)}; credits taken ${taken}, charges kept ${kept}, answered 200 by the server ${served} (seen by autocannon ${totals[200]}), kept charges without a 200: ${keptNotServed}`);
-console.log(`peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB; statuses other than 200/429/503: ${JSON.stringify(unexpected)}; 429/503 without Retry-After: ${badRetryAfter.count}; socket errors ${errors} (timeouts ${timeouts})`);
+console.log(
+  `ledger: ${JSON.stringify(ledger)}; credits taken ${taken}, charges kept ${kept}, answered 200 by the server ${served} (seen by autocannon ${totals[200]}), kept charges without a 200: ${keptNotServed}`,
+);
+console.log(
+  `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB; statuses other than 200/429/503: ${JSON.stringify(unexpected)}; 429/503 without Retry-After: ${badRetryAfter.count}; socket errors ${errors} (timeouts ${timeouts})`,
+);
 const balanced = taken === served && kept === served && keptNotServed === 0;
-console.log(balanced ? 'ledger balances exactly: credits taken = charges kept = images answered 200' : 'LEDGER MISMATCH');
+console.log(
+  balanced ? 'ledger balances exactly: credits taken = charges kept = images answered 200' : 'LEDGER MISMATCH',
+);
 process.exitCode = Object.keys(unexpected).length === 0 && badRetryAfter.count === 0 && balanced ? 0 : 1;

@@ -23,4 +23,11 @@ if (mode === 'image') {
   if (summary.failed) throw new Error(`${summary.failed} file(s) failed: ${summary.failedInputs.join(', ')}`);
   await engine.close();
 }
-console.log(JSON.stringify({ mode, afterModelLoadRss: afterLoad, maxRss: process.resourceUsage().maxRSS * 1024, ms: performance.now() - started }));
+console.log(
+  JSON.stringify({
+    mode,
+    afterModelLoadRss: afterLoad,
+    maxRss: process.resourceUsage().maxRSS * 1024,
+    ms: performance.now() - started,
+  }),
+);

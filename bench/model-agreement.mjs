@@ -16,11 +16,16 @@ const SAMPLES = ['astronaut.png', 'chelsea.png', 'coffee.png', 'rocket.jpg'];
 const rmbg = await loadRmbg();
 const manifest = JSON.parse(await readFile(join(MODELS_DIR, 'manifest.json'), 'utf8'));
 const wanted = process.argv.slice(3);
-const names = manifest.models.map((m) => m.name).filter((name) => !wanted.length || wanted.includes(name)).filter((name) => existsSync(join(MODELS_DIR, manifest.models.find((m) => m.name === name).file)));
+const names = manifest.models
+  .map((m) => m.name)
+  .filter((name) => !wanted.length || wanted.includes(name))
+  .filter((name) => existsSync(join(MODELS_DIR, manifest.models.find((m) => m.name === name).file)));
 if (names.length < 2) throw new Error(`only ${names.join(', ')} installed: run 'npm run models -- --all' first`);
-const engines = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await rmbg.createEngine({ model: name })])));
+const engines = Object.fromEntries(
+  await Promise.all(names.map(async (name) => [name, await rmbg.createEngine({ model: name })])),
+);
 
-const alphaOf = async (result) => (await sharp(result.data).ensureAlpha().extractChannel(3).raw().toBuffer());
+const alphaOf = async (result) => await sharp(result.data).ensureAlpha().extractChannel(3).raw().toBuffer();
 const times = Object.fromEntries(names.map((n) => [n, []]));
 const rows = [];
 const [reference, ...others] = names;
@@ -36,7 +41,10 @@ for (const sample of SAMPLES) {
       times[name].push(performance.now() - t);
     }
   }
-  for (const name of names) alphas[name] = await alphaOf(await engines[name].removeBackground(input, { size: 'full', format: 'png', crop: false, bgColor: undefined }));
+  for (const name of names)
+    alphas[name] = await alphaOf(
+      await engines[name].removeBackground(input, { size: 'full', format: 'png', crop: false, bgColor: undefined }),
+    );
   for (const other of others) {
     const a = alphas[reference];
     const b = alphas[other];
@@ -53,10 +61,21 @@ for (const sample of SAMPLES) {
       diff += d;
       if (d > maxDiff) maxDiff = d;
     }
-    rows.push([sample, `${reference} vs ${other}`, union ? (inter / union).toFixed(4) : '–', (diff / a.length).toFixed(3), String(maxDiff)]);
+    rows.push([
+      sample,
+      `${reference} vs ${other}`,
+      union ? (inter / union).toFixed(4) : '–',
+      (diff / a.length).toFixed(3),
+      String(maxDiff),
+    ]);
   }
   console.log(`${sample}: ${names.map((n) => `${n} ${ms(times[n].at(-1))} ms`).join(', ')}`);
 }
 for (const engine of Object.values(engines)) await engine.close();
-console.log(`\n${table(['model', 'pure session.run median ms', 'runs ms'], names.map((n) => [n, ms(median(times[n])), times[n].map((t) => ms(t)).join(', ')]))}\n`);
+console.log(
+  `\n${table(
+    ['model', 'pure session.run median ms', 'runs ms'],
+    names.map((n) => [n, ms(median(times[n])), times[n].map((t) => ms(t)).join(', ')]),
+  )}\n`,
+);
 console.log(table(['sample', 'models', 'IoU (alpha ≥ 128)', 'mean |Δalpha| (0..255)', 'max |Δalpha|'], rows));

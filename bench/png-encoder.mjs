@@ -23,10 +23,19 @@ for (const options of variants) {
   let bytes = 0;
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    bytes = (await sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } }).png(options).toBuffer()).length;
+    bytes = (
+      await sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } })
+        .png(options)
+        .toBuffer()
+    ).length;
     times.push(performance.now() - t);
   }
-  rows.push([JSON.stringify(options), ms(median(times)), times.map((t) => ms(t)).join(', '), bytes.toLocaleString('en-US')]);
+  rows.push([
+    JSON.stringify(options),
+    ms(median(times)),
+    times.map((t) => ms(t)).join(', '),
+    bytes.toLocaleString('en-US'),
+  ]);
 }
 {
   const times = [];
@@ -34,10 +43,20 @@ for (const options of variants) {
   const rowBytes = info.width * 4;
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    bytes = (await encodePng(info.width, info.height, (top, count) => ({ pixels: data.subarray(top * rowBytes, (top + count) * rowBytes), channels: 4 }))).length;
+    bytes = (
+      await encodePng(info.width, info.height, (top, count) => ({
+        pixels: data.subarray(top * rowBytes, (top + count) * rowBytes),
+        channels: 4,
+      }))
+    ).length;
     times.push(performance.now() - t);
   }
-  rows.push(['rmbg encodePng (Up filter, zlib run-length strategy, bands deflated on the thread pool)', ms(median(times)), times.map((t) => ms(t)).join(', '), bytes.toLocaleString('en-US')]);
+  rows.push([
+    'rmbg encodePng (Up filter, zlib run-length strategy, bands deflated on the thread pool)',
+    ms(median(times)),
+    times.map((t) => ms(t)).join(', '),
+    bytes.toLocaleString('en-US'),
+  ]);
 }
 console.log(`${info.width}×${info.height} RGBA from ${file}\n`);
 console.log(table(['png options', 'median ms', 'runs ms', 'bytes'], rows));

@@ -12,13 +12,57 @@ const manifest = JSON.parse(readFileSync(join(MODELS_DIR, 'manifest.json'), 'utf
 const names = process.argv.length > 3 ? process.argv.slice(3) : manifest.models.map((m) => m.name);
 
 const variants = [
-  { name: 'intra=2 seq all, spinning (rmbg before)', opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' } },
-  { name: 'intra=1 seq all', opts: { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' } },
-  { name: 'intra=2 parallel inter=2', opts: { intraOpNumThreads: 2, interOpNumThreads: 2, executionMode: 'parallel', graphOptimizationLevel: 'all' } },
-  { name: 'intra=2 seq extended', opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'extended' } },
-  { name: 'intra=2 seq all, no mem arena', opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', enableCpuMemArena: false } },
-  { name: 'intra=2 seq all, no mem pattern', opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', enableMemPattern: false } },
-  { name: 'intra=2 seq all, no spinning (rmbg now)', opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', extra: { session: { intra_op: { allow_spinning: '0' } } } } },
+  {
+    name: 'intra=2 seq all, spinning (rmbg before)',
+    opts: { intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' },
+  },
+  {
+    name: 'intra=1 seq all',
+    opts: { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' },
+  },
+  {
+    name: 'intra=2 parallel inter=2',
+    opts: { intraOpNumThreads: 2, interOpNumThreads: 2, executionMode: 'parallel', graphOptimizationLevel: 'all' },
+  },
+  {
+    name: 'intra=2 seq extended',
+    opts: {
+      intraOpNumThreads: 2,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'extended',
+    },
+  },
+  {
+    name: 'intra=2 seq all, no mem arena',
+    opts: {
+      intraOpNumThreads: 2,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      enableCpuMemArena: false,
+    },
+  },
+  {
+    name: 'intra=2 seq all, no mem pattern',
+    opts: {
+      intraOpNumThreads: 2,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      enableMemPattern: false,
+    },
+  },
+  {
+    name: 'intra=2 seq all, no spinning (rmbg now)',
+    opts: {
+      intraOpNumThreads: 2,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      extra: { session: { intra_op: { allow_spinning: '0' } } },
+    },
+  },
 ];
 
 const input = await modelInputTensor(join('samples', 'rocket.jpg'));
@@ -42,6 +86,8 @@ for (const name of names) {
       times.push(performance.now() - t);
     }
     await session.release();
-    console.log(`${name.padEnd(13)} ${variant.name.padEnd(34)} load ${loadMs.toFixed(0).padStart(5)} ms  run median ${median(times).toFixed(0).padStart(5)} ms  [${times.map((t) => t.toFixed(0)).join(', ')}]`);
+    console.log(
+      `${name.padEnd(13)} ${variant.name.padEnd(34)} load ${loadMs.toFixed(0).padStart(5)} ms  run median ${median(times).toFixed(0).padStart(5)} ms  [${times.map((t) => t.toFixed(0)).join(', ')}]`,
+    );
   }
 }

@@ -33,11 +33,15 @@ for (let round = 1; round <= rounds; round++) {
     const inference = (before + (await pure())) / 2;
     overheads[name].push(firstResult - inference);
     toExit[name].push(exit - inference);
-    console.log(`round ${round} ${name}: first result ${firstResult.toFixed(0)} ms, exit ${exit.toFixed(0)} ms, one inference ${inference.toFixed(0)} ms, overhead ${(firstResult - inference).toFixed(0)} ms (to exit ${(exit - inference).toFixed(0)} ms)`);
+    console.log(
+      `round ${round} ${name}: first result ${firstResult.toFixed(0)} ms, exit ${exit.toFixed(0)} ms, one inference ${inference.toFixed(0)} ms, overhead ${(firstResult - inference).toFixed(0)} ms (to exit ${(exit - inference).toFixed(0)} ms)`,
+    );
   }
 }
 for (const [name, values] of Object.entries(overheads)) {
   const exits = toExit[name];
-  console.log(`${name}${name === 'other' ? ` (${other})` : ''}: start-up overhead median ${median(values).toFixed(0)} ms [${values.map((v) => v.toFixed(0)).join(', ')}]; to exit ${median(exits).toFixed(0)} ms [${exits.map((v) => v.toFixed(0)).join(', ')}]`);
+  console.log(
+    `${name}${name === 'other' ? ` (${other})` : ''}: start-up overhead median ${median(values).toFixed(0)} ms [${values.map((v) => v.toFixed(0)).join(', ')}]; to exit ${median(exits).toFixed(0)} ms [${exits.map((v) => v.toFixed(0)).join(', ')}]`,
+  );
 }
 await engine.close();

@@ -31,16 +31,21 @@ const cleanups = [() => rmSync(work, { recursive: true, force: true })];
 async function rate(count, parallel, one) {
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next < count) await one(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) await one(next++);
+    }),
+  );
   return count / ((performance.now() - started) / 1000);
 }
 
 const { openStore } = await import(pathToFileURL(join(ROOT, 'dist/store/index.js')).href);
 const admin = await postgresAdminUrl(work, cleanups);
 const targets = {
-  SQLite: { store: { engine: 'sqlite', path: join(work, 'sqlite', 'rmbg.sqlite') }, flag: join(work, 'serve-sqlite', 'rmbg.sqlite') },
+  SQLite: {
+    store: { engine: 'sqlite', path: join(work, 'sqlite', 'rmbg.sqlite') },
+    flag: join(work, 'serve-sqlite', 'rmbg.sqlite'),
+  },
   PostgreSQL: { store: { engine: 'postgres', url: await scratchDatabase(admin) }, flag: await scratchDatabase(admin) },
 };
 
@@ -57,8 +62,23 @@ for (const [name, target] of Object.entries(targets)) {
     await store.countRequest(owner.keyId, Date.now(), 60_000);
     await store.charge(owner.accountId, 1, lease);
     await store.deliver(requestId, undefined);
-    await store.recordUsage({ requestId, accountId: owner.accountId, keyId: owner.keyId, endpoint: 'removebg', status: 200, code: null, credits: 1, replayed: false,
-      inputBytes: 1, size: 'preview', format: 'png', width: 1, height: 1, durationMs: 1, createdAt: Date.now() });
+    await store.recordUsage({
+      requestId,
+      accountId: owner.accountId,
+      keyId: owner.keyId,
+      endpoint: 'removebg',
+      status: 200,
+      code: null,
+      credits: 1,
+      replayed: false,
+      inputBytes: 1,
+      size: 'preview',
+      format: 'png',
+      width: 1,
+      height: 1,
+      durationMs: 1,
+      createdAt: Date.now(),
+    });
   };
   await rate(20, 1, cycle); // warm-up
   storeRates[name] = { serial: await rate(cycles, 1, cycle), concurrent: await rate(cycles, CONCURRENT, cycle) };
@@ -68,13 +88,37 @@ for (const [name, target] of Object.entries(targets)) {
 // 2. Served requests.
 const model = join(work, 'identity.onnx');
 writeIdentityModel(model, 'input', 'output');
-const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
+const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+  .jpeg()
+  .toBuffer();
 const httpRates = {};
 for (const [name, target] of Object.entries(targets)) {
-  const child = execa('node', [join(ROOT, 'bin/rmbg.js'), 'serve', '--port', '0', '--store', target.flag, '--model', model, '--rate-limit', '1000000',
-    '--max-queue', '64', '--max-in-flight-per-key', String(CONCURRENT)], { cwd: ROOT, reject: false });
+  const child = execa(
+    'node',
+    [
+      join(ROOT, 'bin/rmbg.js'),
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      target.flag,
+      '--model',
+      model,
+      '--rate-limit',
+      '1000000',
+      '--max-queue',
+      '64',
+      '--max-in-flight-per-key',
+      String(CONCURRENT),
+    ],
+    { cwd: ROOT, reject: false },
+  );
   const url = await listeningUrl(child, () => child.stderr.read()?.toString() ?? '');
-  const keys = await execa('node', [join(ROOT, 'bin/rmbg.js'), 'keys', 'create', '--json', '--credits', String(requests * 4), '--store', target.flag], { cwd: ROOT });
+  const keys = await execa(
+    'node',
+    [join(ROOT, 'bin/rmbg.js'), 'keys', 'create', '--json', '--credits', String(requests * 4), '--store', target.flag],
+    { cwd: ROOT },
+  );
   const { key } = JSON.parse(keys.stdout);
   const send = async () => {
     const form = new FormData();
@@ -91,10 +135,36 @@ for (const [name, target] of Object.entries(targets)) {
 for (const cleanup of cleanups) await cleanup();
 
 const perSecond = (value) => value.toFixed(0);
-console.log(`\nStore operations (one request's store work: authenticate, rate-limit count, charge, deliver, usage record), ${cycles} cycles\n`);
-console.log(table(['engine', 'serial cycles/s', 'ms per cycle', `${CONCURRENT} at once cycles/s`], Object.entries(storeRates).map(([name, r]) => [name, perSecond(r.serial), (1000 / r.serial).toFixed(2), perSecond(r.concurrent)])));
-console.log(`PostgreSQL / SQLite: serial ${ratio(storeRates.PostgreSQL.serial / storeRates.SQLite.serial)}, ${CONCURRENT} at once ${ratio(storeRates.PostgreSQL.concurrent / storeRates.SQLite.concurrent)}`);
+console.log(
+  `\nStore operations (one request's store work: authenticate, rate-limit count, charge, deliver, usage record), ${cycles} cycles\n`,
+);
+console.log(
+  table(
+    ['engine', 'serial cycles/s', 'ms per cycle', `${CONCURRENT} at once cycles/s`],
+    Object.entries(storeRates).map(([name, r]) => [
+      name,
+      perSecond(r.serial),
+      (1000 / r.serial).toFixed(2),
+      perSecond(r.concurrent),
+    ]),
+  ),
+);
+console.log(
+  `PostgreSQL / SQLite: serial ${ratio(storeRates.PostgreSQL.serial / storeRates.SQLite.serial)}, ${CONCURRENT} at once ${ratio(storeRates.PostgreSQL.concurrent / storeRates.SQLite.concurrent)}`,
+);
 console.log(`\nServed requests (rmbg serve, identity model, 64×48 JPEG, size preview), ${requests} requests\n`);
-console.log(table(['engine', 'serial req/s', 'ms per request', `${CONCURRENT} at once req/s`], Object.entries(httpRates).map(([name, r]) => [name, perSecond(r.serial), (1000 / r.serial).toFixed(1), perSecond(r.concurrent)])));
-console.log(`PostgreSQL / SQLite: serial ${ratio(httpRates.PostgreSQL.serial / httpRates.SQLite.serial)}, ${CONCURRENT} at once ${ratio(httpRates.PostgreSQL.concurrent / httpRates.SQLite.concurrent)}; ` +
-  `PostgreSQL adds ${ms(1000 / httpRates.PostgreSQL.serial - 1000 / httpRates.SQLite.serial)} ms per serial request`);
+console.log(
+  table(
+    ['engine', 'serial req/s', 'ms per request', `${CONCURRENT} at once req/s`],
+    Object.entries(httpRates).map(([name, r]) => [
+      name,
+      perSecond(r.serial),
+      (1000 / r.serial).toFixed(1),
+      perSecond(r.concurrent),
+    ]),
+  ),
+);
+console.log(
+  `PostgreSQL / SQLite: serial ${ratio(httpRates.PostgreSQL.serial / httpRates.SQLite.serial)}, ${CONCURRENT} at once ${ratio(httpRates.PostgreSQL.concurrent / httpRates.SQLite.concurrent)}; ` +
+    `PostgreSQL adds ${ms(1000 / httpRates.PostgreSQL.serial - 1000 / httpRates.SQLite.serial)} ms per serial request`,
+);

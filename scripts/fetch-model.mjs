@@ -10,7 +10,18 @@
 // Usage: node scripts/fetch-model.mjs [NAME ...|--all]   (default: the manifest's default model)
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, openSync, writeSync, closeSync, fsyncSync} from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  openSync,
+  writeSync,
+  closeSync,
+  fsyncSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { convertToFp32 } from './lib/onnx-fp32.mjs';
@@ -43,7 +54,9 @@ function packTarball(spec, cacheDir) {
 function writeVerified(model, bytes) {
   const digest = createHash('sha256').update(bytes).digest('hex');
   if (bytes.length !== model.bytes || digest !== model.sha256) {
-    throw new Error(`${model.name}: made ${bytes.length} bytes, sha256 ${digest}; manifest expects ${model.bytes} bytes, sha256 ${model.sha256}`);
+    throw new Error(
+      `${model.name}: made ${bytes.length} bytes, sha256 ${digest}; manifest expects ${model.bytes} bytes, sha256 ${model.sha256}`,
+    );
   }
   const target = join(modelsDir, model.file);
   const temp = `${target}.${process.pid}.tmp`;
@@ -63,7 +76,10 @@ function derive(model) {
   if (!source) throw new Error(`${model.name} is derived from unknown model ${sourceName}`);
   provision(source);
   if (transform !== 'fp32') throw new Error(`${model.name}: unknown transform ${transform}`);
-  const { bytes } = convertToFp32(readFileSync(join(modelsDir, source.file)), { keepOutputs, sourceSha256: source.sha256 });
+  const { bytes } = convertToFp32(readFileSync(join(modelsDir, source.file)), {
+    keepOutputs,
+    sourceSha256: source.sha256,
+  });
   writeVerified(model, bytes);
 }
 
@@ -73,7 +89,9 @@ function provision(model) {
     return;
   }
   if (model.derivedFrom) {
-    console.log(`rmbg: deriving model ${model.name} from ${model.derivedFrom.model} (${model.derivedFrom.transform}) …`);
+    console.log(
+      `rmbg: deriving model ${model.name} from ${model.derivedFrom.model} (${model.derivedFrom.transform}) …`,
+    );
     derive(model);
   } else {
     console.log(`rmbg: assembling model ${model.name} from ${model.source.package}@${model.source.version} …`);
@@ -115,7 +133,9 @@ function assemble(model) {
   const digest = hash.digest('hex');
   if (written !== model.bytes || digest !== model.sha256) {
     rmSync(temp, { force: true });
-    throw new Error(`${model.name}: assembled ${written} bytes, sha256 ${digest}; manifest expects ${model.bytes} bytes, sha256 ${model.sha256}`);
+    throw new Error(
+      `${model.name}: assembled ${written} bytes, sha256 ${digest}; manifest expects ${model.bytes} bytes, sha256 ${model.sha256}`,
+    );
   }
   renameSync(temp, target);
   // npm's cache keeps the tarball for offline re-provisioning; our copy is not needed.

@@ -35,14 +35,30 @@ try {
 
 async function beforeAfterStrip() {
   const out = join(work, 'out');
-  await run(process.execPath, [CLI, 'remove', SAMPLES, '--local', '-o', out, '--size', 'preview', '--format', 'png', '--json'], { env });
-  const names = readdirSync(SAMPLES).filter((name) => /\.(jpe?g|png|webp)$/i.test(name)).sort();
+  await run(
+    process.execPath,
+    [CLI, 'remove', SAMPLES, '--local', '-o', out, '--size', 'preview', '--format', 'png', '--json'],
+    { env },
+  );
+  const names = readdirSync(SAMPLES)
+    .filter((name) => /\.(jpe?g|png|webp)$/i.test(name))
+    .sort();
   const pairs = [];
   for (const name of names) {
-    const before = await sharp(join(SAMPLES, name)).resize({ height: HEIGHT }).flatten({ background: '#ffffff' }).png().toBuffer({ resolveWithObject: true });
+    const before = await sharp(join(SAMPLES, name))
+      .resize({ height: HEIGHT })
+      .flatten({ background: '#ffffff' })
+      .png()
+      .toBuffer({ resolveWithObject: true });
     const { width } = before.info;
-    const cutout = await sharp(join(out, `${parse(name).name}.png`)).resize({ width, height: HEIGHT, fit: 'fill' }).png().toBuffer();
-    const after = await sharp(checkerboard(width, HEIGHT), { raw: { width, height: HEIGHT, channels: 3 } }).composite([{ input: cutout }]).png().toBuffer();
+    const cutout = await sharp(join(out, `${parse(name).name}.png`))
+      .resize({ width, height: HEIGHT, fit: 'fill' })
+      .png()
+      .toBuffer();
+    const after = await sharp(checkerboard(width, HEIGHT), { raw: { width, height: HEIGHT, channels: 3 } })
+      .composite([{ input: cutout }])
+      .png()
+      .toBuffer();
     pairs.push({ width, before: before.data, after });
   }
   const totalWidth = pairs.reduce((sum, pair) => sum + pair.width, 0) + GAP * (pairs.length + 1);
@@ -64,7 +80,12 @@ async function beforeAfterStrip() {
 function checkerboard(width, height, square = 10) {
   const pixels = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) pixels.fill((Math.floor(x / square) + Math.floor(y / square)) % 2 ? 0xd0 : 0xff, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    for (let x = 0; x < width; x++)
+      pixels.fill(
+        (Math.floor(x / square) + Math.floor(y / square)) % 2 ? 0xd0 : 0xff,
+        (y * width + x) * 3,
+        (y * width + x) * 3 + 3,
+      );
   }
   return pixels;
 }
@@ -72,9 +93,16 @@ function checkerboard(width, height, square = 10) {
 async function webPageScreenshot() {
   const { chromium } = await import('playwright-core');
   const dataDir = join(work, 'data');
-  const created = await run(process.execPath, [CLI, 'keys', 'create', '--json', '--credits', '5', '--data-dir', dataDir], { env });
+  const created = await run(
+    process.execPath,
+    [CLI, 'keys', 'create', '--json', '--credits', '5', '--data-dir', dataDir],
+    { env },
+  );
   const { key } = JSON.parse(created.stdout);
-  const server = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let browser;
   try {
     const url = await new Promise((found, failed) => {
@@ -88,7 +116,16 @@ async function webPageScreenshot() {
     });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     const page = await browser.newPage({ viewport: { width: 900, height: 1000 } });
     await page.goto(`${url}/`);

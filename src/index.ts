@@ -22,12 +22,18 @@ export type { RmbgServer, ServerOptions } from './library/server-options.js';
 const shared = createRmbg();
 
 /** Removes the background of one image, on this computer (default) or through `apiUrl`. */
-export function removeBackground(input: ImageInput, options?: RemoveBackgroundOptions): Promise<RemoveBackgroundResult> {
+export function removeBackground(
+  input: ImageInput,
+  options?: RemoveBackgroundOptions,
+): Promise<RemoveBackgroundResult> {
   return shared.removeBackground(input, options);
 }
 
 /** The CLI's batch over files and folders: one event per file, then a summary; re-running resumes. */
-export function removeBackgrounds(inputs: string | readonly string[], options: RemoveBackgroundsOptions): AsyncGenerator<BatchEvent, void, undefined> {
+export function removeBackgrounds(
+  inputs: string | readonly string[],
+  options: RemoveBackgroundsOptions,
+): AsyncGenerator<BatchEvent, void, undefined> {
   return shared.removeBackgrounds(inputs, options);
 }
 

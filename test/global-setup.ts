@@ -13,12 +13,20 @@ function tsc(args: string[], what: string): void {
     execFileSync(process.execPath, [TSC, ...args], { cwd: ROOT, stdio: 'pipe' });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`${what} failed; no test runs on a tree that does not compile:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
+    throw new Error(
+      `${what} failed; no test runs on a tree that does not compile:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`,
+    );
   }
 }
 
 export default function setup(): void {
   const cache = path.join(ROOT, 'node_modules/.cache/rmbg-tsc');
-  tsc(['-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'build.tsbuildinfo')], 'building dist/ (tsc -p tsconfig.json)');
-  tsc(['-p', 'tsconfig.test.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'typecheck.tsbuildinfo')], 'type-checking the tests (tsc -p tsconfig.test.json)');
+  tsc(
+    ['-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'build.tsbuildinfo')],
+    'building dist/ (tsc -p tsconfig.json)',
+  );
+  tsc(
+    ['-p', 'tsconfig.test.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'typecheck.tsbuildinfo')],
+    'type-checking the tests (tsc -p tsconfig.test.json)',
+  );
 }

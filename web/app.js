@@ -76,7 +76,11 @@ async function processOne(file, item) {
   if (useBg.checked) form.append('bg_color', bgColor.value);
   let response;
   try {
-    response = await fetch('/v1.0/removebg', { method: 'POST', headers: { 'X-API-Key': keyInput.value.trim() }, body: form });
+    response = await fetch('/v1.0/removebg', {
+      method: 'POST',
+      headers: { 'X-API-Key': keyInput.value.trim() },
+      body: form,
+    });
   } catch {
     setStatus(item, 'The server could not be reached. Is rmbg serve still running?', 'error');
     return;
@@ -90,7 +94,11 @@ async function processOne(file, item) {
   const height = response.headers.get('X-Height');
   const charged = response.headers.get('X-Credits-Charged');
   showResult(item, file, blob, { width, height });
-  setStatus(item, `Done: ${width} × ${height} ${formatName(blob.type)}, ${charged} credit${charged === '1' ? '' : 's'}.`, 'done');
+  setStatus(
+    item,
+    `Done: ${width} × ${height} ${formatName(blob.type)}, ${charged} credit${charged === '1' ? '' : 's'}.`,
+    'done',
+  );
 }
 
 function formatName(type) {

@@ -22,7 +22,11 @@ export async function removeTimes(file, runs, model, cli = CLI, extraArgs = []) 
   for (let i = 0; i < runs; i++) {
     const out = await mkdtemp(join(tmpdir(), 'rmbg-bench-start-'));
     const started = performance.now();
-    const child = spawn(process.execPath, [cli, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : []), ...extraArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [cli, 'remove', file, '--local', '-o', out, '--json', ...(model ? ['--model', model] : []), ...extraArgs],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     let firstResult;
@@ -34,7 +38,8 @@ export async function removeTimes(file, runs, model, cli = CLI, extraArgs = []) 
     const code = await new Promise((resolve) => child.on('close', resolve));
     const exit = performance.now() - started;
     await rm(out, { recursive: true, force: true });
-    if (code !== 0 || firstResult === undefined) throw new Error(`rmbg remove ${file} --local exited with ${code} and no result: ${stderr || stdout}`);
+    if (code !== 0 || firstResult === undefined)
+      throw new Error(`rmbg remove ${file} --local exited with ${code} and no result: ${stderr || stdout}`);
     times.push({ firstResult, exit });
   }
   return times;
@@ -53,10 +58,30 @@ async function peakRss(pid) {
  */
 export async function serveProbe({ small, large, sequential = 4, concurrent = 8, model }) {
   const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-serve-'));
-  const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--json', '--credits', '1000', '--data-dir', dataDir], { cwd: ROOT });
+  const { stdout } = await run(
+    process.execPath,
+    [CLI, 'keys', 'create', '--json', '--credits', '1000', '--data-dir', dataDir],
+    { cwd: ROOT },
+  );
   const { key } = JSON.parse(stdout);
   const started = performance.now();
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, '--max-queue', String(concurrent), '--max-in-flight-per-key', String(concurrent), ...(model ? ['--model', model] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--max-queue',
+      String(concurrent),
+      '--max-in-flight-per-key',
+      String(concurrent),
+      ...(model ? ['--model', model] : []),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     const url = await listeningUrl(child);
     const readyMs = performance.now() - started;
@@ -65,7 +90,11 @@ export async function serveProbe({ small, large, sequential = 4, concurrent = 8,
       form.append('image_file', new Blob([image]), 'photo');
       form.append('size', 'full');
       const t = performance.now();
-      const response = await fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+      const response = await fetch(`${url}/v1.0/removebg`, {
+        method: 'POST',
+        body: form,
+        headers: { 'X-API-Key': key },
+      });
       await response.arrayBuffer();
       if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
       return performance.now() - t;

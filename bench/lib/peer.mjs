@@ -22,7 +22,9 @@ export function ensurePeerInstalled() {
   } catch (error) {
     return `npm --prefix bench/peers ci failed: ${error.message}`;
   }
-  return existsSync(PACKAGE) ? null : 'npm --prefix bench/peers ci finished but @imgly/background-removal-node is not installed';
+  return existsSync(PACKAGE)
+    ? null
+    : 'npm --prefix bench/peers ci finished but @imgly/background-removal-node is not installed';
 }
 
 export async function startPeer() {

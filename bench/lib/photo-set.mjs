@@ -20,7 +20,9 @@ const DERIVED = [
 async function derive(source, width, height, target) {
   // Upscaling alone gives smooth pictures that decode and compress unrealistically fast; grain restores a
   // photo's entropy (soft-light keeps the tones).
-  const grain = await sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 18 } } })
+  const grain = await sharp({
+    create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 18 } },
+  })
     .png()
     .toBuffer();
   await sharp(join(ROOT, 'samples', source))
@@ -47,9 +49,15 @@ export async function preparePhotos(workDir, { quick = false } = {}) {
     if (!(await stat(target).catch(() => null))) await derive(source, width, height, target);
   }
   // Leftovers from an older set would be picked up by the folder run.
-  for (const name of await readdir(dir)) if (!wanted.includes(join(dir, name))) await rm(join(dir, name), { recursive: true, force: true });
+  for (const name of await readdir(dir))
+    if (!wanted.includes(join(dir, name))) await rm(join(dir, name), { recursive: true, force: true });
   const sized = await Promise.all(wanted.map(async (file) => ({ file, ...(await sharp(file).metadata()) })));
-  return { dir, photos: sized.sort((a, b) => a.width * a.height - b.width * b.height).map(({ file, width, height, size }) => ({ file, width, height, bytes: size })) };
+  return {
+    dir,
+    photos: sized
+      .sort((a, b) => a.width * a.height - b.width * b.height)
+      .map(({ file, width, height, size }) => ({ file, width, height, bytes: size })),
+  };
 }
 
 /** One 50 MP JPEG (8640×5760, the API's pixel limit), kept apart from the folder: the memory probe's largest case. */

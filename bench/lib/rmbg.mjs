@@ -10,8 +10,15 @@ const dist = (path) => pathToFileURL(join(ROOT, 'dist', path)).href;
 export let BENCH_OPTIONS;
 
 export async function loadRmbg() {
-  if (!existsSync(join(ROOT, 'dist', 'engine', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
-  const [{ createEngine }, { runBatch }, { localRemover, defaultConcurrency }, { discoverInputs }, { CALLER_DEFAULT_OPTIONS }] = await Promise.all([
+  if (!existsSync(join(ROOT, 'dist', 'engine', 'index.js')))
+    throw new Error('dist/ is missing: run `npm run build` first');
+  const [
+    { createEngine },
+    { runBatch },
+    { localRemover, defaultConcurrency },
+    { discoverInputs },
+    { CALLER_DEFAULT_OPTIONS },
+  ] = await Promise.all([
     import(dist('engine/index.js')),
     import(dist('batch/run-batch.js')),
     import(dist('batch/remover.js')),
@@ -26,7 +33,16 @@ export async function loadRmbg() {
     /** The whole folder through runBatch (read, process, atomic write, journal), as `rmbg remove DIR` does. */
     async runFolder(engine, dir, outputDir, concurrency, options = BENCH_OPTIONS) {
       const items = await discoverInputs([dir], { recursive: false, outputDir });
-      return runBatch({ items, outputDir, options, remover: localRemover(engine), concurrency, overwrite: true, retryFailed: false, onEvent: () => {} });
+      return runBatch({
+        items,
+        outputDir,
+        options,
+        remover: localRemover(engine),
+        concurrency,
+        overwrite: true,
+        retryFailed: false,
+        onEvent: () => {},
+      });
     },
   };
 }

@@ -9,6 +9,8 @@ export function listeningUrl(child, why = () => '') {
       const match = /listening on (http:\/\/\S+)/.exec(out);
       if (match) resolve(match[1]);
     });
-    child.once('exit', (code) => reject(new Error(`rmbg serve exited with ${code} before listening${why() ? `: ${why()}` : ''}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`rmbg serve exited with ${code} before listening${why() ? `: ${why()}` : ''}`)),
+    );
   });
 }

@@ -10,7 +10,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const pkgDir = join(dirname(fileURLToPath(import.meta.resolve('@imgly/background-removal-node'))), '..');
 const { version } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 const { removeBackground } = await import('@imgly/background-removal-node');
-const config = { publicPath: `${pathToFileURL(`${pkgDir}/dist`).href}/`, model: 'medium', output: { format: 'image/png', quality: 0.8 } };
+const config = {
+  publicPath: `${pathToFileURL(`${pkgDir}/dist`).href}/`,
+  model: 'medium',
+  output: { format: 'image/png', quality: 0.8 },
+};
 const MIME = { '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.webp': 'image/webp' };
 
 async function removeOne(file) {

@@ -43,7 +43,10 @@ function tensorToFloat(tensorBytes) {
   const floats = Buffer.alloc(halves.length * 4);
   for (let i = 0; i < halves.length; i++) floats.writeFloatLE(table[raw ? raw.readUInt16LE(i * 2) : halves[i]], i * 4);
   const kept = fields.filter((f) => f.field !== TENSOR.rawData && f.field !== TENSOR.int32Data);
-  return encode([...kept.map((f) => (f.field === TENSOR.dataType ? { ...f, value: FLOAT } : f)), { field: TENSOR.rawData, wire: WIRE.bytes, value: floats }]);
+  return encode([
+    ...kept.map((f) => (f.field === TENSOR.dataType ? { ...f, value: FLOAT } : f)),
+    { field: TENSOR.rawData, wire: WIRE.bytes, value: floats },
+  ]);
 }
 
 /** ValueInfoProto with elem_type FLOAT16 retyped FLOAT (TypeProto.tensor_type.elem_type). */
@@ -53,7 +56,14 @@ function valueInfoToFloat(infoBytes) {
     if (f.field !== 2) return f;
     return {
       ...f,
-      value: decode(f.value).map((t) => (t.field !== 1 ? t : { ...t, value: decode(t.value).map((e) => (e.field === 1 && e.value === FLOAT16 ? { ...e, value: FLOAT } : e)) })),
+      value: decode(f.value).map((t) =>
+        t.field !== 1
+          ? t
+          : {
+              ...t,
+              value: decode(t.value).map((e) => (e.field === 1 && e.value === FLOAT16 ? { ...e, value: FLOAT } : e)),
+            },
+      ),
     };
   });
 }
@@ -74,10 +84,15 @@ export function convertToFp32(source, { keepOutputs, sourceSha256 }) {
 
   const nodes = graph.filter((f) => f.field === GRAPH.node).map((f) => decode(f.value));
   const initializers = graph.filter((f) => f.field === GRAPH.initializer);
-  const typeOf = new Map(initializers.map((f) => [nameOf(f.value, TENSOR.name), one(decode(f.value), TENSOR.dataType)]));
+  const typeOf = new Map(
+    initializers.map((f) => [nameOf(f.value, TENSOR.name), one(decode(f.value), TENSOR.dataType)]),
+  );
   for (const node of nodes) {
     if (str(node, NODE.opType)[0] !== 'Constant') continue;
-    const value = node.filter((f) => f.field === NODE.attribute).map((f) => decode(f.value)).find((a) => one(a, ATTR.t));
+    const value = node
+      .filter((f) => f.field === NODE.attribute)
+      .map((f) => decode(f.value))
+      .find((a) => one(a, ATTR.t));
     if (value) typeOf.set(str(node, NODE.output)[0], one(decode(one(value, ATTR.t)), TENSOR.dataType));
   }
 
@@ -103,7 +118,13 @@ export function convertToFp32(source, { keepOutputs, sourceSha256 }) {
       }
       if (target === FLOAT16) {
         castsRetargeted++;
-        kept.push(node.map((f) => (f.field === NODE.attribute && str(decode(f.value), ATTR.name)[0] === 'to' ? { ...f, value: decode(f.value).map((a) => (a.field === ATTR.i ? { ...a, value: FLOAT } : a)) } : f)));
+        kept.push(
+          node.map((f) =>
+            f.field === NODE.attribute && str(decode(f.value), ATTR.name)[0] === 'to'
+              ? { ...f, value: decode(f.value).map((a) => (a.field === ATTR.i ? { ...a, value: FLOAT } : a)) }
+              : f,
+          ),
+        );
         continue;
       }
     }
@@ -117,7 +138,13 @@ export function convertToFp32(source, { keepOutputs, sourceSha256 }) {
     }
     return current;
   };
-  const renamed = kept.map((node) => node.map((f) => (f.field === NODE.input || f.field === NODE.output ? { ...f, value: Buffer.from(f.value.length ? resolve(f.value.toString('utf8')) : '') } : f)));
+  const renamed = kept.map((node) =>
+    node.map((f) =>
+      f.field === NODE.input || f.field === NODE.output
+        ? { ...f, value: Buffer.from(f.value.length ? resolve(f.value.toString('utf8')) : '') }
+        : f,
+    ),
+  );
 
   // Keep only what the kept outputs need (nodes are in topological order, so one backward pass suffices).
   const needed = new Set(keepOutputs);
@@ -135,7 +162,14 @@ export function convertToFp32(source, { keepOutputs, sourceSha256 }) {
   const liveNodes = live.map((node) => ({
     field: GRAPH.node,
     wire: WIRE.bytes,
-    value: node.map((f) => (f.field === NODE.attribute ? { ...f, value: decode(f.value).map((a) => (a.field === ATTR.t ? { ...a, value: tensorToFloat(a.value) } : a)) } : f)),
+    value: node.map((f) =>
+      f.field === NODE.attribute
+        ? {
+            ...f,
+            value: decode(f.value).map((a) => (a.field === ATTR.t ? { ...a, value: tensorToFloat(a.value) } : a)),
+          }
+        : f,
+    ),
   }));
   for (const f of graph) {
     if (f.field === GRAPH.node) {
@@ -155,13 +189,28 @@ export function convertToFp32(source, { keepOutputs, sourceSha256 }) {
     else graphOut.push(f);
   }
 
-  const metadata = sourceSha256 ? [{ field: MODEL.metadata, wire: WIRE.bytes, value: [
-    { field: 1, wire: WIRE.bytes, value: 'rmbg.derived_from_sha256' },
-    { field: 2, wire: WIRE.bytes, value: sourceSha256 },
-  ] }] : [];
+  const metadata = sourceSha256
+    ? [
+        {
+          field: MODEL.metadata,
+          wire: WIRE.bytes,
+          value: [
+            { field: 1, wire: WIRE.bytes, value: 'rmbg.derived_from_sha256' },
+            { field: 2, wire: WIRE.bytes, value: sourceSha256 },
+          ],
+        },
+      ]
+    : [];
   const modelOut = [...model.map((f) => (f.field === MODEL.graph ? { ...f, value: graphOut } : f)), ...metadata];
   return {
     bytes: encode(modelOut),
-    stats: { nodes: live.length, nodesBefore: nodes.length, castsRemoved, castsRetargeted, convertedInitializers, initializers: graphOut.filter((f) => f.field === GRAPH.initializer).length },
+    stats: {
+      nodes: live.length,
+      nodesBefore: nodes.length,
+      castsRemoved,
+      castsRetargeted,
+      convertedInitializers,
+      initializers: graphOut.filter((f) => f.field === GRAPH.initializer).length,
+    },
   };
 }

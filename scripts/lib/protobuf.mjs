@@ -82,11 +82,12 @@ export function varints(fields, n) {
   const out = [];
   for (const f of fields.filter((x) => x.field === n)) {
     if (f.wire === WIRE.varint) out.push(f.value);
-    else for (let pos = 0; pos < f.value.length; ) {
-      let v;
-      [v, pos] = readVarint(f.value, pos);
-      out.push(v);
-    }
+    else
+      for (let pos = 0; pos < f.value.length; ) {
+        let v;
+        [v, pos] = readVarint(f.value, pos);
+        out.push(v);
+      }
   }
   return out;
 }

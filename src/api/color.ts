@@ -17,7 +17,8 @@ const HEX = /^#?([0-9a-f]{3}|[0-9a-f]{4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
 export function parseColor(text: string): Rgba {
   const value = text.trim();
   const named = (cssColorNames as Record<string, [number, number, number]>)[value.toLowerCase()];
-  if (named && Object.hasOwn(cssColorNames, value.toLowerCase())) return { r: named[0], g: named[1], b: named[2], alpha: 1 };
+  if (named && Object.hasOwn(cssColorNames, value.toLowerCase()))
+    return { r: named[0], g: named[1], b: named[2], alpha: 1 };
   const match = HEX.exec(value);
   if (!match) {
     throw new RmbgError(

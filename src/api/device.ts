@@ -8,7 +8,8 @@ import { RmbgError } from './errors.js';
 export const DEVICES = ['auto', 'gpu', 'cpu'] as const;
 export type Device = (typeof DEVICES)[number];
 export const DEFAULT_DEVICE: Device = 'auto';
-export const DEVICE_DESCRIPTION = 'where the model runs: auto (the GPU when a hardware one works, else the CPU), gpu (WebGPU, or an error), cpu';
+export const DEVICE_DESCRIPTION =
+  'where the model runs: auto (the GPU when a hardware one works, else the CPU), gpu (WebGPU, or an error), cpu';
 
 export function parseDevice(value: unknown, name = 'device'): Device {
   if (typeof value === 'string' && (DEVICES as readonly string[]).includes(value)) return value as Device;

@@ -14,7 +14,10 @@ export function parseImageUrl(raw: string): ImageUrlTarget {
   try {
     url = new URL(raw);
   } catch {
-    throw new RmbgError('invalid_image_url', 'image_url is not a valid absolute URL; give a direct https:// URL to the image');
+    throw new RmbgError(
+      'invalid_image_url',
+      'image_url is not a valid absolute URL; give a direct https:// URL to the image',
+    );
   }
   if (url.protocol !== 'https:') {
     throw new RmbgError(
@@ -24,10 +27,16 @@ export function parseImageUrl(raw: string): ImageUrlTarget {
   }
   // WHATWG URL drops the scheme's default port, so any port left here is not 443.
   if (url.port !== '') {
-    throw new RmbgError('invalid_image_url', `image_url port ${url.port} is not allowed; only port 443 (the https default) is fetched`);
+    throw new RmbgError(
+      'invalid_image_url',
+      `image_url port ${url.port} is not allowed; only port 443 (the https default) is fetched`,
+    );
   }
   if (url.username !== '' || url.password !== '') {
-    throw new RmbgError('invalid_image_url', 'image_url must not carry credentials (user:password@); give a public URL that needs none');
+    throw new RmbgError(
+      'invalid_image_url',
+      'image_url must not carry credentials (user:password@); give a public URL that needs none',
+    );
   }
   return { url, host: url.hostname.replace(/^\[(.*)\]$/, '$1') };
 }

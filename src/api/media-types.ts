@@ -8,7 +8,11 @@ export type SupportedFormat = 'jpeg' | 'png' | 'webp';
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] as const;
 
-export const MIME_OF_INPUT: Record<SupportedFormat, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
+export const MIME_OF_INPUT: Record<SupportedFormat, string> = {
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+};
 
 export const MIME_OF_FORMAT: Record<OutputFormat, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
 
@@ -20,7 +24,8 @@ function startsWith(data: Buffer, bytes: readonly number[]): boolean {
 export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
   if (startsWith(data, [0xff, 0xd8, 0xff])) return 'jpeg';
   if (startsWith(data, PNG_SIGNATURE)) return 'png';
-  if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP')
+    return 'webp';
   return undefined;
 }
 

@@ -2,7 +2,14 @@
 // schema, the error catalogue, the body limits and the header names, so it cannot drift from the code.
 
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
-import { LIMITS, OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
+import {
+  LIMITS,
+  OPTION_FIELDS,
+  SOURCE_FIELDS,
+  UNSUPPORTED_FIELDS,
+  type OptionField,
+  type SourceField,
+} from './options.js';
 import { REQUEST_ENCODINGS, type RequestEncoding } from './request-content-type.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';
@@ -33,10 +40,19 @@ const SOURCE_SCHEMAS: Record<SourceField, Schema> = {
 function optionSchema(field: OptionField): Schema {
   switch (field.kind) {
     case 'enum':
-      return { type: 'string', enum: [...field.values], ...(field.default === undefined ? {} : { default: field.default }), description: field.description };
+      return {
+        type: 'string',
+        enum: [...field.values],
+        ...(field.default === undefined ? {} : { default: field.default }),
+        description: field.description,
+      };
     case 'boolean':
       // Forms can only send strings; JSON bodies may send a boolean.
-      return { type: ['boolean', 'string'], default: field.default, description: `${field.description} In forms: true or false.` };
+      return {
+        type: ['boolean', 'string'],
+        default: field.default,
+        description: `${field.description} In forms: true or false.`,
+      };
     case 'color':
       return { type: 'string', description: field.description };
   }
@@ -44,7 +60,8 @@ function optionSchema(field: OptionField): Schema {
 
 const UNSUPPORTED_SCHEMA: Schema = {
   enum: ['', null],
-  description: 'Not supported by this service: an empty value is ignored, any other value gets 400 unsupported_parameter.',
+  description:
+    'Not supported by this service: an empty value is ignored, any other value gets 400 unsupported_parameter.',
 };
 
 function requestBodySchema(encoding: RequestEncoding): Schema {
@@ -80,7 +97,12 @@ function errorResponse(status: number): Schema {
       [HEADERS.requestId]: headerRef('requestId'),
       ...(retry ? { [HEADERS.retryAfter]: headerRef('retryAfter') } : {}),
       // Errors after authentication carry the caller's window too (src/server renders the error's rate limit).
-      ...Object.fromEntries((['rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [HEADERS[name], headerRef(name)])),
+      ...Object.fromEntries(
+        (['rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [
+          HEADERS[name],
+          headerRef(name),
+        ]),
+      ),
     },
     content: {
       'application/json': {
@@ -94,20 +116,46 @@ function errorResponse(status: number): Schema {
 }
 
 function errorResponses(statuses: number[]): Schema {
-  return Object.fromEntries(statuses.map((status) => [String(status), { $ref: `#/components/responses/Error${status}` }]));
+  return Object.fromEntries(
+    statuses.map((status) => [String(status), { $ref: `#/components/responses/Error${status}` }]),
+  );
 }
 
-const RESULT_FIELDS = ['result_width', 'result_height', 'credits_charged', 'foreground_top', 'foreground_left', 'foreground_width', 'foreground_height'] as const;
+const RESULT_FIELDS = [
+  'result_width',
+  'result_height',
+  'credits_charged',
+  'foreground_top',
+  'foreground_left',
+  'foreground_width',
+  'foreground_height',
+] as const;
 
 export function openApiDocument(): Schema {
   const allStatuses = statusesOf(wireErrorCodes());
   const routing = statusesOf(['not_found', 'method_not_allowed']);
   const removeStatuses = allStatuses.filter((status) => !routing.includes(status));
   const accountStatuses = statusesOf(['invalid_api_key', 'rate_limited', 'internal_error', 'service_busy']);
-  const successHeaders = (['width', 'height', 'creditsCharged', 'requestId', 'foregroundTop', 'foregroundLeft', 'foregroundWidth', 'foregroundHeight', 'rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset', 'replayed'] as const).map(
-    (name) => [HEADERS[name], headerRef(name)],
-  );
-  const rateHeaders = (['requestId', 'rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [HEADERS[name], headerRef(name)]);
+  const successHeaders = (
+    [
+      'width',
+      'height',
+      'creditsCharged',
+      'requestId',
+      'foregroundTop',
+      'foregroundLeft',
+      'foregroundWidth',
+      'foregroundHeight',
+      'rateLimitLimit',
+      'rateLimitRemaining',
+      'rateLimitReset',
+      'replayed',
+    ] as const
+  ).map((name) => [HEADERS[name], headerRef(name)]);
+  const rateHeaders = (['requestId', 'rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [
+    HEADERS[name],
+    headerRef(name),
+  ]);
 
   return {
     openapi: '3.1.0',
@@ -182,19 +230,31 @@ export function openApiDocument(): Schema {
           operationId: 'getOpenApi',
           summary: 'This document',
           security: [],
-          responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
+          responses: {
+            '200': {
+              description: 'OpenAPI 3.1 document',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+          },
         },
       },
     },
     components: {
-      securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: HEADERS.apiKey, description: HEADER_DESCRIPTIONS.apiKey } },
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: HEADERS.apiKey, description: HEADER_DESCRIPTIONS.apiKey },
+      },
       headers: Object.fromEntries(
         (Object.keys(HEADERS) as HeaderName[])
           .filter((name) => name !== 'apiKey' && name !== 'idempotencyKey')
           .map((name) => [HEADERS[name], { description: HEADER_DESCRIPTIONS[name], schema: { type: 'string' } }]),
       ),
       schemas: {
-        ...Object.fromEntries((Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [`RemoveRequest_${encoding}`, requestBodySchema(encoding)])),
+        ...Object.fromEntries(
+          (Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [
+            `RemoveRequest_${encoding}`,
+            requestBodySchema(encoding),
+          ]),
+        ),
         RemoveResult: {
           type: 'object',
           required: ['data'],
@@ -229,7 +289,11 @@ export function openApiDocument(): Schema {
                       properties: {
                         total: { type: 'integer', minimum: 0 },
                         subscription: { type: 'integer', minimum: 0 },
-                        payg: { type: 'integer', minimum: 0, description: 'All credits that are not subscription credits.' },
+                        payg: {
+                          type: 'integer',
+                          minimum: 0,
+                          description: 'All credits that are not subscription credits.',
+                        },
                         enterprise: { const: 0 },
                       },
                     },

@@ -54,12 +54,34 @@ export type OptionField = EnumField | BooleanField | ColorField;
 
 /** The option fields (everything but the image source), in the order the spec lists them. */
 export const OPTION_FIELDS = [
-  { name: 'size', kind: 'enum', values: SIZES, default: 'preview', description: 'Result size ceiling (never upscaled).' },
-  { name: 'format', kind: 'enum', values: FORMATS, default: 'auto', description: 'auto: PNG if the result has transparency, JPG if opaque.' },
+  {
+    name: 'size',
+    kind: 'enum',
+    values: SIZES,
+    default: 'preview',
+    description: 'Result size ceiling (never upscaled).',
+  },
+  {
+    name: 'format',
+    kind: 'enum',
+    values: FORMATS,
+    default: 'auto',
+    description: 'auto: PNG if the result has transparency, JPG if opaque.',
+  },
   { name: 'crop', kind: 'boolean', default: false, description: 'Trim empty borders to the foreground box.' },
-  { name: 'bg_color', kind: 'color', description: 'Flatten onto a colour: CSS colour name, or hex with 3, 4, 6 or 8 digits (leading # optional).' },
+  {
+    name: 'bg_color',
+    kind: 'color',
+    description: 'Flatten onto a colour: CSS colour name, or hex with 3, 4, 6 or 8 digits (leading # optional).',
+  },
   { name: 'type', kind: 'enum', values: ['auto'], default: undefined, description: 'Foreground type; only auto.' },
-  { name: 'type_level', kind: 'enum', values: ['none'], default: undefined, description: 'Classification level; only none.' },
+  {
+    name: 'type_level',
+    kind: 'enum',
+    values: ['none'],
+    default: undefined,
+    description: 'Classification level; only none.',
+  },
   { name: 'channels', kind: 'enum', values: ['rgba'], default: undefined, description: 'Result channels; only rgba.' },
 ] as const satisfies readonly OptionField[];
 
@@ -123,7 +145,10 @@ function parseEnum(field: EnumField, value: unknown): string {
   const got = describeValue(value);
   // Values of type, type_level and channels other than the allowed one are features we do not offer.
   const code = field.values.length === 1 ? 'unsupported_parameter' : 'invalid_option';
-  throw new RmbgError(code, `${field.name} must be ${field.values.length === 1 ? '' : 'one of '}${allowed}; got ${got}`);
+  throw new RmbgError(
+    code,
+    `${field.name} must be ${field.values.length === 1 ? '' : 'one of '}${allowed}; got ${got}`,
+  );
 }
 
 /**
@@ -131,13 +156,19 @@ function parseEnum(field: EnumField, value: unknown): string {
  * Image source fields are checked by the caller, which knows how it received them; they are skipped here.
  * Empty values mean "not set": the field's default applies.
  */
-export function parseRemoveOptions(fields: Record<string, unknown>, defaults: RemoveOptions = DEFAULT_OPTIONS): RemoveOptions {
+export function parseRemoveOptions(
+  fields: Record<string, unknown>,
+  defaults: RemoveOptions = DEFAULT_OPTIONS,
+): RemoveOptions {
   const options: RemoveOptions = { ...defaults };
   for (const [name, value] of Object.entries(fields)) {
     if (SOURCE_NAMES.has(name)) continue;
     if (UNSUPPORTED_NAMES.has(name)) {
       if (isEmpty(value)) continue;
-      throw new RmbgError('unsupported_parameter', `${name} is not supported by this service; remove it from the request`);
+      throw new RmbgError(
+        'unsupported_parameter',
+        `${name} is not supported by this service; remove it from the request`,
+      );
     }
     if (!OPTION_NAMES.has(name)) {
       const allowed = [...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name)].join(', ');
@@ -156,7 +187,8 @@ export function parseRemoveOptions(fields: Record<string, unknown>, defaults: Re
         options.crop = parseBoolean('crop', value);
         break;
       case 'bg_color':
-        if (typeof value !== 'string') throw new RmbgError('invalid_option', `bg_color must be a string; got ${describeValue(value)}`);
+        if (typeof value !== 'string')
+          throw new RmbgError('invalid_option', `bg_color must be a string; got ${describeValue(value)}`);
         options.bgColor = parseColor(value);
         break;
       default:
@@ -168,7 +200,9 @@ export function parseRemoveOptions(fields: Record<string, unknown>, defaults: Re
 
 /** A canonical string of the options that change the output, for idempotency fingerprints and journal keys. */
 export function canonicalOptions(options: RemoveOptions): string {
-  const color = options.bgColor ? `${options.bgColor.r},${options.bgColor.g},${options.bgColor.b},${options.bgColor.alpha}` : '';
+  const color = options.bgColor
+    ? `${options.bgColor.r},${options.bgColor.g},${options.bgColor.b},${options.bgColor.alpha}`
+    : '';
   return `size=${options.size};format=${options.format};crop=${options.crop};bg=${color}`;
 }
 

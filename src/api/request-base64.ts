@@ -8,7 +8,10 @@ const FORBIDDEN = /[^A-Za-z0-9+/=]/;
 
 export function decodeImageBase64(text: string): Buffer {
   if (/^data:/i.test(text)) {
-    throw new RmbgError('invalid_base64', "image_file_b64 must be plain base64 without a data-URL prefix; remove everything up to and including the comma of 'data:...;base64,'");
+    throw new RmbgError(
+      'invalid_base64',
+      "image_file_b64 must be plain base64 without a data-URL prefix; remove everything up to and including the comma of 'data:...;base64,'",
+    );
   }
   const forbidden = FORBIDDEN.exec(text);
   if (forbidden) {
@@ -24,16 +27,25 @@ export function decodeImageBase64(text: string): Buffer {
     );
   }
   if (text.length % 4 !== 0) {
-    throw new RmbgError('invalid_base64', `image_file_b64 must be padded with = to a multiple of 4 characters; got ${text.length} characters`);
+    throw new RmbgError(
+      'invalid_base64',
+      `image_file_b64 must be padded with = to a multiple of 4 characters; got ${text.length} characters`,
+    );
   }
   const firstPad = text.indexOf('=');
   const padding = firstPad === -1 ? 0 : text.length - firstPad;
   if (padding > 2 || (padding > 0 && !/^={1,2}$/.test(text.slice(firstPad)))) {
-    throw new RmbgError('invalid_base64', 'image_file_b64 may only end with one or two = padding characters; = was found elsewhere');
+    throw new RmbgError(
+      'invalid_base64',
+      'image_file_b64 may only end with one or two = padding characters; = was found elsewhere',
+    );
   }
   const decodedBytes = (text.length / 4) * 3 - padding;
   if (decodedBytes > LIMITS.maxImageBytes) {
-    throw new RmbgError('file_too_large', `image_file_b64 decodes to ${decodedBytes} bytes; the image may be at most ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes})`);
+    throw new RmbgError(
+      'file_too_large',
+      `image_file_b64 decodes to ${decodedBytes} bytes; the image may be at most ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes})`,
+    );
   }
   return Buffer.from(text, 'base64');
 }

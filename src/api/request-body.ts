@@ -50,8 +50,12 @@ export function streamBody(body: Readable, limits: BodyLimits, onChunk: (chunk: 
       }
     };
     const onEnd = () => finish();
-    const onError = (error: Error) => finish(new RmbgError('invalid_request', `the request body could not be read: ${error.message}`, { cause: error }));
-    const onClose = () => finish(new RmbgError('invalid_request', 'the connection closed before the request body was complete'));
+    const onError = (error: Error) =>
+      finish(
+        new RmbgError('invalid_request', `the request body could not be read: ${error.message}`, { cause: error }),
+      );
+    const onClose = () =>
+      finish(new RmbgError('invalid_request', 'the connection closed before the request body was complete'));
     const onAbort = () => finish(signal?.reason);
 
     if (signal?.aborted) return finish(signal.reason);

@@ -35,7 +35,8 @@ export function addField(fields: CollectedFields, name: string, value: unknown):
 
 function textSource(name: string, value: unknown): string | undefined {
   if (isEmpty(value)) return undefined;
-  if (typeof value !== 'string') throw new RmbgError('invalid_request', `${name} must be a string; got ${describeValue(value)}`);
+  if (typeof value !== 'string')
+    throw new RmbgError('invalid_request', `${name} must be a string; got ${describeValue(value)}`);
   return value;
 }
 
@@ -52,12 +53,17 @@ export function toParsedRequest(fields: CollectedFields, encoding: RequestEncodi
   const url = textSource('image_url', fields.values.get('image_url'));
   const base64 = textSource('image_file_b64', fields.values.get('image_file_b64'));
   const file = fields.imageFile !== undefined && fields.imageFile.length > 0 ? fields.imageFile : undefined;
-  const given = [file && 'image_file', url && 'image_url', base64 && 'image_file_b64'].filter((name): name is string => Boolean(name));
+  const given = [file && 'image_file', url && 'image_url', base64 && 'image_file_b64'].filter((name): name is string =>
+    Boolean(name),
+  );
   if (given.length === 0) {
     throw new RmbgError('missing_image_source', `send exactly one of ${SOURCE_FIELDS.join(', ')}; none was given`);
   }
   if (given.length > 1) {
-    throw new RmbgError('multiple_image_sources', `send exactly one of ${SOURCE_FIELDS.join(', ')}; got ${given.join(' and ')}`);
+    throw new RmbgError(
+      'multiple_image_sources',
+      `send exactly one of ${SOURCE_FIELDS.join(', ')}; got ${given.join(' and ')}`,
+    );
   }
 
   let source: ImageSource;
@@ -65,7 +71,6 @@ export function toParsedRequest(fields: CollectedFields, encoding: RequestEncodi
   else if (url) {
     parseImageUrl(url); // a URL that can never be fetched is refused now, before any charge
     source = { kind: 'url', url };
-  }
-  else source = { kind: 'base64', data: decodeImageBase64(base64 as string) };
+  } else source = { kind: 'base64', data: decodeImageBase64(base64 as string) };
   return { source, options };
 }

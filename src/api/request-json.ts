@@ -11,10 +11,15 @@ export function collectJsonFields(body: Buffer): CollectedFields {
     parsed = JSON.parse(text);
   } catch (error) {
     const reason = text.trim() === '' ? 'the body is empty' : (error as Error).message;
-    throw new RmbgError('invalid_request', `the body is not valid JSON (${reason}); send one JSON object`, { cause: error });
+    throw new RmbgError('invalid_request', `the body is not valid JSON (${reason}); send one JSON object`, {
+      cause: error,
+    });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new RmbgError('invalid_request', `the JSON body must be an object of fields; got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`);
+    throw new RmbgError(
+      'invalid_request',
+      `the JSON body must be an object of fields; got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,
+    );
   }
   const fields = emptyFields();
   const object = parsed as Record<string, unknown>;

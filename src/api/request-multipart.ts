@@ -12,12 +12,16 @@ import { MAX_BASE64_CHARS, MAX_MULTIPART_PARTS } from './request-limits.js';
 const TEXT_FIELDS: ReadonlySet<string> = new Set([...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name)]);
 
 function fileTooLarge(): RmbgError {
-  return new RmbgError('file_too_large', `image_file exceeds ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes}); send a smaller image`);
+  return new RmbgError(
+    'file_too_large',
+    `image_file exceeds ${LIMITS.maxImageBytes} bytes (${LIMIT_TEXT.maxImageBytes}); send a smaller image`,
+  );
 }
 
 /** Why a file part under another name is refused: the schema names the field, or it is a text field sent as a file. */
 function misplacedFile(name: string): RmbgError {
-  if (TEXT_FIELDS.has(name)) return new RmbgError('invalid_request', `${name} must be a text part, not a file; only image_file may be a file`);
+  if (TEXT_FIELDS.has(name))
+    return new RmbgError('invalid_request', `${name} must be a text part, not a file; only image_file may be a file`);
   try {
     parseRemoveOptions({ [name]: 'file' }); // throws unknown_field or unsupported_parameter, naming the field
   } catch (error) {
@@ -26,7 +30,11 @@ function misplacedFile(name: string): RmbgError {
   return new RmbgError('invalid_request', `only image_file may be a file part; got a file in '${name}'`);
 }
 
-export function collectMultipartFields(body: Readable, contentType: string, limits: BodyLimits): Promise<CollectedFields> {
+export function collectMultipartFields(
+  body: Readable,
+  contentType: string,
+  limits: BodyLimits,
+): Promise<CollectedFields> {
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -35,7 +43,11 @@ export function collectMultipartFields(body: Readable, contentType: string, limi
       limits: { fileSize: LIMITS.maxImageBytes + 1, fieldSize: MAX_BASE64_CHARS, parts: MAX_MULTIPART_PARTS },
     });
   } catch (error) {
-    return Promise.reject(new RmbgError('invalid_request', `multipart/form-data needs a boundary parameter: ${(error as Error).message}`, { cause: error }));
+    return Promise.reject(
+      new RmbgError('invalid_request', `multipart/form-data needs a boundary parameter: ${(error as Error).message}`, {
+        cause: error,
+      }),
+    );
   }
 
   return new Promise((resolve, reject) => {
@@ -68,7 +80,9 @@ export function collectMultipartFields(body: Readable, contentType: string, limi
       }
       if (fields.imageFile !== undefined) {
         stream.resume();
-        return fail(new RmbgError('invalid_request', "field 'image_file' appears more than once; send one image per request"));
+        return fail(
+          new RmbgError('invalid_request', "field 'image_file' appears more than once; send one image per request"),
+        );
       }
       const chunks: Buffer[] = [];
       fields.imageFile = Buffer.alloc(0); // claims the name at once, so a duplicate part is caught
@@ -80,19 +94,31 @@ export function collectMultipartFields(body: Readable, contentType: string, limi
     });
     parser.on('field', (name, value, info) =>
       guard(() => {
-        if (info.nameTruncated) throw new RmbgError('invalid_request', `a field name is longer than 100 bytes: '${name}…'`);
+        if (info.nameTruncated)
+          throw new RmbgError('invalid_request', `a field name is longer than 100 bytes: '${name}…'`);
         if (info.valueTruncated) {
-          if (name === 'image_file_b64') throw new RmbgError('file_too_large', `image_file_b64 exceeds ${MAX_BASE64_CHARS} characters, the base64 form of ${LIMIT_TEXT.maxImageBytes}`);
+          if (name === 'image_file_b64')
+            throw new RmbgError(
+              'file_too_large',
+              `image_file_b64 exceeds ${MAX_BASE64_CHARS} characters, the base64 form of ${LIMIT_TEXT.maxImageBytes}`,
+            );
           throw new RmbgError('invalid_request', `field '${name}' is too long`);
         }
         if (name === 'image_file' && value !== '') {
-          throw new RmbgError('invalid_request', 'image_file must be a file part with a filename (e.g. curl -F image_file=@photo.jpg), not a text field');
+          throw new RmbgError(
+            'invalid_request',
+            'image_file must be a file part with a filename (e.g. curl -F image_file=@photo.jpg), not a text field',
+          );
         }
         if (name !== 'image_file') addField(fields, name, value);
       }),
     );
-    parser.on('partsLimit', () => fail(new RmbgError('invalid_request', `the multipart body has more than ${MAX_MULTIPART_PARTS} parts`)));
-    parser.on('error', (error: Error) => fail(new RmbgError('invalid_request', `malformed multipart/form-data body: ${error.message}`, { cause: error })));
+    parser.on('partsLimit', () =>
+      fail(new RmbgError('invalid_request', `the multipart body has more than ${MAX_MULTIPART_PARTS} parts`)),
+    );
+    parser.on('error', (error: Error) =>
+      fail(new RmbgError('invalid_request', `malformed multipart/form-data body: ${error.message}`, { cause: error })),
+    );
     parser.on('close', () => {
       if (settled) return;
       settled = true;

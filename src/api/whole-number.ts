@@ -7,5 +7,8 @@ export function checkWholeNumber(name: string, value: unknown, min: number, max 
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
   if (typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max) return n;
   const got = typeof value === 'string' ? `'${value}'` : String(value);
-  throw new RmbgError('invalid_option', `${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got ${got}`);
+  throw new RmbgError(
+    'invalid_option',
+    `${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got ${got}`,
+  );
 }

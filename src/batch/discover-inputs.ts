@@ -24,7 +24,13 @@ function isInside(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
 }
 
-async function walk(folder: string, root: string, recursive: boolean, exclude: string, found: InputItem[]): Promise<void> {
+async function walk(
+  folder: string,
+  root: string,
+  recursive: boolean,
+  exclude: string,
+  found: InputItem[],
+): Promise<void> {
   const entries = await readdir(folder, { withFileTypes: true });
   for (const entry of entries) {
     if (entry.name.startsWith('.')) continue; // hidden files, our journal and temp files
@@ -42,7 +48,11 @@ async function walk(folder: string, root: string, recursive: boolean, exclude: s
  * A file found under a watched folder (rmbg remove --watch), by the same rules as the walk: an image
  * extension, no hidden file or folder on the way, not inside the output folder, subfolders only if recursive.
  */
-export function watchedItem(path: string, root: string, options: { recursive: boolean; outputDir: string }): InputItem | undefined {
+export function watchedItem(
+  path: string,
+  root: string,
+  options: { recursive: boolean; outputDir: string },
+): InputItem | undefined {
   const relativePath = relative(root, path);
   const parts = relativePath.split(sep);
   if (!isInside(path, root) || isInside(path, resolve(options.outputDir))) return undefined;
@@ -50,7 +60,10 @@ export function watchedItem(path: string, root: string, options: { recursive: bo
   return IMAGE_EXTENSIONS.has(extensionOf(path)) ? { path, relativePath } : undefined;
 }
 
-export async function discoverInputs(inputs: string[], options: { recursive: boolean; outputDir: string }): Promise<InputItem[]> {
+export async function discoverInputs(
+  inputs: string[],
+  options: { recursive: boolean; outputDir: string },
+): Promise<InputItem[]> {
   const outputDir = resolve(options.outputDir);
   const found: InputItem[] = [];
   for (const input of inputs) {

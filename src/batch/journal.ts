@@ -48,7 +48,9 @@ export class Journal {
   static async open(outputDir: string): Promise<Journal> {
     await mkdir(outputDir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
       const reason = error.code === 'EEXIST' || error.code === 'ENOTDIR' ? 'a file is in the way' : error.message;
-      throw new RmbgError('io_error', `cannot use ${outputDir} as the output folder (${reason}); choose another -o`, { cause: error });
+      throw new RmbgError('io_error', `cannot use ${outputDir} as the output folder (${reason}); choose another -o`, {
+        cause: error,
+      });
     });
     const releaseLock = acquirePidLock(
       join(outputDir, LOCK_NAME),

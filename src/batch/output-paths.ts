@@ -48,7 +48,8 @@ export function assignOutputSlots(items: InputItem[], outputDir: string, format:
     if (group.length === 1) continue;
     for (const item of group) {
       let candidate = join(dirname(base), parse(item.relativePath).base);
-      for (let n = 2; taken.has(candidate); n++) candidate = `${join(dirname(base), parse(item.relativePath).base)}-${n}`;
+      for (let n = 2; taken.has(candidate); n++)
+        candidate = `${join(dirname(base), parse(item.relativePath).base)}-${n}`;
       taken.add(candidate);
       slots.set(item, { base: candidate, extensions });
     }

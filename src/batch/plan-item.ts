@@ -18,8 +18,17 @@ export function planItem(
 ): ItemPlan {
   const existing = existingOutput(slot);
   if (existing && !flags.overwrite) return { action: 'skip', reason: 'exists', output: existing };
-  if (previous?.state === 'failed' && previous.options === optionsKey && !previous.error?.retryable && !flags.retryFailed) {
-    return { action: 'skip', reason: 'failed-before', error: previous.error ? { code: previous.error.code, message: previous.error.message } : null };
+  if (
+    previous?.state === 'failed' &&
+    previous.options === optionsKey &&
+    !previous.error?.retryable &&
+    !flags.retryFailed
+  ) {
+    return {
+      action: 'skip',
+      reason: 'failed-before',
+      error: previous.error ? { code: previous.error.code, message: previous.error.message } : null,
+    };
   }
   return { action: 'send' };
 }

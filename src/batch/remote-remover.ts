@@ -28,7 +28,8 @@ function keyOf(image: Buffer, options: RemoveOptions, generation: number): strin
 
 /** The generation an earlier run's key was derived with (0 when it is none of ours). */
 function generationOf(image: Buffer, options: RemoveOptions, key: string): number {
-  for (let generation = 0; generation <= MAX_KEY_GENERATION; generation++) if (keyOf(image, options, generation) === key) return generation;
+  for (let generation = 0; generation <= MAX_KEY_GENERATION; generation++)
+    if (keyOf(image, options, generation) === key) return generation;
   return 0;
 }
 
@@ -74,7 +75,13 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
         signal: call.signal,
         filename: call.filename,
         renewIdempotencyKey: async (error) => {
-          if (policyOf(error.code).newKeyPaysAgain && earlier && !earlier.finished && earlier.token === key && !call.payAgain) {
+          if (
+            policyOf(error.code).newKeyPaysAgain &&
+            earlier &&
+            !earlier.finished &&
+            earlier.token === key &&
+            !call.payAgain
+          ) {
             // An earlier run sent this key and never got its answer into an output (killed, or lost); the server
             // charged it and no longer keeps the result. A fresh key pays again: only on request.
             throw new RmbgError(
@@ -91,8 +98,21 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
         },
       });
       const format = formatOfMime(result.mimeType);
-      if (!format) throw new RmbgError('upstream_error', `the API server answered with ${result.mimeType}, not a PNG, JPG or WebP image`);
-      return { data: result.data, format, width: result.width, height: result.height, creditsCharged: result.creditsCharged, replayed: result.replayed, token: key, foreground: result.foreground };
+      if (!format)
+        throw new RmbgError(
+          'upstream_error',
+          `the API server answered with ${result.mimeType}, not a PNG, JPG or WebP image`,
+        );
+      return {
+        data: result.data,
+        format,
+        width: result.width,
+        height: result.height,
+        creditsCharged: result.creditsCharged,
+        replayed: result.replayed,
+        token: key,
+        foreground: result.foreground,
+      };
     },
     creditsLeft: () =>
       client.getAccount({ signal: AbortSignal.timeout(BALANCE_TIMEOUT_MS) }).then(

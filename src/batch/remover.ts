@@ -69,7 +69,16 @@ export function localRemover(engine: BackgroundRemover): Remover {
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       const result = await engine.removeBackground(image, options, call.signal);
-      return { data: result.data, format: result.format, width: result.width, height: result.height, creditsCharged: 0, replayed: false, token: undefined, foreground: result.foreground };
+      return {
+        data: result.data,
+        format: result.format,
+        width: result.width,
+        height: result.height,
+        creditsCharged: 0,
+        replayed: false,
+        token: undefined,
+        foreground: result.foreground,
+      };
     },
     close: () => engine.close(),
   };

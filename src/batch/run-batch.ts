@@ -92,7 +92,19 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   await removeStaleTempFiles(outputDir);
   const slots = assignOutputSlots(items, outputDir, options.format);
   const optionsKey = canonicalOptions(options);
-  const summary: BatchSummary = { type: 'summary', total: items.length, done: 0, skipped: 0, failedBefore: 0, failed: 0, notStarted: 0, credits: 0, ms: 0, stoppedBy: null, failedInputs: [] };
+  const summary: BatchSummary = {
+    type: 'summary',
+    total: items.length,
+    done: 0,
+    skipped: 0,
+    failedBefore: 0,
+    failed: 0,
+    notStarted: 0,
+    credits: 0,
+    ms: 0,
+    stoppedBy: null,
+    failedInputs: [],
+  };
   const stopOnError = new AbortController();
   const limit = pLimit(batch.concurrency);
   const concurrency = new AdaptiveConcurrency(limit, batch.concurrency);
@@ -130,7 +142,10 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
       for (const run of running) run.catch(() => undefined);
       const seen = new Set(items.map((item) => item.path));
       const taken = new Set([...slots.values()].map((slot) => slot.base));
-      const ended = AbortSignal.any([stopOnError.signal, ...[batch.stop, batch.abort].filter((signal) => signal !== undefined)]);
+      const ended = AbortSignal.any([
+        stopOnError.signal,
+        ...[batch.stop, batch.abort].filter((signal) => signal !== undefined),
+      ]);
       try {
         for await (const item of batch.arrivals(ended)) {
           if (seen.has(item.path)) continue;
@@ -158,7 +173,8 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
   // A watch has no end of its own: stopping it with nothing left undone is how it ends, not an interruption.
   const stoppedEarly = batch.stop?.aborted && batch.arrivals === undefined;
-  if (!summary.stoppedBy && (summary.notStarted > 0 || stoppedEarly || batch.abort?.aborted)) summary.stoppedBy = 'interrupted';
+  if (!summary.stoppedBy && (summary.notStarted > 0 || stoppedEarly || batch.abort?.aborted))
+    summary.stoppedBy = 'interrupted';
   // In input order, not completion order: the same failures read the same on every run.
   const inputOrder = new Map(items.map((item, index) => [item.path, index]));
   summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));
@@ -167,13 +183,28 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   return summary;
 }
 
-async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, optionsKey: string, batch: BatchOptions): Promise<FileEvent> {
+async function processOne(
+  item: InputItem,
+  slot: OutputSlot,
+  journal: Journal,
+  optionsKey: string,
+  batch: BatchOptions,
+): Promise<FileEvent> {
   const started = performance.now();
-  const base = { type: 'file' as const, input: item.path, width: null, height: null, credits: 0, replayed: false, error: null };
+  const base = {
+    type: 'file' as const,
+    input: item.path,
+    width: null,
+    height: null,
+    credits: 0,
+    replayed: false,
+    error: null,
+  };
   const elapsed = () => Math.round(performance.now() - started);
   const previous = await settleFinished(journal, journal.latest(item.path), slot, optionsKey);
   const plan = planItem(slot, previous, optionsKey, batch);
-  if (plan.action === 'skip' && plan.reason === 'exists') return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
+  if (plan.action === 'skip' && plan.reason === 'exists')
+    return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
   const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
   let known: Buffer | undefined;
   if (plan.action === 'skip') {
@@ -196,9 +227,22 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
     // already charged is replayed for free rather than charged again.
     const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;
     const earlierSentAt = sameRequest ? firstSent(previous) : undefined;
-    const earlier = sameRequest && previous.token !== undefined ? { token: previous.token, finished: previous.state === 'done', sentAt: earlierSentAt === undefined ? undefined : Date.parse(earlierSentAt) } : undefined;
+    const earlier =
+      sameRequest && previous.token !== undefined
+        ? {
+            token: previous.token,
+            finished: previous.state === 'done',
+            sentAt: earlierSentAt === undefined ? undefined : Date.parse(earlierSentAt),
+          }
+        : undefined;
     // A failure before anything is sent (the remover refusing to pay again) keeps the earlier token and its date.
-    const sent: Omit<JournalRecord, 'at'> = { input: item.path, state: 'sent', contentHash, options: optionsKey, ...(earlier && { token: earlier.token, sentAt: earlierSentAt }) };
+    const sent: Omit<JournalRecord, 'at'> = {
+      input: item.path,
+      state: 'sent',
+      contentHash,
+      options: optionsKey,
+      ...(earlier && { token: earlier.token, sentAt: earlierSentAt }),
+    };
     record = sent;
     const result = await batch.remover.remove(image, batch.options, {
       signal: batch.abort,
@@ -207,7 +251,8 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
       payAgain: batch.retryFailed,
       beforeSend: async (token) => {
         // The first sending of a token dates it: sending it again does not make the server remember it longer.
-        const sentAt = earlier && token === earlier.token && earlierSentAt !== undefined ? earlierSentAt : new Date().toISOString();
+        const sentAt =
+          earlier && token === earlier.token && earlierSentAt !== undefined ? earlierSentAt : new Date().toISOString();
         record = { ...sent, token, sentAt };
         await journal.append(record);
       },
@@ -217,18 +262,40 @@ async function processOne(item: InputItem, slot: OutputSlot, journal: Journal, o
       throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
     });
     // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
-    await Promise.all(slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })));
+    await Promise.all(
+      slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })),
+    );
     await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
     // A replay of a request an earlier run sent was paid then; a replay of one first sent by this run (its
     // answer was lost and a retry collected it) was paid now, and the summary must say so.
     const paidEarlier = result.replayed && earlier !== undefined && earlier.token === result.token;
     const credits = paidEarlier ? 0 : result.creditsCharged;
-    return { ...base, output, status: 'done', width: result.width, height: result.height, credits, replayed: result.replayed, ms: elapsed() };
+    return {
+      ...base,
+      output,
+      status: 'done',
+      width: result.width,
+      height: result.height,
+      credits,
+      replayed: result.replayed,
+      ms: elapsed(),
+    };
   } catch (error) {
     const failure = toRmbgError(error);
     const retryable = policyOf(failure.code).retryNextRun;
-    if (record) await journal.append({ ...record, state: 'failed', error: { code: failure.code, message: failure.message, retryable } });
-    return { ...base, output: null, status: 'failed', ms: elapsed(), error: { code: failure.code, message: failure.message } };
+    if (record)
+      await journal.append({
+        ...record,
+        state: 'failed',
+        error: { code: failure.code, message: failure.message, retryable },
+      });
+    return {
+      ...base,
+      output: null,
+      status: 'failed',
+      ms: elapsed(),
+      error: { code: failure.code, message: failure.message },
+    };
   }
 }
 
@@ -246,7 +313,12 @@ function firstSent(record: JournalRecord): string | undefined {
  * into place and before its 'done' line was written. The output exists, so the request finished: record it
  * done, or a later --overwrite would take the request for one paid without a result.
  */
-async function settleFinished(journal: Journal, previous: JournalRecord | undefined, slot: OutputSlot, optionsKey: string): Promise<JournalRecord | undefined> {
+async function settleFinished(
+  journal: Journal,
+  previous: JournalRecord | undefined,
+  slot: OutputSlot,
+  optionsKey: string,
+): Promise<JournalRecord | undefined> {
   if (previous?.state !== 'sent' || previous.options !== optionsKey) return previous;
   const output = existingOutput(slot);
   if (output === undefined) return previous;

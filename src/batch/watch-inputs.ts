@@ -16,7 +16,11 @@ export const STABLE_MS = 2000;
 export async function foldersToWatch(inputs: readonly string[]): Promise<string[]> {
   const folders: string[] = [];
   for (const input of inputs) if ((await stat(input).catch(() => undefined))?.isDirectory()) folders.push(input);
-  if (folders.length === 0) throw new RmbgError('usage_error', `--watch needs a folder to watch; ${inputs.join(', ')} ${inputs.length === 1 ? 'is not one' : 'are not folders'}`);
+  if (folders.length === 0)
+    throw new RmbgError(
+      'usage_error',
+      `--watch needs a folder to watch; ${inputs.join(', ')} ${inputs.length === 1 ? 'is not one' : 'are not folders'}`,
+    );
   return folders;
 }
 
@@ -27,14 +31,19 @@ export interface WatchOptions {
   onReady?: () => void;
 }
 
-export async function* watchInputs(folders: string[], signal: AbortSignal, options: WatchOptions): AsyncGenerator<InputItem, void, undefined> {
+export async function* watchInputs(
+  folders: string[],
+  signal: AbortSignal,
+  options: WatchOptions,
+): AsyncGenerator<InputItem, void, undefined> {
   const roots = folders.map((folder) => resolve(folder));
   const outputDir = resolve(options.outputDir);
   const arrived: InputItem[] = [];
   let wake: (() => void) | undefined;
   let failure: unknown;
   // The deepest watched folder a file is under decides its relative path (and so its output's subfolder).
-  const rootOf = (path: string) => roots.filter((root) => path.startsWith(root + sep)).sort((a, b) => b.length - a.length)[0];
+  const rootOf = (path: string) =>
+    roots.filter((root) => path.startsWith(root + sep)).sort((a, b) => b.length - a.length)[0];
   const watcher = watch(roots, {
     ignoreInitial: false,
     awaitWriteFinish: { stabilityThreshold: STABLE_MS, pollInterval: 100 },
@@ -43,7 +52,12 @@ export async function* watchInputs(folders: string[], signal: AbortSignal, optio
     ignored: (path) => {
       if (path === outputDir || path.startsWith(outputDir + sep)) return true;
       const root = rootOf(path);
-      return root !== undefined && relative(root, path).split(sep).some((part) => part.startsWith('.'));
+      return (
+        root !== undefined &&
+        relative(root, path)
+          .split(sep)
+          .some((part) => part.startsWith('.'))
+      );
     },
   });
   watcher.on('add', (path) => {
@@ -53,7 +67,9 @@ export async function* watchInputs(folders: string[], signal: AbortSignal, optio
     wake?.();
   });
   watcher.on('error', (error) => {
-    failure = new RmbgError('io_error', `cannot watch ${folders.join(', ')}: ${(error as Error).message}`, { cause: error });
+    failure = new RmbgError('io_error', `cannot watch ${folders.join(', ')}: ${(error as Error).message}`, {
+      cause: error,
+    });
     wake?.();
   });
   watcher.once('ready', () => options.onReady?.());

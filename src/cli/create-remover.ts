@@ -35,7 +35,9 @@ export const LOCAL_BY_DEFAULT_NOTE =
 export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
   const remover = await createBareRemover(flags, config);
   // --keep-gps asks for the position, so it keeps the rest of the kept metadata too.
-  return flags.keepMetadata || flags.keepGps ? await keepingMetadata(remover, { keep: true, gps: Boolean(flags.keepGps) }) : remover;
+  return flags.keepMetadata || flags.keepGps
+    ? await keepingMetadata(remover, { keep: true, gps: Boolean(flags.keepGps) })
+    : remover;
 }
 
 /** Embeds the photo's kept metadata into each result, locally or from a server (which returns none). */
@@ -57,7 +59,15 @@ async function createBareRemover(flags: RemoverFlags, config: Config): Promise<R
     return localRemover(await createEngine(settings));
   }
   // The server at the API URL decides where its model runs.
-  if (flags.device !== undefined) throw new RmbgError('usage_error', '--device applies on this computer only (--local); the server at the API URL runs its model where it was started to');
+  if (flags.device !== undefined)
+    throw new RmbgError(
+      'usage_error',
+      '--device applies on this computer only (--local); the server at the API URL runs its model where it was started to',
+    );
   const { remoteRemover } = await import('../batch/remote-remover.js');
-  return remoteRemover({ baseUrl: requireSetting(config, 'apiUrl'), apiKey: requireSetting(config, 'apiKey'), timeoutMs: flags.timeout * 1000 });
+  return remoteRemover({
+    baseUrl: requireSetting(config, 'apiUrl'),
+    apiKey: requireSetting(config, 'apiKey'),
+    timeoutMs: flags.timeout * 1000,
+  });
 }

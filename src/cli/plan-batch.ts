@@ -41,28 +41,48 @@ async function ask(question: string): Promise<boolean> {
 }
 
 /** Returns an exit code when the command should end here, undefined to go on with the batch. */
-export async function planBatch({ flags, items, options }: { flags: PlanFlags; items: InputItem[]; options: RemoveOptions }): Promise<number | undefined> {
+export async function planBatch({
+  flags,
+  items,
+  options,
+}: {
+  flags: PlanFlags;
+  items: InputItem[];
+  options: RemoveOptions;
+}): Promise<number | undefined> {
   if (!flags.dryRun && flags.confirmOver === undefined) return undefined;
   const outputDir = resolve(flags.output);
   const records = Journal.readRecords(outputDir);
   const slots = assignOutputSlots(items, outputDir, options.format);
   const optionsKey = canonicalOptions(options);
   const toSend = items.filter(
-    (item) => planItem(slots.get(item) as OutputSlot, records.get(item.path), optionsKey, { overwrite: Boolean(flags.overwrite), retryFailed: Boolean(flags.retryFailed) }).action === 'send',
+    (item) =>
+      planItem(slots.get(item) as OutputSlot, records.get(item.path), optionsKey, {
+        overwrite: Boolean(flags.overwrite),
+        retryFailed: Boolean(flags.retryFailed),
+      }).action === 'send',
   );
   // --local costs nothing: a dry run still lists the work, --confirm-over never has anything to ask.
   const { price, known } = flags.local ? { price: 0, known: true } : pricePerImage(records);
   const credits = toSend.length * price;
-  const priceNote = flags.local ? 'on this computer, no credits' : known ? `${price} credit(s) per image, as last charged` : 'assuming 1 credit per image (the API does not publish its price)';
+  const priceNote = flags.local
+    ? 'on this computer, no credits'
+    : known
+      ? `${price} credit(s) per image, as last charged`
+      : 'assuming 1 credit per image (the API does not publish its price)';
 
   if (flags.dryRun) {
     if (flags.json) {
       for (const item of toSend) process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send' })}\n`);
-      process.stdout.write(`${JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known })}\n`,
+      );
     } else {
       const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
       for (const item of toSend) process.stdout.write(`would ${verb} ${item.path}\n`);
-      process.stdout.write(`dry run: ${toSend.length} of ${items.length} images would be ${done}, ${credits} credits (${priceNote}); nothing was ${done}\n`);
+      process.stdout.write(
+        `dry run: ${toSend.length} of ${items.length} images would be ${done}, ${credits} credits (${priceNote}); nothing was ${done}\n`,
+      );
     }
     return EXIT.ok;
   }
@@ -71,7 +91,9 @@ export async function planBatch({ flags, items, options }: { flags: PlanFlags; i
   if (credits <= limit) return undefined;
   const question = `This batch would send ${toSend.length} images for about ${credits} credits (${priceNote}), over --confirm-over ${limit}. Proceed? [y/N] `;
   if (!process.stdin.isTTY) {
-    process.stderr.write(`rmbg: refusing: ${toSend.length} images would cost about ${credits} credits, over --confirm-over ${limit}, and there is no terminal to ask; raise --confirm-over to proceed\n`);
+    process.stderr.write(
+      `rmbg: refusing: ${toSend.length} images would cost about ${credits} credits, over --confirm-over ${limit}, and there is no terminal to ask; raise --confirm-over to proceed\n`,
+    );
     return EXIT.failed;
   }
   return (await ask(question)) ? undefined : EXIT.failed;

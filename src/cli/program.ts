@@ -85,9 +85,13 @@ function addImageOptions(command: Command): void {
     } else if (field.kind === 'color') {
       command.addOption(new Option(`--${flag} <color>`, field.description));
     } else if (field.name === 'size') {
-      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(CALLER_DEFAULT_OPTIONS.size));
+      command.addOption(
+        new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(CALLER_DEFAULT_OPTIONS.size),
+      );
     } else if (field.name === 'format') {
-      command.addOption(new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(field.default));
+      command.addOption(
+        new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(field.default),
+      );
     }
     // type, type_level and channels accept a single value with no effect: no flag for them.
   }
@@ -101,19 +105,30 @@ function deviceOption(): Option {
 function addApiOptions(command: Command): void {
   command
     .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
-    .option('--api-key <key>', "API key, or - to read it from stdin; prefer env RMBG_API_KEY or '-': a key on the command line shows in `ps` and shell history");
+    .option(
+      '--api-key <key>',
+      "API key, or - to read it from stdin; prefer env RMBG_API_KEY or '-': a key on the command line shows in `ps` and shell history",
+    );
 }
 
 /** Where the local service's store is: every command that opens it takes both flags. */
 function addDataDirOption(command: Command): Command {
   return command
-    .option('--data-dir <dir>', 'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)')
-    .option('--store <url>', 'the store: postgres://… (shared by several servers), or a SQLite file path / sqlite:path (env RMBG_STORE_URL; default: the data directory\'s file)');
+    .option(
+      '--data-dir <dir>',
+      'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)',
+    )
+    .option(
+      '--store <url>',
+      "the store: postgres://… (shared by several servers), or a SQLite file path / sqlite:path (env RMBG_STORE_URL; default: the data directory's file)",
+    );
 }
 
 export function buildProgram(): Command {
   const program = new Command('rmbg')
-    .description('Remove image backgrounds: on this computer (the default, or --local), through any compatible API, or as a local API server.')
+    .description(
+      'Remove image backgrounds: on this computer (the default, or --local), through any compatible API, or as a local API server.',
+    )
     .version('0.1.0')
     .addHelpText('after', ROOT_EXAMPLES)
     .showHelpAfterError('(run with --help for usage)');
@@ -123,23 +138,46 @@ export function buildProgram(): Command {
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
     .argument('<inputs...>', 'image files, folders, or - for stdin')
     .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
-    .option('--local', 'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is')
+    .option(
+      '--local',
+      'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is',
+    )
     .option('-r, --recursive', 'descend into subfolders of input folders')
-    .option('-w, --watch', 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight')
+    .option(
+      '-w, --watch',
+      'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight',
+    )
     .option('--overwrite', 'replace existing outputs (default: skip them)');
   addImageOptions(remove);
   addApiOptions(remove);
   remove
     .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
     .addOption(deviceOption())
-    .option('--keep-metadata', "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)")
+    .option(
+      '--keep-metadata',
+      "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)",
+    )
     .option('--keep-gps', "also keep the photo's GPS position (implies --keep-metadata)")
-    .addOption(new Option('--concurrency <n>', 'images in flight at once (default: remote 4; local 2 on the CPU, half the cores (2 to 8) on the GPU)').argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)))
+    .addOption(
+      new Option(
+        '--concurrency <n>',
+        'images in flight at once (default: remote 4; local 2 on the CPU, half the cores (2 to 8) on the GPU)',
+      ).argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)),
+    )
     .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
     .option('--retry-failed', 'retry files the journal records as failed')
     .option('--dry-run', 'list what would be sent and the credits it would cost; send nothing')
-    .addOption(new Option('--confirm-over <credits>', 'ask before spending more than this many credits (refuse without a TTY)').argParser(parseInteger('--confirm-over', 0)))
-    .addOption(new Option('--timeout <seconds>', 'per-request timeout for remote calls').default(LIMITS.clientTimeoutMs / 1000).argParser(parseInteger('--timeout', 1)))
+    .addOption(
+      new Option(
+        '--confirm-over <credits>',
+        'ask before spending more than this many credits (refuse without a TTY)',
+      ).argParser(parseInteger('--confirm-over', 0)),
+    )
+    .addOption(
+      new Option('--timeout <seconds>', 'per-request timeout for remote calls')
+        .default(LIMITS.clientTimeoutMs / 1000)
+        .argParser(parseInteger('--timeout', 1)),
+    )
     .addHelpText('after', REMOVE_EXAMPLES)
     .action(lazyAction('remove'));
 
@@ -147,34 +185,100 @@ export function buildProgram(): Command {
     .command('serve')
     .description('run the background-removal API (api-spec 1.0) on this machine')
     .option('--host <host>', 'address to listen on', SERVER_DEFAULTS.host)
-    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(SERVER_DEFAULTS.port).argParser(serverInteger('port')));
+    .addOption(
+      new Option('--port <port>', 'port to listen on (0: any free port)')
+        .default(SERVER_DEFAULTS.port)
+        .argParser(serverInteger('port')),
+    );
   addDataDirOption(serve);
   serve
-    .addOption(new Option('--credits-per-image <n>', 'credits charged per processed image, any size').default(SERVER_DEFAULTS.creditsPerImage).argParser(serverInteger('creditsPerImage')))
-    .addOption(new Option('--rate-limit <n>', 'requests per minute per API key').default(SERVER_DEFAULTS.rateLimit).argParser(serverInteger('rateLimit')))
-    .addOption(new Option('--max-queue <n>', 'requests waiting for the model before 503').default(SERVER_DEFAULTS.maxQueue).argParser(serverInteger('maxQueue')))
-    .addOption(new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund').default(SERVER_DEFAULTS.processingTimeout).argParser(serverInteger('processingTimeout')))
-    .addOption(new Option('--body-timeout <seconds>', 'time to receive a request body before 408').default(SERVER_DEFAULTS.bodyTimeout).argParser(serverInteger('bodyTimeout')))
-    .addOption(new Option('--lease-time <seconds>', 'lease of a request in progress; another server refunds it once its lease expires').default(SERVER_DEFAULTS.leaseTime).argParser(serverInteger('leaseTime')))
-    .option('--metrics-token <token>', `let GET /metrics be read from any address with "Authorization: Bearer <token>" (env ${METRICS_TOKEN_ENV}; default: loopback only); a token here shows in \`ps\`: prefer the env or ${flagOf('metricsTokenFile')}`)
+    .addOption(
+      new Option('--credits-per-image <n>', 'credits charged per processed image, any size')
+        .default(SERVER_DEFAULTS.creditsPerImage)
+        .argParser(serverInteger('creditsPerImage')),
+    )
+    .addOption(
+      new Option('--rate-limit <n>', 'requests per minute per API key')
+        .default(SERVER_DEFAULTS.rateLimit)
+        .argParser(serverInteger('rateLimit')),
+    )
+    .addOption(
+      new Option('--max-queue <n>', 'requests waiting for the model before 503')
+        .default(SERVER_DEFAULTS.maxQueue)
+        .argParser(serverInteger('maxQueue')),
+    )
+    .addOption(
+      new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund')
+        .default(SERVER_DEFAULTS.processingTimeout)
+        .argParser(serverInteger('processingTimeout')),
+    )
+    .addOption(
+      new Option('--body-timeout <seconds>', 'time to receive a request body before 408')
+        .default(SERVER_DEFAULTS.bodyTimeout)
+        .argParser(serverInteger('bodyTimeout')),
+    )
+    .addOption(
+      new Option(
+        '--lease-time <seconds>',
+        'lease of a request in progress; another server refunds it once its lease expires',
+      )
+        .default(SERVER_DEFAULTS.leaseTime)
+        .argParser(serverInteger('leaseTime')),
+    )
+    .option(
+      '--metrics-token <token>',
+      `let GET /metrics be read from any address with "Authorization: Bearer <token>" (env ${METRICS_TOKEN_ENV}; default: loopback only); a token here shows in \`ps\`: prefer the env or ${flagOf('metricsTokenFile')}`,
+    )
     .option(`${flagOf('metricsTokenFile')} <path>`, 'read the metrics token from this file instead')
-    .addOption(new Option(`${flagOf('trustProxy')} <addresses>`, 'proxies (IP addresses or CIDR blocks, comma-separated; repeatable) whose X-Forwarded-For names the client (default: none)').argParser(parseTrustProxy))
-    .addOption(new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed').default(SERVER_DEFAULTS.headersTimeout).argParser(serverInteger('headersTimeout')))
-    .addOption(new Option('--max-connections <n>', 'open connections at once; more are closed on arrival').default(SERVER_DEFAULTS.maxConnections).argParser(serverInteger('maxConnections')))
-    .addOption(new Option('--max-uploads <n>', 'request bodies received at once before 503').default(SERVER_DEFAULTS.maxUploads).argParser(serverInteger('maxUploads')))
-    .addOption(new Option('--max-url-fetches <n>', 'image_url downloads at once before 503').default(SERVER_DEFAULTS.maxUrlFetches).argParser(serverInteger('maxUrlFetches')))
-    .addOption(new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429').default(SERVER_DEFAULTS.maxInFlightPerKey).argParser(serverInteger('maxInFlightPerKey')))
-    .addOption(new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429').default(SERVER_DEFAULTS.maxAuthFailures).argParser(serverInteger('maxAuthFailures')))
+    .addOption(
+      new Option(
+        `${flagOf('trustProxy')} <addresses>`,
+        'proxies (IP addresses or CIDR blocks, comma-separated; repeatable) whose X-Forwarded-For names the client (default: none)',
+      ).argParser(parseTrustProxy),
+    )
+    .addOption(
+      new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed')
+        .default(SERVER_DEFAULTS.headersTimeout)
+        .argParser(serverInteger('headersTimeout')),
+    )
+    .addOption(
+      new Option('--max-connections <n>', 'open connections at once; more are closed on arrival')
+        .default(SERVER_DEFAULTS.maxConnections)
+        .argParser(serverInteger('maxConnections')),
+    )
+    .addOption(
+      new Option('--max-uploads <n>', 'request bodies received at once before 503')
+        .default(SERVER_DEFAULTS.maxUploads)
+        .argParser(serverInteger('maxUploads')),
+    )
+    .addOption(
+      new Option('--max-url-fetches <n>', 'image_url downloads at once before 503')
+        .default(SERVER_DEFAULTS.maxUrlFetches)
+        .argParser(serverInteger('maxUrlFetches')),
+    )
+    .addOption(
+      new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429')
+        .default(SERVER_DEFAULTS.maxInFlightPerKey)
+        .argParser(serverInteger('maxInFlightPerKey')),
+    )
+    .addOption(
+      new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429')
+        .default(SERVER_DEFAULTS.maxAuthFailures)
+        .argParser(serverInteger('maxAuthFailures')),
+    )
     .option('--model <name|path>', 'model name or .onnx path')
     .addOption(deviceOption())
     .option('--no-ui', 'do not serve the web page at / (the API only)')
     .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ rmbg serve --port 5000 --data-dir ./rmbg-data
   $ rmbg serve --host 0.0.0.0 --store postgres://rmbg@db/rmbg     # one of several servers (docs/deploy.md)
   $ rmbg keys create --data-dir ./rmbg-data --credits 50
-  $ curl -H "X-API-Key: $KEY" -F image_file=@photo.jpg http://127.0.0.1:5000/v1.0/removebg -o cutout.png`)
+  $ curl -H "X-API-Key: $KEY" -F image_file=@photo.jpg http://127.0.0.1:5000/v1.0/removebg -o cutout.png`,
+    )
     .action(lazyAction('serve'));
 
   const keys = program.command('keys').description('manage API keys of the local service');
@@ -182,12 +286,22 @@ Examples:
     keys
       .command('create')
       .description('create an account and API key (printed once)')
-      .addOption(new Option('--credits <n>', 'pay-as-you-go credits to grant').default(0).argParser(parseInteger('--credits', 0)))
-      .addOption(new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'))
+      .addOption(
+        new Option('--credits <n>', 'pay-as-you-go credits to grant')
+          .default(0)
+          .argParser(parseInteger('--credits', 0)),
+      )
+      .addOption(
+        new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'),
+      )
       .option('--json', 'print {"key","account","plan","credits"}'),
   ).action(lazyAction('keys-create'));
-  addDataDirOption(keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output')).action(lazyAction('keys-list'));
-  addDataDirOption(keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`')).action(lazyAction('keys-revoke'));
+  addDataDirOption(
+    keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output'),
+  ).action(lazyAction('keys-list'));
+  addDataDirOption(
+    keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`'),
+  ).action(lazyAction('keys-revoke'));
 
   addDataDirOption(
     program
@@ -197,11 +311,17 @@ Examples:
       .description('add credits to the account of a key')
       .argument('<n>', 'credits to add')
       .option('--key-id <id>', 'id of a key of the account (from `rmbg keys list`)')
-      .option('--key <key>', "API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history")
+      .option(
+        '--key <key>',
+        'API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history',
+      )
       .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
   ).action(lazyAction('credits-add'));
 
-  const account = program.command('account').description('show the credit balance of an API account (GET /v1.0/account)').option('--json', 'JSON output');
+  const account = program
+    .command('account')
+    .description('show the credit balance of an API account (GET /v1.0/account)')
+    .option('--json', 'JSON output');
   addApiOptions(account);
   account.action(lazyAction('account'));
 
@@ -211,7 +331,9 @@ Examples:
     .argument('<action>', 'set, get, unset or path')
     .argument('[name]', 'api-url, api-key, device, or an option: size, format, crop, bg_color')
     .argument('[value]', 'value for set')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ rmbg config set api-url https://api.example.com
   $ rmbg config set api-key < key.txt       # read from stdin (stored with mode 0600)
@@ -219,21 +341,32 @@ Examples:
   $ rmbg config set size hd                 # default for rmbg remove; flags still win
   $ rmbg config set device cpu              # where rmbg remove --local and rmbg serve run the model
   $ rmbg config get
-  $ rmbg config unset size`)
+  $ rmbg config unset size`,
+    )
     .action(lazyAction('config'));
 
   addDataDirOption(
     program
       .command('doctor')
-      .description('what rmbg sees on this machine, to paste into a bug report: versions, the GPU (and whether auto uses it), models, data directory, store')
+      .description(
+        'what rmbg sees on this machine, to paste into a bug report: versions, the GPU (and whether auto uses it), models, data directory, store',
+      )
       .option('--json', 'JSON output')
-      .addHelpText('after', `
+      .addHelpText(
+        'after',
+        `
 Exit code 1 when what the settings ask for cannot work here (device gpu without a working GPU, the default
-model missing or corrupt); 0 otherwise.`),
+model missing or corrupt); 0 otherwise.`,
+      ),
   ).action(lazyAction('doctor'));
 
   const models = program.command('models').description('on-device models');
-  addDataDirOption(models.command('list').description('list models: name, size, verified, source, licence (and your own, added with models add)').option('--json', 'JSON output')).action(lazyAction('models-list'));
+  addDataDirOption(
+    models
+      .command('list')
+      .description('list models: name, size, verified, source, licence (and your own, added with models add)')
+      .option('--json', 'JSON output'),
+  ).action(lazyAction('models-list'));
   addDataDirOption(
     models
       .command('add')
@@ -249,16 +382,24 @@ model missing or corrupt); 0 otherwise.`),
       .option('--input <name>', "input tensor name (default: the model's first input)")
       .option('--output <name>', "output tensor read as the mask (default: the model's first output)")
       .option('--json', 'JSON output')
-      .addHelpText('after', `
+      .addHelpText(
+        'after',
+        `
 Presets (${PRESET_NAMES.join(', ')}): isnet and bria 1024² mean 0.5 std 1; birefnet 1024² ImageNet mean/std, logits;
 u2net 320² ImageNet mean/std. Flags given with a preset override it.
 
 Examples:
   $ rmbg models add birefnet-general ./BiRefNet-general.onnx --preset birefnet
   $ rmbg models add mine ./model.onnx --input-size 512 --mean 0.5 --std 0.5 --range 0-1 --activation sigmoid
-  $ rmbg remove photo.jpg --local --model birefnet-general`),
+  $ rmbg remove photo.jpg --local --model birefnet-general`,
+      ),
   ).action(lazyAction('models-add'));
-  addDataDirOption(models.command('remove').description('forget a model added with models add and delete its copy').argument('<name>', 'model name')).action(lazyAction('models-remove'));
+  addDataDirOption(
+    models
+      .command('remove')
+      .description('forget a model added with models add and delete its copy')
+      .argument('<name>', 'model name'),
+  ).action(lazyAction('models-remove'));
 
   return program;
 }

@@ -10,7 +10,8 @@ export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
   const bars = new cliProgress.MultiBar(
     {
       stream,
-      format: ' {bar} {percentage}% | {value}/{total} | {speed} | {left} | {failed} failed | {credits} credits | {file}',
+      format:
+        ' {bar} {percentage}% | {value}/{total} | {speed} | {left} | {failed} failed | {credits} credits | {file}',
       hideCursor: true,
       clearOnComplete: false,
     },
@@ -37,7 +38,8 @@ export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
       credits += event.credits;
       pace.record(event);
       bar?.increment({ failed, credits, file: event.input.split('/').pop(), ...pace.text(total - finished) });
-      if (event.status === 'failed' && event.error) bars.log(`failed: ${event.input}: ${event.error.message} (${event.error.code})\n`);
+      if (event.status === 'failed' && event.error)
+        bars.log(`failed: ${event.input}: ${event.error.message} (${event.error.code})\n`);
     } else {
       bars.update(); // prints failure lines logged since the last redraw: stop() alone drops them
       bars.stop();
@@ -72,7 +74,10 @@ export class Pace {
   text(remaining: number): { speed: string; left: string } {
     const rate = this.rate();
     if (rate === undefined) return { speed: '– photos/s', left: 'time left –' };
-    return { speed: `${rate.toFixed(rate < 10 ? 1 : 0)} photos/s`, left: `${formatDuration(Math.max(0, remaining) / rate)} left` };
+    return {
+      speed: `${rate.toFixed(rate < 10 ? 1 : 0)} photos/s`,
+      left: `${formatDuration(Math.max(0, remaining) / rate)} left`,
+    };
   }
 }
 
@@ -97,7 +102,9 @@ export function summaryText(summary: BatchSummary): string {
   ];
   if (summary.failedInputs.length) {
     const shown = summary.failedInputs.slice(0, 10);
-    lines.push(`failed: ${shown.join(', ')}${summary.failedInputs.length > shown.length ? ` and ${summary.failedInputs.length - shown.length} more` : ''}`);
+    lines.push(
+      `failed: ${shown.join(', ')}${summary.failedInputs.length > shown.length ? ` and ${summary.failedInputs.length - shown.length} more` : ''}`,
+    );
   }
   const hint = stopHint(summary);
   if (hint) lines.push(hint);
@@ -119,7 +126,8 @@ export function stopHint(summary: BatchSummary, detail: StopDetail = {}): string
     const left = detail.creditsLeft === undefined ? '' : ` The account has ${detail.creditsLeft} credits left.`;
     return `stopped: the account is out of credits${why}.${left} Add credits and run the same command again to resume; finished files are not charged again.`;
   }
-  if (summary.stoppedBy === 'interrupted') return 'interrupted: run the same command again to resume (finished files are skipped, nothing is charged twice).';
+  if (summary.stoppedBy === 'interrupted')
+    return 'interrupted: run the same command again to resume (finished files are skipped, nothing is charged twice).';
   if (summary.stoppedBy) return `stopped: ${summary.stoppedBy}${why}; fix it and run the same command again to resume.`;
   return undefined;
 }

@@ -121,11 +121,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           { status: response.statusCode },
         );
       }
-      if (response.statusCode >= 400) throw errorFromResponse(response.statusCode, headers, body.toString('utf8'), policy.now());
+      if (response.statusCode >= 400)
+        throw errorFromResponse(response.statusCode, headers, body.toString('utf8'), policy.now());
       return { status: response.statusCode, headers, body };
     } catch (error) {
       if (error instanceof RmbgError) throw error;
-      if (call.signal?.aborted) throw new RmbgError('interrupted', `the request to ${call.url} was cancelled`, { cause: call.signal.reason });
+      if (call.signal?.aborted)
+        throw new RmbgError('interrupted', `the request to ${call.url} was cancelled`, { cause: call.signal.reason });
       throw errorFromNetwork(error, call.url, timeout.signal.aborted ? limitMs : undefined);
     } finally {
       clearTimeout(timer);
@@ -147,14 +149,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
     async removeBackground(image, removeOptions, call = {}) {
       const headers: Record<string, string> = { ...auth };
-      if (call.idempotencyKey !== undefined) headers[HEADERS.idempotencyKey] = validateIdempotencyKey(call.idempotencyKey);
+      if (call.idempotencyKey !== undefined)
+        headers[HEADERS.idempotencyKey] = validateIdempotencyKey(call.idempotencyKey);
       const renew = call.renewIdempotencyKey;
-      const renewKey = renew && (async (error: RmbgError) => {
-        const next = await renew(error);
-        if (next === undefined) return false;
-        headers[HEADERS.idempotencyKey] = validateIdempotencyKey(next);
-        return true;
-      });
+      const renewKey =
+        renew &&
+        (async (error: RmbgError) => {
+          const next = await renew(error);
+          if (next === undefined) return false;
+          headers[HEADERS.idempotencyKey] = validateIdempotencyKey(next);
+          return true;
+        });
       const fields = optionsToFields(removeOptions);
       // The part's Content-Type from the bytes: the file name may be missing or wrong (e.g. for stdin).
       const sniffed = supportedFormatOf(image);
@@ -176,9 +181,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       });
       const mimeType = mediaTypeOf(answer.headers['content-type']);
       if (!mimeType.startsWith('image/')) {
-        throw new RmbgError('upstream_error', `API server answered HTTP ${answer.status} with '${mimeType || 'no content type'}' instead of an image`, {
-          status: answer.status,
-        });
+        throw new RmbgError(
+          'upstream_error',
+          `API server answered HTTP ${answer.status} with '${mimeType || 'no content type'}' instead of an image`,
+          {
+            status: answer.status,
+          },
+        );
       }
       return {
         data: answer.body,

@@ -22,15 +22,24 @@ function isLoopback(hostname: string): boolean {
 }
 
 /** One warning per origin when the API key would travel over plain http to a host that is not this machine. */
-export function warnIfKeyInClearText(base: URL, warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`)): void {
+export function warnIfKeyInClearText(
+  base: URL,
+  warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`),
+): void {
   if (base.protocol !== 'http:' || isLoopback(base.hostname) || warned.has(base.origin)) return;
   warned.add(base.origin);
-  warn(`rmbg: warning: the API key is sent unencrypted over http:// to ${base.host}; anyone on the network path can read it (use https://)`);
+  warn(
+    `rmbg: warning: the API key is sent unencrypted over http:// to ${base.host}; anyone on the network path can read it (use https://)`,
+  );
 }
 
 /** Reads a body, refusing (upstream_error) one that declares or sends more than `maxBytes`. */
 export async function readBounded(body: Readable, declared: string | undefined, maxBytes: number): Promise<Buffer> {
-  const tooLarge = (what: string) => new RmbgError('upstream_error', `the API server's answer ${what}; no answer of the API is larger than ${maxBytes} bytes`);
+  const tooLarge = (what: string) =>
+    new RmbgError(
+      'upstream_error',
+      `the API server's answer ${what}; no answer of the API is larger than ${maxBytes} bytes`,
+    );
   // Destroying an undici body emits an abort error; the refusal thrown here is the error that counts.
   const abandon = (): void => {
     body.on('error', () => undefined);
@@ -57,5 +66,10 @@ export async function readBounded(body: Readable, declared: string | undefined, 
 export function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it strips
-  return text.replace(/\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '').replace(/\s*\n\s*/g, ' ');
+  return text
+    .replace(
+      /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+      '',
+    )
+    .replace(/\s*\n\s*/g, ' ');
 }

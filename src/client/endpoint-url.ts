@@ -13,14 +13,20 @@ export function parseBaseUrl(base: string): URL {
   try {
     url = new URL(base.trim());
   } catch {
-    throw new RmbgError('usage_error', `API URL must be an absolute http:// or https:// address, e.g. https://api.example.com; got '${base}'`);
+    throw new RmbgError(
+      'usage_error',
+      `API URL must be an absolute http:// or https:// address, e.g. https://api.example.com; got '${base}'`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new RmbgError('usage_error', `API URL must use http:// or https://; got '${url.protocol}' in '${base}'`);
   }
   if (url.username || url.password) {
     // Credentials in the URL would end up in logs and journals; the key travels in X-API-Key only.
-    throw new RmbgError('usage_error', `API URL must not contain a user name or password; pass the key with --api-key or RMBG_API_KEY`);
+    throw new RmbgError(
+      'usage_error',
+      `API URL must not contain a user name or password; pass the key with --api-key or RMBG_API_KEY`,
+    );
   }
   url.search = '';
   url.hash = '';

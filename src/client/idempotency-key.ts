@@ -12,6 +12,8 @@ const KEY_PREFIX = 'rmbg-';
  */
 export function idempotencyKeyFor(image: Buffer, options: RemoveOptions, salt = ''): string {
   const imageDigest = createHash('sha256').update(image).digest('hex');
-  const key = createHash('sha256').update(`${imageDigest}\n${canonicalOptions(options)}\n${salt}`).digest('hex');
+  const key = createHash('sha256')
+    .update(`${imageDigest}\n${canonicalOptions(options)}\n${salt}`)
+    .digest('hex');
   return `${KEY_PREFIX}${key}`;
 }

@@ -15,7 +15,12 @@ interface SpecErrorBody {
 }
 
 function isSpecErrorBody(value: unknown): value is SpecErrorBody {
-  return typeof value === 'object' && value !== null && Array.isArray((value as SpecErrorBody).errors) && (value as SpecErrorBody).errors.length > 0;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Array.isArray((value as SpecErrorBody).errors) &&
+    (value as SpecErrorBody).errors.length > 0
+  );
 }
 
 /** An error response (status >= 400, or a body the client cannot use) as RmbgError. */
@@ -31,7 +36,11 @@ export function errorFromResponse(status: number, headers: ResponseHeaders, body
   }
   if (!isSpecErrorBody(parsed)) {
     const quoted = printable(body.trim().slice(0, QUOTE_CHARS)).replace(/\s+/g, ' ');
-    return new RmbgError('upstream_error', `API server answered HTTP ${status} without the error body of the API spec${quoted ? `: ${quoted}` : ''}`, options);
+    return new RmbgError(
+      'upstream_error',
+      `API server answered HTTP ${status} without the error body of the API spec${quoted ? `: ${quoted}` : ''}`,
+      options,
+    );
   }
   const first = parsed.errors[0] ?? {};
   // The server's words end up on a terminal: no escape sequences, bells or carriage returns get through.
@@ -52,7 +61,11 @@ export function errorFromNetwork(cause: unknown, url: string, timedOutAfterMs?: 
   }
   const code = (cause as { code?: unknown } | undefined)?.code;
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new RmbgError('network_error', `could not reach ${url}: ${reason}${typeof code === 'string' ? ` (${code})` : ''}`, { cause });
+  return new RmbgError(
+    'network_error',
+    `could not reach ${url}: ${reason}${typeof code === 'string' ? ` (${code})` : ''}`,
+    { cause },
+  );
 }
 
 function formatSeconds(ms: number): string {

@@ -22,7 +22,11 @@ export function requiredIntegerHeader(headers: ResponseHeaders, name: string): n
   const value = integerHeader(headers, name);
   if (value === undefined) {
     const got = headerText(headers, name);
-    throw new RmbgError('upstream_error', `API server's answer lacks a whole-number ${name} header${got === undefined ? '' : `; got '${got}'`}`, { status: 200 });
+    throw new RmbgError(
+      'upstream_error',
+      `API server's answer lacks a whole-number ${name} header${got === undefined ? '' : `; got '${got}'`}`,
+      { status: 200 },
+    );
   }
   return value;
 }
@@ -62,13 +66,16 @@ export function accountRecordFrom(body: string): AccountRecord {
   try {
     parsed = JSON.parse(body);
   } catch {
-    throw new RmbgError('upstream_error', `API server's account answer is not JSON: ${body.slice(0, 120)}`, { status: 200 });
+    throw new RmbgError('upstream_error', `API server's account answer is not JSON: ${body.slice(0, 120)}`, {
+      status: 200,
+    });
   }
-  const credits = (parsed as { data?: { attributes?: { credits?: Record<string, unknown> } } } | null)?.data?.attributes?.credits;
+  const credits = (parsed as { data?: { attributes?: { credits?: Record<string, unknown> } } } | null)?.data?.attributes
+    ?.credits;
   if (!credits || !isCount(credits.total) || !isCount(credits.subscription) || !isCount(credits.payg)) {
     throw new RmbgError(
       'upstream_error',
-      'API server\'s account answer lacks data.attributes.credits.total, .subscription and .payg as numbers',
+      "API server's account answer lacks data.attributes.credits.total, .subscription and .payg as numbers",
       { status: 200 },
     );
   }

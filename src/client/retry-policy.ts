@@ -79,7 +79,8 @@ export interface RetryContext {
 function transientReason(error: RmbgError): string | undefined {
   if (!isTransient(error)) return undefined;
   if (error.code === 'network_error') return `network error${networkCause(error)}`;
-  if (policyOf(error.code).waitsForFirst) return `HTTP ${error.status} ${error.code} (the first request with this key is still running)`;
+  if (policyOf(error.code).waitsForFirst)
+    return `HTTP ${error.status} ${error.code} (the first request with this key is still running)`;
   return `HTTP ${error.status} ${error.code}`;
 }
 
@@ -92,19 +93,26 @@ export function decideRetry(error: RmbgError, context: RetryContext, policy: Ret
   const reason = transientReason(error);
   if (reason === undefined) return { retry: false, reason: `HTTP ${error.status} ${error.code} is not retryable` };
   if (!context.repeatable) {
-    return { retry: false, reason: `${reason}; a POST without Idempotency-Key is not repeated, the server may already have charged` };
+    return {
+      retry: false,
+      reason: `${reason}; a POST without Idempotency-Key is not repeated, the server may already have charged`,
+    };
   }
   const waitingForFirst = policyOf(error.code).waitsForFirst;
   if (waitingForFirst && context.elapsedMs >= policy.maxInProgressWaitMs) {
     return { retry: false, reason: `${reason}; still running after ${policy.maxInProgressWaitMs / 1000} s` };
   }
-  if (!waitingForFirst && context.attempt >= policy.maxAttempts) return { retry: false, reason: `${reason}; gave up after ${context.attempt} attempts` };
+  if (!waitingForFirst && context.attempt >= policy.maxAttempts)
+    return { retry: false, reason: `${reason}; gave up after ${context.attempt} attempts` };
 
   let delayMs: number;
   if (error.retryAfterSeconds !== undefined) {
     delayMs = Math.ceil(error.retryAfterSeconds * 1000);
     if (delayMs > policy.maxRetryAfterMs) {
-      return { retry: false, reason: `${reason}; Retry-After ${error.retryAfterSeconds} s exceeds the ${policy.maxRetryAfterMs / 1000} s this client waits` };
+      return {
+        retry: false,
+        reason: `${reason}; Retry-After ${error.retryAfterSeconds} s exceeds the ${policy.maxRetryAfterMs / 1000} s this client waits`,
+      };
     }
   } else {
     const cap = waitingForFirst ? Math.min(policy.maxDelayMs, policy.maxInProgressDelayMs) : policy.maxDelayMs;
@@ -112,7 +120,10 @@ export function decideRetry(error: RmbgError, context: RetryContext, policy: Ret
     delayMs = Math.round(policy.random() * ceiling);
   }
   if (context.elapsedMs + delayMs >= policy.maxTotalMs) {
-    return { retry: false, reason: `${reason}; waiting ${delayMs} ms more would exceed the ${policy.maxTotalMs / 1000} s limit for one call` };
+    return {
+      retry: false,
+      reason: `${reason}; waiting ${delayMs} ms more would exceed the ${policy.maxTotalMs / 1000} s limit for one call`,
+    };
   }
   return { retry: true, delayMs, reason };
 }

@@ -23,7 +23,10 @@ export interface RetryRun {
  * `attempt` gets the attempt number and the milliseconds left of the total bound (so one slow attempt
  * cannot outlast it) and throws RmbgError for failures; anything else thrown is wrapped as internal_error.
  */
-export async function withRetries<T>(attempt: (n: number, remainingMs: number) => Promise<T>, run: RetryRun): Promise<T> {
+export async function withRetries<T>(
+  attempt: (n: number, remainingMs: number) => Promise<T>,
+  run: RetryRun,
+): Promise<T> {
   const { policy } = run;
   let started = policy.now();
   // Answers "in progress" so far (codes whose row says waitsForFirst: 409 idempotency_in_progress). Waiting
@@ -46,9 +49,19 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
       const waitingForFirst = policyOf(error.code).waitsForFirst;
       const attempt = waitingForFirst ? n : n - inProgressAnswers;
       if (waitingForFirst) inProgressAnswers += 1;
-      const decision = decideRetry(error, { attempt, elapsedMs: policy.now() - started, repeatable: run.repeatable }, policy);
+      const decision = decideRetry(
+        error,
+        { attempt, elapsedMs: policy.now() - started, repeatable: run.repeatable },
+        policy,
+      );
       if (!decision.retry) throw n > 1 ? withAttemptCount(error, n) : error;
-      run.onRetry?.({ attempt: n, maxAttempts: policy.maxAttempts, delayMs: decision.delayMs, reason: decision.reason, error });
+      run.onRetry?.({
+        attempt: n,
+        maxAttempts: policy.maxAttempts,
+        delayMs: decision.delayMs,
+        reason: decision.reason,
+        error,
+      });
       try {
         await policy.sleep(decision.delayMs, run.signal);
       } catch (sleepError) {
@@ -60,7 +73,8 @@ export async function withRetries<T>(attempt: (n: number, remainingMs: number) =
 }
 
 function throwIfInterrupted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new RmbgError('interrupted', 'the request was cancelled before it completed', { cause: signal.reason });
+  if (signal?.aborted)
+    throw new RmbgError('interrupted', 'the request was cancelled before it completed', { cause: signal.reason });
 }
 
 /** The final error keeps code, status, Retry-After and rate limit; its message says retries were made. */

@@ -18,7 +18,12 @@ interface SettingRule {
 export const SETTING_RULES: Record<SettingName, SettingRule> = {
   apiUrl: { env: 'RMBG_API_URL', flag: '--api-url', stored: true, builtIn: () => undefined },
   apiKey: { env: 'RMBG_API_KEY', flag: '--api-key', stored: true, builtIn: () => undefined },
-  dataDir: { env: 'RMBG_DATA_DIR', flag: '--data-dir', stored: false, builtIn: () => envPaths('rmbg', { suffix: '' }).data },
+  dataDir: {
+    env: 'RMBG_DATA_DIR',
+    flag: '--data-dir',
+    stored: false,
+    builtIn: () => envPaths('rmbg', { suffix: '' }).data,
+  },
   device: { env: 'RMBG_DEVICE', flag: '--device', stored: true, builtIn: () => DEFAULT_DEVICE },
 };
 
@@ -30,7 +35,12 @@ function given(value: string | undefined): value is string {
 }
 
 /** One setting from its sources, in precedence order; `stored` holds the user settings file's values. */
-export function resolveFrom(name: SettingName, flagValue: string | undefined, env: NodeJS.ProcessEnv, stored: Partial<Record<SettingName, string>>): ResolvedSetting {
+export function resolveFrom(
+  name: SettingName,
+  flagValue: string | undefined,
+  env: NodeJS.ProcessEnv,
+  stored: Partial<Record<SettingName, string>>,
+): ResolvedSetting {
   const rule = SETTING_RULES[name];
   if (given(flagValue)) return { value: flagValue, source: 'flag' };
   const fromEnv = env[rule.env];

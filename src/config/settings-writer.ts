@@ -20,7 +20,11 @@ function openUserSettings(env: NodeJS.ProcessEnv): Conf<StoredSettings> {
   }
 }
 
-export function writeUserSetting<K extends StoredSettingName>(name: K, value: StoredSettings[K], env: NodeJS.ProcessEnv = process.env): void {
+export function writeUserSetting<K extends StoredSettingName>(
+  name: K,
+  value: StoredSettings[K],
+  env: NodeJS.ProcessEnv = process.env,
+): void {
   const store = openUserSettings(env);
   if (value === undefined) store.delete(name);
   else store.set(name, value);

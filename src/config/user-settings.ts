@@ -28,7 +28,11 @@ export function settingsPathOf(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export function unreadableSettings(error: unknown): RmbgError {
-  return new RmbgError('usage_error', `cannot read the rmbg settings file: ${(error as Error).message}; fix or delete it`, { cause: error });
+  return new RmbgError(
+    'usage_error',
+    `cannot read the rmbg settings file: ${(error as Error).message}; fix or delete it`,
+    { cause: error },
+  );
 }
 
 /** The file's object; {} when there is no file yet. */
@@ -46,7 +50,8 @@ function readSettingsFile(path: string): Record<string, unknown> {
   } catch (error) {
     throw unreadableSettings(error);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw unreadableSettings(new Error(`${path} does not hold a JSON object`));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw unreadableSettings(new Error(`${path} does not hold a JSON object`));
   return parsed as Record<string, unknown>;
 }
 

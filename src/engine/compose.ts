@@ -92,7 +92,8 @@ function cutout(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: numbe
 
 export function compose(input: ComposeInput): ComposeOutput {
   const bgAlpha = input.background ? Math.round(input.background.alpha * 255) : 0;
-  if (!input.opaque && bgAlpha === 0) return cutout(input.pixels, input.channels, input.mask, input.width * input.height);
+  if (!input.opaque && bgAlpha === 0)
+    return cutout(input.pixels, input.channels, input.mask, input.width * input.height);
   return composeLoop(input);
 }
 

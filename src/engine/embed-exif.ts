@@ -55,7 +55,12 @@ function intoWebp(webp: Buffer, tiff: Buffer, width: number, height: number): Bu
 }
 
 /** The encoded result with `tiff` (a TIFF-structured EXIF block) embedded. */
-export function embedExif(encoded: Buffer, format: OutputFormat, tiff: Buffer, size: { width: number; height: number }): Buffer {
+export function embedExif(
+  encoded: Buffer,
+  format: OutputFormat,
+  tiff: Buffer,
+  size: { width: number; height: number },
+): Buffer {
   switch (format) {
     case 'png':
       return intoPng(encoded, tiff);

@@ -4,7 +4,9 @@
 // result no longer needs because it is upright) is left out. Written as a new little-endian TIFF block.
 
 const IFD0_KEPT = new Set([0x013b /* Artist */, 0x8298 /* Copyright */, 0x0132 /* DateTime */]);
-const EXIF_KEPT = new Set([0x9003 /* DateTimeOriginal */, 0x9004 /* DateTimeDigitized */, 0x9010, 0x9011, 0x9012 /* OffsetTime* */]);
+const EXIF_KEPT = new Set([
+  0x9003 /* DateTimeOriginal */, 0x9004 /* DateTimeDigitized */, 0x9010, 0x9011, 0x9012 /* OffsetTime* */,
+]);
 const EXIF_IFD = 0x8769;
 const GPS_IFD = 0x8825;
 
@@ -56,7 +58,12 @@ class TiffReader {
       const bytes = size * n;
       const start = bytes <= 4 ? at + 8 : this.u32(at + 8);
       if (start + bytes > this.tiff.length) continue;
-      entries.push({ tag, type, count: n, value: this.littleEndian(this.tiff.subarray(start, start + bytes), WORD_SIZE[type] as number) });
+      entries.push({
+        tag,
+        type,
+        count: n,
+        value: this.littleEndian(this.tiff.subarray(start, start + bytes), WORD_SIZE[type] as number),
+      });
     }
     return entries;
   }
@@ -80,7 +87,8 @@ export function pickExif(exif: Buffer | undefined, options: { gps: boolean }): K
     return undefined;
   }
   const ifd0 = reader.entries(reader.firstIfd);
-  const pointer = (tag: number) => ifd0.find((e) => e.tag === tag && e.type === 4 && e.count === 1)?.value.readUInt32LE(0);
+  const pointer = (tag: number) =>
+    ifd0.find((e) => e.tag === tag && e.type === 4 && e.count === 1)?.value.readUInt32LE(0);
   const kept: KeptExif = {
     ifd0: ifd0.filter((e) => IFD0_KEPT.has(e.tag)),
     exif: reader.entries(pointer(EXIF_IFD) ?? 0).filter((e) => EXIF_KEPT.has(e.tag)),
@@ -92,9 +100,14 @@ export function pickExif(exif: Buffer | undefined, options: { gps: boolean }): K
 /** A little-endian TIFF block ("II*\0") holding the kept entries, with Exif and GPS sub-IFDs when they have any. */
 export function buildTiff(kept: KeptExif): Buffer {
   const ifdSize = (entries: Entry[]) => 2 + entries.length * 12 + 4;
-  const dataSize = (entries: Entry[]) => entries.reduce((sum, e) => sum + (e.value.length > 4 ? e.value.length + (e.value.length & 1) : 0), 0);
+  const dataSize = (entries: Entry[]) =>
+    entries.reduce((sum, e) => sum + (e.value.length > 4 ? e.value.length + (e.value.length & 1) : 0), 0);
   const pointerEntry = (tag: number): Entry => ({ tag, type: 4, count: 1, value: Buffer.alloc(4) });
-  const ifd0 = [...kept.ifd0, ...(kept.exif.length ? [pointerEntry(EXIF_IFD)] : []), ...(kept.gps.length ? [pointerEntry(GPS_IFD)] : [])].sort((a, b) => a.tag - b.tag);
+  const ifd0 = [
+    ...kept.ifd0,
+    ...(kept.exif.length ? [pointerEntry(EXIF_IFD)] : []),
+    ...(kept.gps.length ? [pointerEntry(GPS_IFD)] : []),
+  ].sort((a, b) => a.tag - b.tag);
   const blocks = [ifd0, kept.exif, kept.gps].filter((entries, i) => i === 0 || entries.length);
   const offsets: number[] = [];
   let size = 8;

@@ -11,9 +11,22 @@ const SOFTWARE_DRIVER = /lvp|lavapipe|swiftshader|llvmpipe/i;
 const SOFTWARE_DRIVER_GLOBS = '*lvp*,*swiftshader*';
 /** Loaders before 1.3.234 ignore VK_LOADER_DRIVERS_DISABLE: they are given the other drivers' manifests instead. */
 const DRIVERS_DISABLE_SINCE = [1, 3, 234];
-const VENDORS: Record<string, string> = { '0x10de': 'NVIDIA', '0x1002': 'AMD', '0x8086': 'Intel', '0x1af4': 'virtio', '0x15ad': 'VMware' };
+const VENDORS: Record<string, string> = {
+  '0x10de': 'NVIDIA',
+  '0x1002': 'AMD',
+  '0x8086': 'Intel',
+  '0x1af4': 'virtio',
+  '0x15ad': 'VMware',
+};
 const ICD_DIRS = ['/etc/vulkan/icd.d', '/usr/local/share/vulkan/icd.d', '/usr/share/vulkan/icd.d'];
-const LOADER_PATHS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/lib64'].map((dir) => join(dir, 'libvulkan.so.1'));
+const LOADER_PATHS = [
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/lib/aarch64-linux-gnu',
+  '/usr/lib64',
+  '/usr/lib',
+  '/lib/x86_64-linux-gnu',
+  '/lib64',
+].map((dir) => join(dir, 'libvulkan.so.1'));
 
 export interface VulkanDriver {
   /** The manifest's file name, e.g. lvp_icd.json. */
@@ -55,15 +68,27 @@ function vendorOf(renderNode: string): string {
 function driverManifests(env: NodeJS.ProcessEnv): string[] {
   const chosen = env.VK_DRIVER_FILES || env.VK_ICD_FILENAMES;
   if (chosen) return chosen.split(':').filter((file) => file && existsSync(file));
-  return ICD_DIRS.flatMap((dir) => list(dir).filter((name) => name.endsWith('.json')).map((name) => join(dir, name)));
+  return ICD_DIRS.flatMap((dir) =>
+    list(dir)
+      .filter((name) => name.endsWith('.json'))
+      .map((name) => join(dir, name)),
+  );
 }
 
 export function gpuEnvironment(env: NodeJS.ProcessEnv = process.env): GpuEnvironment {
   if (process.platform !== 'linux') return { platform: process.platform, devices: [], drivers: [], loader: true };
-  const render = list('/dev/dri').filter((name) => name.startsWith('renderD')).map((name) => `/dev/dri/${name} (${vendorOf(name)})`);
-  const nvidia = list('/dev').filter((name) => /^nvidia\d+$/.test(name)).map((name) => `/dev/${name}`);
+  const render = list('/dev/dri')
+    .filter((name) => name.startsWith('renderD'))
+    .map((name) => `/dev/dri/${name} (${vendorOf(name)})`);
+  const nvidia = list('/dev')
+    .filter((name) => /^nvidia\d+$/.test(name))
+    .map((name) => `/dev/${name}`);
   const wsl = existsSync('/dev/dxg') ? ['/dev/dxg (WSL)'] : [];
-  const drivers = driverManifests(env).map((file) => ({ manifest: basename(file), path: file, software: SOFTWARE_DRIVER.test(basename(file)) }));
+  const drivers = driverManifests(env).map((file) => ({
+    manifest: basename(file),
+    path: file,
+    software: SOFTWARE_DRIVER.test(basename(file)),
+  }));
   const loader = LOADER_PATHS.find((path) => existsSync(path));
   const version = loader ? /\.so\.(\d+)\.(\d+)\.(\d+)$/.exec(realpathSync(loader)) : null;
   return {
@@ -104,10 +129,10 @@ export function gpuErrorText(error: unknown): string {
 /** How to give WebGPU a GPU on this OS. */
 export function gpuFixHint(platform: NodeJS.Platform = process.platform): string {
   if (platform === 'darwin') return 'WebGPU runs on Metal: it needs macOS 13 or later on a Mac with a Metal GPU';
-  if (platform === 'win32') return 'WebGPU runs on Direct3D 12: install the GPU vendor\'s current driver';
+  if (platform === 'win32') return "WebGPU runs on Direct3D 12: install the GPU vendor's current driver";
   return (
     "WebGPU runs on Vulkan: install the Vulkan loader (Debian/Ubuntu: apt-get install libvulkan1) and the GPU's Vulkan driver " +
-    '(NVIDIA: the driver\'s Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), and make sure this user can open /dev/dri/renderD* or /dev/nvidia*'
+    "(NVIDIA: the driver's Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), and make sure this user can open /dev/dri/renderD* or /dev/nvidia*"
   );
 }
 
@@ -118,12 +143,21 @@ function before(a: number[], b: number[]): boolean {
 }
 
 /** The variables that hide the software drivers from the Vulkan loader, on top of what `env` already sets. */
-export function softwareDriversHidden(env: NodeJS.ProcessEnv, environment: GpuEnvironment = gpuEnvironment(env)): Record<string, string> {
+export function softwareDriversHidden(
+  env: NodeJS.ProcessEnv,
+  environment: GpuEnvironment = gpuEnvironment(env),
+): Record<string, string> {
   const own = env.VK_LOADER_DRIVERS_DISABLE;
-  const hidden: Record<string, string> = { VK_LOADER_DRIVERS_DISABLE: own ? `${own},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS };
+  const hidden: Record<string, string> = {
+    VK_LOADER_DRIVERS_DISABLE: own ? `${own},${SOFTWARE_DRIVER_GLOBS}` : SOFTWARE_DRIVER_GLOBS,
+  };
   if (environment.loaderVersion && before(environment.loaderVersion, DRIVERS_DISABLE_SINCE)) {
     // A path that does not exist when there is no other driver: the loader then finds none, as wanted.
-    hidden.VK_ICD_FILENAMES = environment.drivers.filter((driver) => !driver.software).map((driver) => driver.path).join(':') || '/nonexistent/rmbg-no-hardware-driver.json';
+    hidden.VK_ICD_FILENAMES =
+      environment.drivers
+        .filter((driver) => !driver.software)
+        .map((driver) => driver.path)
+        .join(':') || '/nonexistent/rmbg-no-hardware-driver.json';
   }
   return hidden;
 }

@@ -26,7 +26,10 @@ export interface CachedGraph {
 
 /** Where the optimised graph of a model with this sha256 is (or will be), for this ORT, provider and CPU. */
 export function cachedGraph(dir: string, modelSha256: string, ortVersion: string, provider: string): CachedGraph {
-  const cpu = createHash('sha256').update(`${arch()} ${cpus()[0]?.model ?? ''}`).digest('hex').slice(0, 8);
+  const cpu = createHash('sha256')
+    .update(`${arch()} ${cpus()[0]?.model ?? ''}`)
+    .digest('hex')
+    .slice(0, 8);
   const unkeyed = `${modelSha256.slice(0, 16)}-ort${ortVersion}-${cpu}`;
   const stem = `${modelSha256.slice(0, 16)}-ort${ortVersion}-${provider}-${cpu}`;
   const file = join(dir, `${stem}.ort`);

@@ -47,7 +47,10 @@ function detectFormat(input: Buffer): SupportedFormat {
   if (signature.supported) return signature.format;
   const found =
     signature.name === 'unknown'
-      ? `the data is not a recognizable image (it starts with bytes ${input.subarray(0, 8).toString('hex').replace(/(..)(?!$)/g, '$1 ')})`
+      ? `the data is not a recognizable image (it starts with bytes ${input
+          .subarray(0, 8)
+          .toString('hex')
+          .replace(/(..)(?!$)/g, '$1 ')})`
       : `the data is ${signature.name}`;
   throw unsupportedFormat(found);
 }
@@ -80,7 +83,8 @@ function checkWebpStructure(input: Buffer): void {
   let flagged = false;
   let frames = 0;
   for (const chunk of webpChunks(input)) {
-    if (chunk.fourcc === 'VP8X' && chunk.data.length > 0) flagged = ((chunk.data[0] as number) & VP8X_ANIMATION_FLAG) !== 0;
+    if (chunk.fourcc === 'VP8X' && chunk.data.length > 0)
+      flagged = ((chunk.data[0] as number) & VP8X_ANIMATION_FLAG) !== 0;
     if (chunk.fourcc === 'ANMF') frames++;
   }
   if (frames > 1 || (flagged && frames === 0)) {

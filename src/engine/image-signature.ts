@@ -26,7 +26,10 @@ function isoMediaName(brand: string): string {
 
 /** Text formats: XML and SVG may start with a byte-order mark, whitespace, a declaration or comments. */
 function markupName(data: Buffer): string | undefined {
-  const head = data.toString('utf8', 0, Math.min(data.length, 4096)).replace(/^\uFEFF/, '').trimStart();
+  const head = data
+    .toString('utf8', 0, Math.min(data.length, 4096))
+    .replace(/^\uFEFF/, '')
+    .trimStart();
   if (!head.startsWith('<')) return undefined;
   if (/<svg[\s>]/i.test(head)) return 'SVG';
   if (/^<!doctype html|^<html/i.test(head)) return 'HTML';
@@ -40,11 +43,13 @@ export function detectImageSignature(data: Buffer): ImageSignature {
   const name = ((): string | undefined => {
     const magic4 = ascii(data, 0, 4);
     if (magic4 === 'GIF8') return 'GIF';
-    if (startsWith(data, [0x49, 0x49, 0x2a, 0x00]) || startsWith(data, [0x4d, 0x4d, 0x00, 0x2a])) return 'TIFF (or a camera raw file built on TIFF)';
+    if (startsWith(data, [0x49, 0x49, 0x2a, 0x00]) || startsWith(data, [0x4d, 0x4d, 0x00, 0x2a]))
+      return 'TIFF (or a camera raw file built on TIFF)';
     if (startsWith(data, [0x49, 0x49, 0x2b, 0x00]) || startsWith(data, [0x4d, 0x4d, 0x00, 0x2b])) return 'BigTIFF';
     if (ascii(data, 4, 8) === 'ftyp') return isoMediaName(ascii(data, 8, 12));
     if (startsWith(data, [0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20])) return 'JPEG 2000';
-    if (startsWith(data, [0xff, 0x0a]) || startsWith(data, [0x00, 0x00, 0x00, 0x0c, 0x4a, 0x58, 0x4c, 0x20])) return 'JPEG XL';
+    if (startsWith(data, [0xff, 0x0a]) || startsWith(data, [0x00, 0x00, 0x00, 0x0c, 0x4a, 0x58, 0x4c, 0x20]))
+      return 'JPEG XL';
     if (magic4 === 'RIFF') return `RIFF ${JSON.stringify(ascii(data, 8, 12))} (not WebP)`;
     if (ascii(data, 0, 2) === 'BM' && data.length >= 14) return 'BMP';
     if (startsWith(data, [0x00, 0x00, 0x01, 0x00])) return 'ICO';

@@ -6,7 +6,15 @@ import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { DEFAULT_DEVICE, type Device, type DeviceReport } from '../api/device.js';
 import { concurrencyFor } from './device.js';
-import { describeEnvironment, gpuEnvironment, gpuErrorText, gpuFixHint, mayHaveHardwareGpu, withSoftwareAdaptersHidden, type GpuEnvironment } from './gpu-environment.js';
+import {
+  describeEnvironment,
+  gpuEnvironment,
+  gpuErrorText,
+  gpuFixHint,
+  mayHaveHardwareGpu,
+  withSoftwareAdaptersHidden,
+  type GpuEnvironment,
+} from './gpu-environment.js';
 import { probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
@@ -36,7 +44,6 @@ interface PlacedSession {
   device: DeviceReport;
 }
 
-
 /** auto waits this long for the GPU's first run before it gives up on the GPU (shader compilation takes ~1 s). */
 const AUTO_FIRST_RUN_LIMIT_MS = 60_000;
 
@@ -45,12 +52,21 @@ const AUTO_FIRST_RUN_LIMIT_MS = 60_000;
  * photo is not slower) and shows a GPU that fails on its first run before any photo depends on it. A run that
  * outlives `firstRunLimitMs` is left behind: it holds the GPU queue, but a CPU session does not use it.
  */
-async function gpuSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>, firstRunLimitMs: number | undefined): Promise<WorkerSession> {
+async function gpuSession(
+  model: ResolvedModel,
+  options: EngineOptions,
+  verified: Promise<unknown>,
+  firstRunLimitMs: number | undefined,
+): Promise<WorkerSession> {
   const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
   const { width, height } = inputSizeOf(model.contract);
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
-    if (firstRunLimitMs !== undefined) timer = setTimeout(() => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)), firstRunLimitMs);
+    if (firstRunLimitMs !== undefined)
+      timer = setTimeout(
+        () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
+        firstRunLimitMs,
+      );
   });
   const firstRun = session.run(new Float32Array(3 * width * height));
   try {
@@ -58,7 +74,12 @@ async function gpuSession(model: ResolvedModel, options: EngineOptions, verified
     return session;
   } catch (error) {
     // A run that failed has given its turn back; one still running keeps it, and release would wait behind it.
-    void firstRun.then(() => session.release(), () => session.release()).catch(() => undefined);
+    void firstRun
+      .then(
+        () => session.release(),
+        () => session.release(),
+      )
+      .catch(() => undefined);
     throw error;
   } finally {
     clearTimeout(timer);
@@ -66,7 +87,11 @@ async function gpuSession(model: ResolvedModel, options: EngineOptions, verified
 }
 
 /** Places the model on the device asked for: gpu never falls back; auto falls back to the CPU, saying why. */
-async function placeSession(model: ResolvedModel, options: EngineOptions, verified: Promise<unknown>): Promise<PlacedSession> {
+async function placeSession(
+  model: ResolvedModel,
+  options: EngineOptions,
+  verified: Promise<unknown>,
+): Promise<PlacedSession> {
   const requested = options.device ?? DEFAULT_DEVICE;
   const onCpu = async (reason: string): Promise<PlacedSession> => ({
     session: await WorkerSession.load(model, { ...options, provider: 'cpu' }, verified, options),
@@ -75,7 +100,8 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
   if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
   const environment = options.environment ?? gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
-  if (requested === 'auto' && !hardware) return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
+  if (requested === 'auto' && !hardware)
+    return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
   // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
   const software = requested === 'auto' ? 'hidden' : 'allowed';
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
@@ -85,19 +111,33 @@ async function placeSession(model: ResolvedModel, options: EngineOptions, verifi
     if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
     const load = () => gpuSession(model, options, verified, requested === 'auto' ? AUTO_FIRST_RUN_LIMIT_MS : undefined);
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
-    const reason = requested === 'auto' ? 'a hardware adapter works' : hardware ? "device 'gpu' was asked for" : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
+    const reason =
+      requested === 'auto'
+        ? 'a hardware adapter works'
+        : hardware
+          ? "device 'gpu' was asked for"
+          : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
     return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
     const failure = gpuErrorText(error);
     if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
-    throw new RmbgError('device_unavailable', probe.ok ? modelFailedOnGpu(model, failure) : noWorkingGpu(model, failure, environment, probe), { cause: error });
+    throw new RmbgError(
+      'device_unavailable',
+      probe.ok ? modelFailedOnGpu(model, failure) : noWorkingGpu(model, failure, environment, probe),
+      { cause: error },
+    );
   }
 }
 
 /** WebGPU itself fails: what was seen, what the loader said, how to fix it on this OS. */
 function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnvironment, probe: GpuProbe): string {
-  const said = probe.log.length ? ` The Vulkan loader and Dawn said: ${probe.log.slice(0, 4).map((line) => line.trim()).join(' | ')}.` : '';
+  const said = probe.log.length
+    ? ` The Vulkan loader and Dawn said: ${probe.log
+        .slice(0, 4)
+        .map((line) => line.trim())
+        .join(' | ')}.`
+    : '';
   return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
 }
 
@@ -108,11 +148,15 @@ function modelFailedOnGpu(model: ResolvedModel, failure: string): string {
 
 async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void> {
   const { default: sharp } = await import('sharp');
-  const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } }).jpeg().toBuffer();
+  const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#7f9fbf' } })
+    .jpeg()
+    .toBuffer();
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
-export async function createEngine(options: EngineOptions = {}): Promise<BackgroundRemover & { session: WorkerSession; device: DeviceReport }> {
+export async function createEngine(
+  options: EngineOptions = {},
+): Promise<BackgroundRemover & { session: WorkerSession; device: DeviceReport }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
@@ -125,7 +169,10 @@ export async function createEngine(options: EngineOptions = {}): Promise<Backgro
   try {
     await verified;
   } catch (error) {
-    loading.then((placed) => placed.session.release(), () => undefined);
+    loading.then(
+      (placed) => placed.session.release(),
+      () => undefined,
+    );
     throw error;
   }
   const { session, device } = await loading;

@@ -24,7 +24,10 @@ export interface WorkerStart {
   options: SessionOptions;
 }
 
-export type ToWorker = { type: 'verified'; ok: boolean } | { type: 'run'; id: number; input: Float32Array } | { type: 'release' };
+export type ToWorker =
+  | { type: 'verified'; ok: boolean }
+  | { type: 'run'; id: number; input: Float32Array }
+  | { type: 'release' };
 
 export type FromWorker =
   | { type: 'loaded' }
@@ -73,7 +76,12 @@ export class WorkerSession {
   }
 
   /** As ModelSession.load, with the session on a worker thread; a failed load rejects with its RmbgError. */
-  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve(), limits: WorkerLimits = {}): Promise<WorkerSession> {
+  static async load(
+    model: ResolvedModel,
+    options: SessionOptions = {},
+    verified: Promise<unknown> = Promise.resolve(),
+    limits: WorkerLimits = {},
+  ): Promise<WorkerSession> {
     const session = new WorkerSession(model, options, limits);
     await session.turn(() => session.started(verified));
     return session;
@@ -97,14 +105,18 @@ export class WorkerSession {
     const worker = await this.started(Promise.resolve());
     const id = this.nextId++;
     const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject, worker }));
-    const whole = input.byteOffset === 0 && input.byteLength === input.buffer.byteLength && input.buffer instanceof ArrayBuffer;
+    const whole =
+      input.byteOffset === 0 && input.byteLength === input.buffer.byteLength && input.buffer instanceof ArrayBuffer;
     const sent = whole ? input : input.slice();
     worker.ref(); // a run in flight keeps the process alive, as it did on the main thread
     worker.postMessage({ type: 'run', id, input: sent } satisfies ToWorker, [sent.buffer as ArrayBuffer]);
     const { runTimeoutMs } = this.limits;
     if (runTimeoutMs === undefined || this.options.provider === 'webgpu') return result;
     // A run that never answers (a hung kernel, a deadlock) would hold every later run of this session.
-    const timer = setTimeout(() => this.setAside(worker, `a run took longer than ${runTimeoutMs / 1000} s`), runTimeoutMs);
+    const timer = setTimeout(
+      () => this.setAside(worker, `a run took longer than ${runTimeoutMs / 1000} s`),
+      runTimeoutMs,
+    );
     return result.finally(() => clearTimeout(timer));
   }
 
@@ -118,7 +130,13 @@ export class WorkerSession {
       this.worker = undefined;
       this.current = undefined;
     }
-    this.failRuns(worker, new RmbgError('processing_failed', `the inference worker was set aside: ${why} while running model ${this.model.name}`));
+    this.failRuns(
+      worker,
+      new RmbgError(
+        'processing_failed',
+        `the inference worker was set aside: ${why} while running model ${this.model.name}`,
+      ),
+    );
     worker.postMessage({ type: 'release' } satisfies ToWorker);
     worker.unref();
   }
@@ -153,7 +171,10 @@ export class WorkerSession {
   }
 
   private spawn(verified: Promise<unknown>): Promise<Worker> {
-    const worker = new Worker(ENTRY, { workerData: { model: this.model, options: this.options } satisfies WorkerStart, execArgv: workerExecArgv(process.execArgv) });
+    const worker = new Worker(ENTRY, {
+      workerData: { model: this.model, options: this.options } satisfies WorkerStart,
+      execArgv: workerExecArgv(process.execArgv),
+    });
     void verified.then(
       () => worker.postMessage({ type: 'verified', ok: true } satisfies ToWorker),
       () => worker.postMessage({ type: 'verified', ok: false } satisfies ToWorker),

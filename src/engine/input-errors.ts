@@ -10,7 +10,10 @@ export function corruptImage(reason: string, cause?: unknown): RmbgError {
 }
 
 export function animatedImage(what: string): RmbgError {
-  return new RmbgError('animated_image', `the image is ${what}; animated images are not supported: send a still ${ACCEPTED_FORMATS} image`);
+  return new RmbgError(
+    'animated_image',
+    `the image is ${what}; animated images are not supported: send a still ${ACCEPTED_FORMATS} image`,
+  );
 }
 
 export function unsupportedFormat(found: string): RmbgError {

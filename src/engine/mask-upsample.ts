@@ -40,7 +40,8 @@ function taps(from: number, to: number): { index: Int32Array; weight: Int32Array
 
 /** A one-byte-per-pixel mask of size `from` resampled to `to` (both axes upsizing, see isUpsizing). */
 export function upsampleMask(mask: Uint8Array, from: Size, to: Size): Buffer {
-  if (!isUpsizing(from, to)) throw new RangeError(`upsampleMask only upsizes (${from.width}×${from.height} → ${to.width}×${to.height})`);
+  if (!isUpsizing(from, to))
+    throw new RangeError(`upsampleMask only upsizes (${from.width}×${from.height} → ${to.width}×${to.height})`);
   const out = Buffer.allocUnsafe(to.width * to.height);
   const columns = taps(from.width, to.width);
   const rows = taps(from.height, to.height);
@@ -57,7 +58,8 @@ export function upsampleMask(mask: Uint8Array, from: Size, to: Size): Buffer {
     const above = (rows.index[y] as number) * from.width;
     const below = above + nextRow;
     const wy = rows.weight[y] as number;
-    for (let x = 0; x < from.width; x++) blended[x] = (mask[above + x] as number) * (ONE - wy) + (mask[below + x] as number) * wy;
+    for (let x = 0; x < from.width; x++)
+      blended[x] = (mask[above + x] as number) * (ONE - wy) + (mask[below + x] as number) * wy;
     blended[from.width] = blended[from.width - 1] as number;
     const o = y * to.width;
     // Spans i .. last cover every destination column (spanStart[last + 1] is to.width).

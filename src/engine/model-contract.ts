@@ -19,8 +19,14 @@ export interface ModelContract {
 export type PixelRange = '0-1' | '0-255';
 export type Activation = 'none' | 'sigmoid';
 
-const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] } as { mean: [number, number, number]; std: [number, number, number] };
-const HALF = { mean: [0.5, 0.5, 0.5], std: [1, 1, 1] } as { mean: [number, number, number]; std: [number, number, number] };
+const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] } as {
+  mean: [number, number, number];
+  std: [number, number, number];
+};
+const HALF = { mean: [0.5, 0.5, 0.5], std: [1, 1, 1] } as {
+  mean: [number, number, number];
+  std: [number, number, number];
+};
 const square = (size: number): [number, number, number, number] => [1, 3, size, size];
 
 export const PRESETS = {
@@ -62,8 +68,10 @@ const usage = (message: string): RmbgError => new RmbgError('usage_error', messa
 
 function triple(flag: string, text: string): [number, number, number] {
   const values = text.split(',').map((part) => Number(part.trim()));
-  if (values.length === 1 && Number.isFinite(values[0])) return [values[0] as number, values[0] as number, values[0] as number];
-  if (values.length !== 3 || !values.every(Number.isFinite)) throw usage(`${flag} takes one number or three, comma-separated (R,G,B), e.g. 0.485,0.456,0.406; got '${text}'`);
+  if (values.length === 1 && Number.isFinite(values[0]))
+    return [values[0] as number, values[0] as number, values[0] as number];
+  if (values.length !== 3 || !values.every(Number.isFinite))
+    throw usage(`${flag} takes one number or three, comma-separated (R,G,B), e.g. 0.485,0.456,0.406; got '${text}'`);
   return values as [number, number, number];
 }
 
@@ -71,32 +79,44 @@ function size(text: string): [number, number, number, number] {
   const match = /^(\d{1,5})(?:x(\d{1,5}))?$/i.exec(text.trim());
   const width = Number(match?.[1]);
   const height = Number(match?.[2] ?? match?.[1]);
-  if (!match || width < 8 || height < 8 || width > 4096 || height > 4096) throw usage(`--input-size takes N or WxH, each 8–4096 pixels, e.g. 1024 or 1024x768; got '${text}'`);
+  if (!match || width < 8 || height < 8 || width > 4096 || height > 4096)
+    throw usage(`--input-size takes N or WxH, each 8–4096 pixels, e.g. 1024 or 1024x768; got '${text}'`);
   return [1, 3, height, width];
 }
 
 function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(text)) throw usage(`${flag} must be one of ${allowed.join(', ')}; got '${text}'`);
+  if (!(allowed as readonly string[]).includes(text))
+    throw usage(`${flag} must be one of ${allowed.join(', ')}; got '${text}'`);
   return text as T;
 }
 
 /** The contract a user asked for; a preset fills what the flags leave out. Without a preset, size, mean and std are required. */
 export function contractFromFlags(flags: ContractFlags): ModelContract & { preset?: PresetName } {
   const preset = flags.preset === undefined ? undefined : oneOf('--preset', flags.preset, PRESET_NAMES);
-  const base: Partial<ModelContract> = preset ? structuredClone(PRESETS[preset]) as ModelContract : {};
+  const base: Partial<ModelContract> = preset ? (structuredClone(PRESETS[preset]) as ModelContract) : {};
   const missing = (['inputSize', 'mean', 'std'] as const).filter((name) => !preset && flags[name] === undefined);
   if (missing.length) {
     const names = missing.map((name) => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ');
-    throw usage(`give --preset ${PRESET_NAMES.join('|')}, or the model's contract: ${names} (and --range, --activation if not 0-1 and none)`);
+    throw usage(
+      `give --preset ${PRESET_NAMES.join('|')}, or the model's contract: ${names} (and --range, --activation if not 0-1 and none)`,
+    );
   }
-  const shape = flags.inputSize !== undefined ? size(flags.inputSize) : (base.input?.shape as [number, number, number, number]);
+  const shape =
+    flags.inputSize !== undefined ? size(flags.inputSize) : (base.input?.shape as [number, number, number, number]);
   const normalization = {
-    mean: flags.mean !== undefined ? triple('--mean', flags.mean) : (base.normalization?.mean as [number, number, number]),
+    mean:
+      flags.mean !== undefined ? triple('--mean', flags.mean) : (base.normalization?.mean as [number, number, number]),
     std: flags.std !== undefined ? triple('--std', flags.std) : (base.normalization?.std as [number, number, number]),
-    range: flags.range !== undefined ? oneOf('--range', flags.range, ['0-1', '0-255'] as const) : (base.normalization?.range ?? '0-1'),
+    range:
+      flags.range !== undefined
+        ? oneOf('--range', flags.range, ['0-1', '0-255'] as const)
+        : (base.normalization?.range ?? '0-1'),
   };
   if (normalization.std.some((value) => value === 0)) throw usage('--std must not be 0 for any channel');
-  const activation = flags.activation !== undefined ? oneOf('--activation', flags.activation, ['none', 'sigmoid'] as const) : (base.activation ?? 'none');
+  const activation =
+    flags.activation !== undefined
+      ? oneOf('--activation', flags.activation, ['none', 'sigmoid'] as const)
+      : (base.activation ?? 'none');
   return {
     ...(preset ? { preset } : {}),
     input: { ...(flags.input ? { name: flags.input } : {}), shape },

@@ -61,7 +61,13 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   const userModels = readUserModels(userModelsDir);
   const user = userModels.find((m) => m.name === wanted);
   if (user && userModelsDir) {
-    return { name: user.name, contract: user, path: join(userModelsDir, user.file), expected: user, fix: `add it again with 'rmbg models add ${user.name} FILE'` };
+    return {
+      name: user.name,
+      contract: user,
+      path: join(userModelsDir, user.file),
+      expected: user,
+      fix: `add it again with 'rmbg models add ${user.name} FILE'`,
+    };
   }
   if (wanted.endsWith('.onnx') || wanted.includes('/')) {
     const path = resolve(wanted);
@@ -70,7 +76,10 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
     return { name: path, contract: base, path, fix: 'check the path' };
   }
   const known = [...manifest.models, ...userModels].map((m) => m.name).join(', ');
-  throw new RmbgError('usage_error', `unknown model '${wanted}'; known models: ${known}, or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`);
+  throw new RmbgError(
+    'usage_error',
+    `unknown model '${wanted}'; known models: ${known}, or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`,
+  );
 }
 
 export type WeightStatus = 'verified' | 'missing' | 'corrupt' | 'unchecked';
@@ -85,6 +94,10 @@ export async function checkWeights(model: ResolvedModel): Promise<WeightStatus> 
 export async function verifyWeights(model: ResolvedModel): Promise<void> {
   const status = await checkWeights(model);
   if (status === 'verified' || status === 'unchecked') return;
-  if (status === 'missing') throw new RmbgError('model_unavailable', `model ${model.name} is not installed at ${model.path}; ${model.fix}`);
-  throw new RmbgError('model_unavailable', `model ${model.name} at ${model.path} does not match its recorded sha256 (corrupt, partial or changed); ${model.fix}`);
+  if (status === 'missing')
+    throw new RmbgError('model_unavailable', `model ${model.name} is not installed at ${model.path}; ${model.fix}`);
+  throw new RmbgError(
+    'model_unavailable',
+    `model ${model.name} at ${model.path} does not match its recorded sha256 (corrupt, partial or changed); ${model.fix}`,
+  );
 }

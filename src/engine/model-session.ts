@@ -56,8 +56,10 @@ export class ModelSession {
   /** The contract's tensor names that the file lacks, each with what it has instead (for `rmbg models add`). */
   contractMismatches(): string[] {
     const problems: string[] = [];
-    if (!this.session.inputNames.includes(this.inputName)) problems.push(`it has no input '${this.inputName}' (inputs: ${this.session.inputNames.join(', ')})`);
-    if (!this.session.outputNames.includes(this.outputName)) problems.push(`it has no output '${this.outputName}' (outputs: ${this.session.outputNames.join(', ')})`);
+    if (!this.session.inputNames.includes(this.inputName))
+      problems.push(`it has no input '${this.inputName}' (inputs: ${this.session.inputNames.join(', ')})`);
+    if (!this.session.outputNames.includes(this.outputName))
+      problems.push(`it has no output '${this.outputName}' (outputs: ${this.session.outputNames.join(', ')})`);
     return problems;
   }
 
@@ -65,7 +67,11 @@ export class ModelSession {
    * `verified` (the weights' sha256 check, run alongside): the optimised graph is kept for later starts only
    * once it resolves, so a graph made from a corrupt file is never cached under the good file's hash.
    */
-  static async load(model: ResolvedModel, options: SessionOptions = {}, verified: Promise<unknown> = Promise.resolve()): Promise<ModelSession> {
+  static async load(
+    model: ResolvedModel,
+    options: SessionOptions = {},
+    verified: Promise<unknown> = Promise.resolve(),
+  ): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
     const sessionEntries = { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } };
     const provider = options.provider ?? 'cpu';
@@ -89,7 +95,10 @@ export class ModelSession {
       logSeverityLevel: 3,
     };
     const cacheDir = provider === 'cpu' ? (options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR) : false;
-    const graph = cacheDir && model.expected ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common, provider) : undefined;
+    const graph =
+      cacheDir && model.expected
+        ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common, provider)
+        : undefined;
     try {
       if (graph?.cached) {
         try {
@@ -97,13 +106,19 @@ export class ModelSession {
           // against 0.95 s for the same graph as an ONNX file, bench/session-start.mjs); the session keeps them.
           const bytes = await readFileParallel(graph.cached);
           const inPlace = { use_ort_model_bytes_directly: '1', use_ort_model_bytes_for_initializers: '1' };
-          const session = await ort.InferenceSession.create(bytes, { ...base, graphOptimizationLevel: 'disabled', extra: { session: { ...sessionEntries, ...inPlace } } });
+          const session = await ort.InferenceSession.create(bytes, {
+            ...base,
+            graphOptimizationLevel: 'disabled',
+            extra: { session: { ...sessionEntries, ...inPlace } },
+          });
           return new ModelSession(session, ort, model, bytes);
         } catch {
           dropCachedGraph(graph.cached); // unreadable: optimise the original again (and save it next time)
         }
       }
-      const save = graph?.saveTo ? { optimizedModelFilePath: graph.saveTo, extra: { session: { ...sessionEntries, save_model_format: 'ORT' } } } : undefined;
+      const save = graph?.saveTo
+        ? { optimizedModelFilePath: graph.saveTo, extra: { session: { ...sessionEntries, save_model_format: 'ORT' } } }
+        : undefined;
       // A graph ORT cannot write in its format still runs: then without a cached copy.
       const session = await ort.InferenceSession.create(model.path, { ...base, ...save }).catch((error: unknown) => {
         if (!save) throw error;
@@ -116,7 +131,11 @@ export class ModelSession {
       );
       return new ModelSession(session, ort, model);
     } catch (error) {
-      throw new RmbgError('model_unavailable', `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`, { cause: error });
+      throw new RmbgError(
+        'model_unavailable',
+        `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -137,16 +156,21 @@ export class ModelSession {
     // Fetch only the mask: a model may have side outputs (several 1024² planes) we would copy for nothing.
     const outputs = await this.session.run({ [this.inputName]: tensor }, [this.outputName]);
     const mask = outputs[this.outputName];
-    if (!mask) throw new RmbgError('processing_failed', `model ${this.model.name} returned no '${this.outputName}' output`);
+    if (!mask)
+      throw new RmbgError('processing_failed', `model ${this.model.name} returned no '${this.outputName}' output`);
     const dims = mask.dims;
     const height = Number(dims.at(-2));
     const width = Number(dims.at(-1));
     const data = mask.data as Float32Array;
     if (!(width > 0 && height > 0) || data.length < width * height) {
-      throw new RmbgError('processing_failed', `model ${this.model.name}'s output '${this.outputName}' has shape [${dims.join(', ')}], not […, height, width]`);
+      throw new RmbgError(
+        'processing_failed',
+        `model ${this.model.name}'s output '${this.outputName}' has shape [${dims.join(', ')}], not […, height, width]`,
+      );
     }
     const plane = data.length === width * height ? data : data.subarray(0, width * height);
-    if (contract.activation === 'sigmoid') for (let i = 0; i < plane.length; i++) plane[i] = 1 / (1 + Math.exp(-(plane[i] as number)));
+    if (contract.activation === 'sigmoid')
+      for (let i = 0; i < plane.length; i++) plane[i] = 1 / (1 + Math.exp(-(plane[i] as number)));
     return { data: plane, width, height };
   }
 

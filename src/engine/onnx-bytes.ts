@@ -37,5 +37,12 @@ export function model(graph: Buffer): Buffer {
 /** One Identity node from `inputName` to `outputName`, float tensors of `shape`. */
 export function identityModel(shape: readonly number[], inputName: string, outputName: string): Buffer {
   const node = Buffer.concat([bytes(1, inputName), bytes(2, outputName), bytes(4, 'Identity')]);
-  return model(Buffer.concat([bytes(1, node), bytes(2, 'identity'), bytes(11, tensorInfo(inputName, shape)), bytes(12, tensorInfo(outputName, shape))]));
+  return model(
+    Buffer.concat([
+      bytes(1, node),
+      bytes(2, 'identity'),
+      bytes(11, tensorInfo(inputName, shape)),
+      bytes(12, tensorInfo(outputName, shape)),
+    ]),
+  );
 }

@@ -34,7 +34,11 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
     const { data, info } = await shaped.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
     return { data, width: info.width, height: info.height, channels };
   } catch (error) {
-    throw new RmbgError('corrupt_image', `the image could not be decoded (truncated or corrupt): ${(error as Error).message}`, { cause: error });
+    throw new RmbgError(
+      'corrupt_image',
+      `the image could not be decoded (truncated or corrupt): ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -44,7 +48,8 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
  */
 function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[], scale: number): Float32Array {
   const lut = new Float32Array(768);
-  for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
+  for (let c = 0; c < 3; c++)
+    for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
   const tensor = new Float32Array(pixelCount * 3);
   const green = pixelCount;
   const blue = pixelCount * 2;
@@ -71,7 +76,11 @@ function maskToBytes(mask: Float32Array): Buffer {
  */
 function shrinkMask(mask: Buffer, from: Size, to: Size, region?: Region): Promise<Buffer> {
   const image = sharp(mask, { raw: { width: from.width, height: from.height, channels: 1 } });
-  return (region ? image.extract(region) : image).resize(to.width, to.height, { fit: 'fill', kernel: 'linear' }).toColourspace('b-w').raw().toBuffer();
+  return (region ? image.extract(region) : image)
+    .resize(to.width, to.height, { fit: 'fill', kernel: 'linear' })
+    .toColourspace('b-w')
+    .raw()
+    .toBuffer();
 }
 
 /**
@@ -99,7 +108,12 @@ export class Timer {
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
 export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
 
-export async function runPipeline(session: ModelRunner, input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
+export async function runPipeline(
+  session: ModelRunner,
+  input: Buffer,
+  options: RemoveOptions,
+  signal?: AbortSignal,
+): Promise<EngineResult> {
   const timer = new Timer();
   const probe = await probeImage(input);
   timer.lap('probe');
@@ -112,10 +126,15 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
 
   // Without crop the output size is known now, so its decode overlaps inference.
   const outputSize = fitWithin(canvas.width, canvas.height, maxPixels);
-  const outputPixels = options.crop ? undefined : toRaw(decoder(input).resize(outputSize.width, outputSize.height, { fit: 'fill' }), channels);
+  const outputPixels = options.crop
+    ? undefined
+    : toRaw(decoder(input).resize(outputSize.width, outputSize.height, { fit: 'fill' }), channels);
   outputPixels?.catch(() => undefined); // awaited below; avoid an unhandled rejection if inference fails first
 
-  const modelInput = await toRaw(decoder(input).resize(modelW, modelH, { fit: 'fill' }).flatten({ background: '#ffffff' }), 3);
+  const modelInput = await toRaw(
+    decoder(input).resize(modelW, modelH, { fit: 'fill' }).flatten({ background: '#ffffff' }),
+    3,
+  );
   timer.lap('decode');
   throwIfAborted(signal);
   const plane = await session.run(toTensor(modelInput.data, modelW * modelH, mean, std, pixelScale(contract)));
@@ -183,7 +202,12 @@ export async function runPipeline(session: ModelRunner, input: Buffer, options: 
 }
 
 /** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
-function chooseFormat(options: RemoveOptions, background: RemoveOptions['bgColor'], mask: Buffer, pixels: Raw): OutputFormat {
+function chooseFormat(
+  options: RemoveOptions,
+  background: RemoveOptions['bgColor'],
+  mask: Buffer,
+  pixels: Raw,
+): OutputFormat {
   if (options.format !== 'auto') return options.format;
   if (background && background.alpha === 1) return 'jpg';
   if (background) return 'png';
@@ -197,11 +221,20 @@ function chooseFormat(options: RemoveOptions, background: RemoveOptions['bgColor
 
 function toBox(bounds: Bounds | null): ForegroundBox {
   if (!bounds) return { top: 0, left: 0, width: 0, height: 0 };
-  return { top: bounds.top, left: bounds.left, width: bounds.right - bounds.left + 1, height: bounds.bottom - bounds.top + 1 };
+  return {
+    top: bounds.top,
+    left: bounds.left,
+    width: bounds.right - bounds.left + 1,
+    height: bounds.bottom - bounds.top + 1,
+  };
 }
 
 /** Bounds found on the (scaled) result mapped back to canvas pixels, rounded outwards. */
-function scaleBox(bounds: Bounds | null, result: { width: number; height: number }, canvas: { width: number; height: number }): ForegroundBox {
+function scaleBox(
+  bounds: Bounds | null,
+  result: { width: number; height: number },
+  canvas: { width: number; height: number },
+): ForegroundBox {
   if (!bounds) return toBox(null);
   const sx = canvas.width / result.width;
   const sy = canvas.height / result.height;
@@ -213,7 +246,12 @@ function scaleBox(bounds: Bounds | null, result: { width: number; height: number
 }
 
 /** JPG and WebP through sharp; PNG has its own banded encoder (png-encode.ts). */
-async function encode(composed: ComposeOutput, width: number, height: number, format: Exclude<OutputFormat, 'png'>): Promise<Buffer> {
+async function encode(
+  composed: ComposeOutput,
+  width: number,
+  height: number,
+  format: Exclude<OutputFormat, 'png'>,
+): Promise<Buffer> {
   const image = sharp(composed.pixels, { raw: { width, height, channels: composed.channels } });
   switch (format) {
     case 'jpg':

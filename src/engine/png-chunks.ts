@@ -61,12 +61,15 @@ export function* pngChunks(png: Buffer): Generator<PngChunk> {
   }
   let offset = PNG_SIGNATURE.length;
   while (offset < png.length) {
-    if (offset + 12 > png.length) throw corrupt(`the data ends inside a chunk header at byte ${offset} (truncated file)`);
+    if (offset + 12 > png.length)
+      throw corrupt(`the data ends inside a chunk header at byte ${offset} (truncated file)`);
     const length = png.readUInt32BE(offset);
     const type = String.fromCharCode(png[offset + 4]!, png[offset + 5]!, png[offset + 6]!, png[offset + 7]!);
     const end = offset + 12 + length;
     if (length > 0x7fffffff || end > png.length) {
-      throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} runs past the end of the data (truncated file)`);
+      throw corrupt(
+        `the ${JSON.stringify(type)} chunk at byte ${offset} runs past the end of the data (truncated file)`,
+      );
     }
     if (crc32(png, offset + 4, end - 4) !== png.readUInt32BE(end - 4)) {
       throw corrupt(`the ${JSON.stringify(type)} chunk at byte ${offset} has a wrong CRC`);

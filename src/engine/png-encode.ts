@@ -70,9 +70,16 @@ function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
       if (error) return reject(error);
       const end = stream.length;
       const framed =
-        stream.subarray(end - 6, end - 4).equals(EMPTY_FINAL_BLOCK) && stream.subarray(end - 10, end - 6).equals(SYNC_FLUSH_MARKER);
-      if (!framed) return reject(new Error('zlib ended a band in an unexpected way; the PNG encoder cannot join its bands'));
-      resolve({ header: stream.subarray(0, 2), body: stream.subarray(2, end - 6), adler: stream.readUInt32BE(end - 4), length: scanlines.length });
+        stream.subarray(end - 6, end - 4).equals(EMPTY_FINAL_BLOCK) &&
+        stream.subarray(end - 10, end - 6).equals(SYNC_FLUSH_MARKER);
+      if (!framed)
+        return reject(new Error('zlib ended a band in an unexpected way; the PNG encoder cannot join its bands'));
+      resolve({
+        header: stream.subarray(0, 2),
+        body: stream.subarray(2, end - 6),
+        adler: stream.readUInt32BE(end - 4),
+        length: scanlines.length,
+      });
     });
   });
 }
@@ -138,7 +145,9 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
     channels ??= rows.channels;
     const rowBytes = width * channels;
     if (rows.channels !== channels || rows.pixels.length !== count * rowBytes) {
-      throw new RangeError(`band at row ${top}: expected ${count} rows of ${width}×${channels} bytes, got ${rows.pixels.length} bytes of ${rows.channels} channels`);
+      throw new RangeError(
+        `band at row ${top}: expected ${count} rows of ${width}×${channels} bytes, got ${rows.pixels.length} bytes of ${rows.channels} channels`,
+      );
     }
     const band = deflateBand(filterUp(rows.pixels, rowBytes, count, rowAbove));
     band.catch(() => undefined); // awaited below or above; a failure must not go unhandled while the loop runs on
@@ -158,6 +167,8 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
   header[8] = 8; // bits per channel
   header[9] = channels === 3 ? 2 : 6; // colour type: RGB or RGBA
   // compression 0 (deflate), filter method 0 (adaptive, per row), interlace 0: left as zeros
-  const idat = deflated.map((band, i) => pngChunk('IDAT', i === 0 ? Buffer.concat([band.header, band.body]) : band.body));
+  const idat = deflated.map((band, i) =>
+    pngChunk('IDAT', i === 0 ? Buffer.concat([band.header, band.body]) : band.body),
+  );
   return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', header), ...idat, pngChunk('IDAT', trailer), pngChunk('IEND')]);
 }

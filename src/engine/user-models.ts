@@ -2,7 +2,16 @@
 // with their contract and sha256 in <data dir>/models/models.json. The file is copied in (so moving or
 // editing the original changes nothing) and verified by its sha256 before each use, like the manifest's.
 
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
 import type { ModelContract } from './model-contract.js';
@@ -37,7 +46,11 @@ export function readUserModels(dir: string | undefined): UserModelEntry[] {
   try {
     return (JSON.parse(readFileSync(registryPath(dir), 'utf8')) as UserRegistry).models;
   } catch (error) {
-    throw new RmbgError('io_error', `cannot read the user model registry ${registryPath(dir)}: ${(error as Error).message}`, { cause: error });
+    throw new RmbgError(
+      'io_error',
+      `cannot read the user model registry ${registryPath(dir)}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -48,7 +61,11 @@ function writeRegistry(dir: string, models: UserModelEntry[]): void {
 }
 
 /** Copies `source` into the folder as NAME.onnx and records it with the copy's size and sha256. */
-export async function addUserModel(dir: string, entry: Omit<UserModelEntry, 'file' | 'bytes' | 'sha256'>, source: string): Promise<UserModelEntry> {
+export async function addUserModel(
+  dir: string,
+  entry: Omit<UserModelEntry, 'file' | 'bytes' | 'sha256'>,
+  source: string,
+): Promise<UserModelEntry> {
   mkdirSync(dir, { recursive: true });
   const file = `${entry.name}.onnx`;
   const temp = join(dir, `${file}.${process.pid}.tmp`);
@@ -65,7 +82,10 @@ export function removeUserModel(dir: string, name: string): boolean {
   const models = readUserModels(dir);
   const entry = models.find((m) => m.name === name);
   if (!entry) return false;
-  writeRegistry(dir, models.filter((m) => m !== entry));
+  writeRegistry(
+    dir,
+    models.filter((m) => m !== entry),
+  );
   rmSync(join(dir, entry.file), { force: true });
   rmSync(stampPathOf(join(dir, entry.file)), { force: true });
   return true;

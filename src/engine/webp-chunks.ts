@@ -34,7 +34,8 @@ export function* webpChunks(webp: Buffer): Generator<WebpChunk> {
     const fourcc = webp.toString('latin1', offset, offset + 4);
     const size = webp.readUInt32LE(offset + 4);
     const end = offset + 8 + size;
-    if (end > riffEnd) throw corrupt(`the ${JSON.stringify(fourcc)} chunk at byte ${offset} runs past the end of the data`);
+    if (end > riffEnd)
+      throw corrupt(`the ${JSON.stringify(fourcc)} chunk at byte ${offset} runs past the end of the data`);
     yield { fourcc, offset, data: webp.subarray(offset + 8, end) };
     // Chunks are padded to an even size; a missing pad byte after the last chunk is harmless.
     offset = end + (size & 1);

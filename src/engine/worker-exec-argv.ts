@@ -33,9 +33,12 @@ const WORKER_OPTIONS = `--addons --allow-addons --allow-child-process --allow-fs
   --unhandled-rejections= --verify-base-objects --warnings --watch-preserve-output`.split(/\s+/);
 
 // The options left out above that take a value: the value goes with them when it is the next argument.
-const REFUSED_WITH_VALUE = `--disable-proto --eval --experimental-sea-config --icu-data-dir --input-type --openssl-config
+const REFUSED_WITH_VALUE =
+  `--disable-proto --eval --experimental-sea-config --icu-data-dir --input-type --openssl-config
   --print --report-dir --report-filename --secure-heap --secure-heap-min --security-revert --snapshot-blob --title
-  --tls-cipher-list --trace-event-categories --trace-event-file-pattern --use-largepages --v8-pool-size --watch-path`.split(/\s+/);
+  --tls-cipher-list --trace-event-categories --trace-event-file-pattern --use-largepages --v8-pool-size --watch-path`.split(
+    /\s+/,
+  );
 
 /** Node 20's short and old spellings, by the option they stand for. */
 const ALIASES: Record<string, string> = {
@@ -57,7 +60,10 @@ const ALIASES: Record<string, string> = {
 };
 
 const TAKEN = new Set(WORKER_OPTIONS.map((option) => option.replace(/=$/, '')));
-const WITH_VALUE = new Set([...WORKER_OPTIONS.filter((option) => option.endsWith('=')).map((option) => option.slice(0, -1)), ...REFUSED_WITH_VALUE]);
+const WITH_VALUE = new Set([
+  ...WORKER_OPTIONS.filter((option) => option.endsWith('=')).map((option) => option.slice(0, -1)),
+  ...REFUSED_WITH_VALUE,
+]);
 
 interface Flag {
   /** The option, as Node names it (aliases resolved, `_` read as `-`, `--no-` dropped). */

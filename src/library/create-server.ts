@@ -32,12 +32,19 @@ export interface LocalService {
 
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
   const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
-  for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS)) checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
+  for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS))
+    checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
   // Checked before anything opens: a bad token, proxy list or device changes nothing.
   const metricsToken = metricsTokenOf(options);
   const trustProxy = trustedProxies(options.trustProxy ?? []).entries;
   const dataDir = dataDirOf(options.dataDir);
-  const engineOptions = engineOptionsOf({ model: options.model, device: options.device, dataDir, warmUp: true, runTimeoutMs: settings.processingTimeout * 1000 });
+  const engineOptions = engineOptionsOf({
+    model: options.model,
+    device: options.device,
+    dataDir,
+    warmUp: true,
+    runTimeoutMs: settings.processingTimeout * 1000,
+  });
   const store = await openStore(storeTarget(options.store, dataDir));
   const closers: Array<() => unknown> = [() => store.close()];
   const closeAll = async () => {
@@ -50,7 +57,13 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     if (soleServer) {
       // Beside the file, wherever --store put it (for the default store: in the data directory, as always).
       const folder = dirname(store.path);
-      closers.push(acquirePidLock(join(folder, 'serve.lock'), (owner) => `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`));
+      closers.push(
+        acquirePidLock(
+          join(folder, 'serve.lock'),
+          (owner) =>
+            `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`,
+        ),
+      );
     }
     // Loaded and warmed before the server listens (on the GPU, the warm-up compiles the shaders); a CPU run
     // that has not answered when its request timed out has its worker set aside (inference-worker.ts).
@@ -90,7 +103,11 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       maxUploads: settings.maxUploads,
       logger: { level: 'warn', stream: process.stderr },
     }).catch((error: NodeJS.ErrnoException) => {
-      throw new RmbgError('usage_error', `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`, { cause: error });
+      throw new RmbgError(
+        'usage_error',
+        `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`,
+        { cause: error },
+      );
     });
     closers.push(() => server.close());
     return { url: server.url, dataDir, store, device: engine.device, close: closeAll };

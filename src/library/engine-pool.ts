@@ -10,7 +10,10 @@ export class EnginePool {
 
   /** The engine of `model` (a manifest name or .onnx path; undefined: the default model) on `device`. */
   async engineFor(settings: Pick<EngineSettings, 'model' | 'device'>): Promise<BackgroundRemover> {
-    const [{ createEngine }, { resolveModel }] = await Promise.all([import('../engine/index.js'), import('../engine/model-registry.js')]);
+    const [{ createEngine }, { resolveModel }] = await Promise.all([
+      import('../engine/index.js'),
+      import('../engine/model-registry.js'),
+    ]);
     // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
     const options = engineOptionsOf(settings);
     // Keyed by the weights' path, so 'isnet-medium' and the default share one engine.

@@ -28,7 +28,13 @@ export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv 
   try {
     return parseDevice(setting.value);
   } catch (error) {
-    const where = { flag: 'device', env: SETTING_RULES.device.env, config: `'device' in ${settingsPathOf(env)}`, default: 'device', unset: 'device' }[setting.source];
+    const where = {
+      flag: 'device',
+      env: SETTING_RULES.device.env,
+      config: `'device' in ${settingsPathOf(env)}`,
+      default: 'device',
+      unset: 'device',
+    }[setting.source];
     throw new RmbgError('usage_error', (error as Error).message.replace(/^device/, where), { cause: error });
   }
 }

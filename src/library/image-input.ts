@@ -19,9 +19,17 @@ export async function readImageInput(input: ImageInput, signal: AbortSignal | un
     if (input.protocol === 'file:') return readImageFile(fileURLToPath(input));
     // Loaded only for https: the fetcher and its address policy are the service's own.
     const { fetchImageUrl } = await import('../service/image-url.js');
-    return fetchImageUrl(input.href, { allowPrivate: false, timeoutMs: LIMITS.imageUrlTimeoutMs, maxBytes: LIMITS.maxImageBytes, signal });
+    return fetchImageUrl(input.href, {
+      allowPrivate: false,
+      timeoutMs: LIMITS.imageUrlTimeoutMs,
+      maxBytes: LIMITS.maxImageBytes,
+      signal,
+    });
   }
-  throw new RmbgError('invalid_request', `the image must be a Buffer, Uint8Array, ArrayBuffer, Blob, file path or URL; got ${describe(input)}`);
+  throw new RmbgError(
+    'invalid_request',
+    `the image must be a Buffer, Uint8Array, ArrayBuffer, Blob, file path or URL; got ${describe(input)}`,
+  );
 }
 
 export async function readImageFile(path: string): Promise<Buffer> {

@@ -10,7 +10,10 @@ const TOKEN_FLAG = flagOf('metricsToken');
 const FILE_FLAG = flagOf('metricsTokenFile');
 
 /** The token, or undefined (loopback only). Throws usage_error for a token nobody could send. */
-export function metricsTokenOf(options: Pick<ServerOptions, 'metricsToken' | 'metricsTokenFile'>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function metricsTokenOf(
+  options: Pick<ServerOptions, 'metricsToken' | 'metricsTokenFile'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
   if (options.metricsToken !== undefined && options.metricsTokenFile !== undefined) {
     throw new RmbgError('usage_error', `give ${TOKEN_FLAG} or ${FILE_FLAG}, not both`);
   }
@@ -19,7 +22,11 @@ export function metricsTokenOf(options: Pick<ServerOptions, 'metricsToken' | 'me
     try {
       text = readFileSync(options.metricsTokenFile, 'utf8');
     } catch (error) {
-      throw new RmbgError('usage_error', `${FILE_FLAG}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
+      throw new RmbgError(
+        'usage_error',
+        `${FILE_FLAG}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        { cause: error },
+      );
     }
     return checked(text.trim(), `${FILE_FLAG} ${options.metricsTokenFile}`);
   }
@@ -32,6 +39,10 @@ export function metricsTokenOf(options: Pick<ServerOptions, 'metricsToken' | 'me
 /** A token must fit in one `Authorization: Bearer <token>` header line. */
 function checked(token: string, source: string): string {
   if (token.trim() === '') throw new RmbgError('usage_error', `${source}: the metrics token is empty`);
-  if (/[\r\n]/.test(token)) throw new RmbgError('usage_error', `${source}: the metrics token holds more than one line; it must fit in an Authorization header`);
+  if (/[\r\n]/.test(token))
+    throw new RmbgError(
+      'usage_error',
+      `${source}: the metrics token holds more than one line; it must fit in an Authorization header`,
+    );
   return token;
 }

@@ -2,7 +2,13 @@
 // (same rules, same messages as the HTTP API and the CLI), plus where to run.
 
 import { RmbgError } from '../api/errors.js';
-import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type Format, type RemoveOptions, type Size } from '../api/options.js';
+import {
+  CALLER_DEFAULT_OPTIONS,
+  parseRemoveOptions,
+  type Format,
+  type RemoveOptions,
+  type Size,
+} from '../api/options.js';
 import type { Device } from '../api/device.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
@@ -37,8 +43,20 @@ export interface RemoveBackgroundOptions extends ImageOptions, RunOptions {
 }
 
 /** Every image option, checked by the compiler against ImageOptions (a key added there must be added here). */
-const IMAGE_KEYS: readonly string[] = Object.keys({ size: true, format: true, crop: true, bgColor: true } satisfies Record<keyof ImageOptions, true>);
-const RUN_KEYS: readonly string[] = Object.keys({ model: true, device: true, apiUrl: true, apiKey: true, timeoutMs: true, signal: true } satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
+const IMAGE_KEYS: readonly string[] = Object.keys({
+  size: true,
+  format: true,
+  crop: true,
+  bgColor: true,
+} satisfies Record<keyof ImageOptions, true>);
+const RUN_KEYS: readonly string[] = Object.keys({
+  model: true,
+  device: true,
+  apiUrl: true,
+  apiKey: true,
+  timeoutMs: true,
+  signal: true,
+} satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
 
 /** camelCase option → the API's field name: bgColor → bg_color. */
 const fieldName = (name: string): string => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
@@ -53,7 +71,10 @@ export function parseImageOptions(options: object, ownKeys: readonly string[] = 
   for (const [name, value] of Object.entries(options)) {
     if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
     else if (!RUN_KEYS.includes(name) && !ownKeys.includes(name)) {
-      throw new RmbgError('unknown_field', `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...RUN_KEYS, ...ownKeys].join(', ')}`);
+      throw new RmbgError(
+        'unknown_field',
+        `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...RUN_KEYS, ...ownKeys].join(', ')}`,
+      );
     }
   }
   return parseRemoveOptions(fields, CALLER_DEFAULT_OPTIONS);
@@ -68,11 +89,20 @@ export interface RemoteTarget {
 /** The server to call, or undefined for on-device; an API key without a URL (or the reverse) is a mistake worth naming. */
 export function remoteTarget(options: RunOptions): RemoteTarget | undefined {
   if (options.apiUrl === undefined) {
-    if (options.apiKey !== undefined) throw new RmbgError('usage_error', 'apiKey was given without apiUrl; pass the server URL too, or drop apiKey to run on this computer');
+    if (options.apiKey !== undefined)
+      throw new RmbgError(
+        'usage_error',
+        'apiKey was given without apiUrl; pass the server URL too, or drop apiKey to run on this computer',
+      );
     return undefined;
   }
   if (!options.apiKey) throw new RmbgError('usage_error', 'apiUrl needs an apiKey');
-  if (options.model !== undefined) throw new RmbgError('usage_error', 'model applies on this computer only; the server at apiUrl uses its own model');
-  if (options.device !== undefined) throw new RmbgError('usage_error', 'device applies on this computer only; the server at apiUrl runs its model where it was started to');
+  if (options.model !== undefined)
+    throw new RmbgError('usage_error', 'model applies on this computer only; the server at apiUrl uses its own model');
+  if (options.device !== undefined)
+    throw new RmbgError(
+      'usage_error',
+      'device applies on this computer only; the server at apiUrl runs its model where it was started to',
+    );
   return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs };
 }

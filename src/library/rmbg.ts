@@ -11,7 +11,14 @@ import type { Remover } from '../batch/remover.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
 import { untilAborted } from './until-aborted.js';
-import { parseImageOptions, remoteTarget, type ImageOptions, type RemoteTarget, type RemoveBackgroundOptions, type RunOptions } from './remove-options.js';
+import {
+  parseImageOptions,
+  remoteTarget,
+  type ImageOptions,
+  type RemoteTarget,
+  type RemoveBackgroundOptions,
+  type RunOptions,
+} from './remove-options.js';
 
 export interface RemoveBackgroundResult {
   /** The encoded image. */
@@ -47,14 +54,24 @@ export interface Rmbg {
   /** Removes the background of one image; see docs/library.md. */
   removeBackground(input: ImageInput, options?: RemoveBackgroundOptions): Promise<RemoveBackgroundResult>;
   /** Runs the CLI's batch over files and folders, yielding one event per file, then a summary. */
-  removeBackgrounds(inputs: string | readonly string[], options: RemoveBackgroundsOptions): AsyncGenerator<BatchEvent, void, undefined>;
+  removeBackgrounds(
+    inputs: string | readonly string[],
+    options: RemoveBackgroundsOptions,
+  ): AsyncGenerator<BatchEvent, void, undefined>;
   /** Releases the on-device engines (after the runs in flight); later calls load them again. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The batch's own options, checked by the compiler against RemoveBackgroundsOptions. */
-const BATCH_KEYS: readonly string[] = Object.keys({ outDir: true, concurrency: true, recursive: true, overwrite: true, retryFailed: true, watch: true } satisfies Record<Exclude<keyof RemoveBackgroundsOptions, keyof RemoveBackgroundOptions>, true>);
+const BATCH_KEYS: readonly string[] = Object.keys({
+  outDir: true,
+  concurrency: true,
+  recursive: true,
+  overwrite: true,
+  retryFailed: true,
+  watch: true,
+} satisfies Record<Exclude<keyof RemoveBackgroundsOptions, keyof RemoveBackgroundOptions>, true>);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
@@ -65,7 +82,11 @@ export function createRmbg(): Rmbg {
       // The remote remover derives each request's Idempotency-Key from the image and options: a retry, or the
       // same call again within the server's replay window, is replayed instead of charged twice.
       const { remoteRemover } = await import('../batch/remote-remover.js');
-      return remoteRemover({ baseUrl: target.apiUrl, apiKey: target.apiKey, timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs });
+      return remoteRemover({
+        baseUrl: target.apiUrl,
+        apiKey: target.apiKey,
+        timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs,
+      });
     }
     const { localRemover } = await import('../batch/remover.js');
     // Never closed by a call: the engine is the pool's, shared with other calls until close().
@@ -82,7 +103,13 @@ export function createRmbg(): Rmbg {
         const image = await readImageInput(input, signal);
         const remover = await removerFor(target, options);
         const result = await remover.remove(image, removeOptions, { signal });
-        return { data: result.data, format: result.format, width: result.width, height: result.height, foreground: result.foreground };
+        return {
+          data: result.data,
+          format: result.format,
+          width: result.width,
+          height: result.height,
+          foreground: result.foreground,
+        };
       })();
       // A cancelled call rejects with the caller's reason at once, not with our 'interrupted' at the engine's next stage.
       return untilAborted(work, signal);
@@ -94,14 +121,20 @@ export function createRmbg(): Rmbg {
       const removeOptions = parseImageOptions(options, BATCH_KEYS);
       const target = remoteTarget(options);
       if (typeof options.outDir !== 'string' || options.outDir === '') {
-        throw new RmbgError('usage_error', 'outDir is required: the folder for the outputs and the journal that lets a re-run resume');
+        throw new RmbgError(
+          'usage_error',
+          'outDir is required: the folder for the outputs and the journal that lets a re-run resume',
+        );
       }
       const [{ discoverInputs }, { batchEvents }, { defaultConcurrency, MAX_CONCURRENCY }] = await Promise.all([
         import('../batch/discover-inputs.js'),
         import('../batch/batch-events.js'),
         import('../batch/remover.js'),
       ]);
-      const concurrency = options.concurrency === undefined ? undefined : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
+      const concurrency =
+        options.concurrency === undefined
+          ? undefined
+          : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
       const paths = typeof inputs === 'string' ? [inputs] : [...inputs];
       const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
       const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
@@ -118,7 +151,10 @@ export function createRmbg(): Rmbg {
         // The caller's signal cancels the files in flight too, not only the ones not started.
         stop: signal,
         abort: signal,
-        arrivals: watch && ((ended) => watch.watchInputs(folders, ended, { recursive: Boolean(options.recursive), outputDir: options.outDir })),
+        arrivals:
+          watch &&
+          ((ended) =>
+            watch.watchInputs(folders, ended, { recursive: Boolean(options.recursive), outputDir: options.outDir })),
       });
       for await (const event of events) {
         // An aborted batch ends with the abort, not with a summary that reads like an ending.

@@ -84,7 +84,8 @@ export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number)
     return () => {
       heldHere.delete(lockPath);
       // Only our own file: a lock that is no longer ours (removed by hand and taken by another) stays.
-      if (inode !== undefined && inodeOf(lockPath) === inode && contentOf(lockPath) === String(process.pid)) rmSync(lockPath, { force: true });
+      if (inode !== undefined && inodeOf(lockPath) === inode && contentOf(lockPath) === String(process.pid))
+        rmSync(lockPath, { force: true });
     };
   };
   try {
@@ -99,7 +100,8 @@ export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number)
       const content = contentOf(lockPath);
       if (content === undefined) continue; // released meanwhile
       const owner = Number(content);
-      const ownerHolds = owner === process.pid ? heldHere.has(lockPath) : Number.isInteger(owner) && owner > 0 && processAlive(owner);
+      const ownerHolds =
+        owner === process.pid ? heldHere.has(lockPath) : Number.isInteger(owner) && owner > 0 && processAlive(owner);
       if (ownerHolds) throw new RmbgError('usage_error', busyMessage(owner));
       if (takeOver(lockPath, temp, content)) return held(); // left by a killed process
     }

@@ -3,7 +3,12 @@
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { RmbgError } from '../api/errors.js';
 import { openApiDocument } from '../api/openapi.js';
 import { HEADERS } from '../api/response-headers.js';
@@ -112,7 +117,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header(HEADERS.requestId, request.id);
     if (closing) {
-      throw new RmbgError('service_unavailable', 'the server is shutting down; retry shortly', { retryAfterSeconds: CLOSING_RETRY_SECONDS });
+      throw new RmbgError('service_unavailable', 'the server is shutting down; retry shortly', {
+        retryAfterSeconds: CLOSING_RETRY_SECONDS,
+      });
     }
   });
   // Answers still being worked on when close() began would otherwise keep their connection alive
@@ -124,18 +131,32 @@ export function buildApp(options: AppOptions): FastifyInstance {
   const { metrics } = options;
   if (metrics) {
     app.addHook('onResponse', async (request, reply) => {
-      metrics.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+      metrics.observeRequest(
+        request.routeOptions.url ?? 'unmatched',
+        request.method,
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
     });
   }
 
   const routes = [
-    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options.service, { bodyTimeoutMs: options.bodyTimeoutMs, uploads: new Slots(options.maxUploads, 'maxUploads') }) },
+    {
+      method: 'POST' as const,
+      url: '/v1.0/removebg',
+      handler: removeBackgroundHandler(options.service, {
+        bodyTimeoutMs: options.bodyTimeoutMs,
+        uploads: new Slots(options.maxUploads, 'maxUploads'),
+      }),
+    },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },
-    ...(metrics ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken, proxies) }] : []),
+    ...(metrics
+      ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken, proxies) }]
+      : []),
   ];
   for (const route of routes) app.route(route);
 
@@ -143,16 +164,28 @@ export function buildApp(options: AppOptions): FastifyInstance {
     const path = request.url.split('?')[0];
     const allowed = routes.filter((route) => route.url === path).map((route) => route.method);
     if (allowed.length === 0) {
-      return sendError(new RmbgError('not_found', `no endpoint ${request.method} ${path}; the API has POST /v1.0/removebg and GET /v1.0/account`), request, reply);
+      return sendError(
+        new RmbgError(
+          'not_found',
+          `no endpoint ${request.method} ${path}; the API has POST /v1.0/removebg and GET /v1.0/account`,
+        ),
+        request,
+        reply,
+      );
     }
     const allow = allowed.flatMap((method) => (method === 'GET' ? ['GET', 'HEAD'] : [method])).join(', ');
     reply.header('Allow', allow);
-    return sendError(new RmbgError('method_not_allowed', `${path} accepts ${allow}; got ${request.method}`), request, reply);
+    return sendError(
+      new RmbgError('method_not_allowed', `${path} accepts ${allow}; got ${request.method}`),
+      request,
+      reply,
+    );
   });
   return app;
 }
 
 function openApiHandler() {
   const document = JSON.stringify(openApiDocument());
-  return async (_request: FastifyRequest, reply: FastifyReply) => reply.type('application/json; charset=utf-8').send(document);
+  return async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply.type('application/json; charset=utf-8').send(document);
 }

@@ -8,7 +8,8 @@ import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 
 function errorFor(code: string | undefined): RmbgError {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new RmbgError('request_timeout', 'the request headers were not received in time');
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return new RmbgError('request_timeout', 'the request headers were not received in time');
   if (code === 'HPE_HEADER_OVERFLOW') return new RmbgError('invalid_request', 'the request headers are too large');
   return new RmbgError('invalid_request', `the request is not valid HTTP/1.1 (${code ?? 'parse error'})`);
 }

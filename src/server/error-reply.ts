@@ -15,11 +15,13 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   const hidden = hiddenDetailOf(error);
   const logged = { code: failure.code, requestId: request.id, ...(hidden === undefined ? {} : { detail: hidden }) };
   if (failure.status === 500) request.log.error({ ...logged, err: error }, failure.message);
-  else if (failure.status === 502 || failure.status === 504 || hidden !== undefined) request.log.warn(logged, failure.message);
+  else if (failure.status === 502 || failure.status === 504 || hidden !== undefined)
+    request.log.warn(logged, failure.message);
   reply.code(failure.status).headers(rateLimitHeaders(failure.rateLimit));
   if (!reply.hasHeader(HEADERS.requestId)) reply.header(HEADERS.requestId, request.id);
   // Only codes whose row says so carry Retry-After: the same column declares it in the OpenAPI document.
-  if (ERRORS[failure.code].retryAfter && failure.retryAfterSeconds !== undefined) reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
+  if (ERRORS[failure.code].retryAfter && failure.retryAfterSeconds !== undefined)
+    reply.header(HEADERS.retryAfter, String(failure.retryAfterSeconds));
   if (closeOrDiscardUnreadBody(request.raw, failure)) reply.header('Connection', 'close');
   return reply.type('application/json; charset=utf-8').send(failure.toBody());
 }

@@ -22,7 +22,12 @@ export interface ServerMetrics {
 export function createMetrics(): ServerMetrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'rmbg_' });
-  const requests = new client.Counter({ name: 'rmbg_http_requests_total', help: 'HTTP requests answered, by route and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+  const requests = new client.Counter({
+    name: 'rmbg_http_requests_total',
+    help: 'HTTP requests answered, by route and status',
+    labelNames: ['route', 'method', 'status'],
+    registers: [registry],
+  });
   const latency = new client.Histogram({
     name: 'rmbg_http_request_duration_seconds',
     help: 'Time from request to answer, by route',
@@ -30,16 +35,33 @@ export function createMetrics(): ServerMetrics {
     buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
     registers: [registry],
   });
-  const charged = new client.Counter({ name: 'rmbg_credits_charged_total', help: 'Credits charged (before any refund)', registers: [registry] });
-  const refunded = new client.Counter({ name: 'rmbg_credits_refunded_total', help: 'Credits refunded by this server (failed requests, expired leases of any server)', registers: [registry] });
+  const charged = new client.Counter({
+    name: 'rmbg_credits_charged_total',
+    help: 'Credits charged (before any refund)',
+    registers: [registry],
+  });
+  const refunded = new client.Counter({
+    name: 'rmbg_credits_refunded_total',
+    help: 'Credits refunded by this server (failed requests, expired leases of any server)',
+    registers: [registry],
+  });
   const inference = new client.Histogram({
     name: 'rmbg_inference_seconds',
     help: 'Engine time per image',
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   });
-  const device = new client.Gauge({ name: 'rmbg_device_info', help: "Where the model runs: device 'gpu' (WebGPU) or 'cpu', and the device asked for", labelNames: ['requested', 'device'], registers: [registry] });
-  const expired = new client.Counter({ name: 'rmbg_leases_expired_total', help: 'Requests whose lease expired (their server died) settled as failed by this server', registers: [registry] });
+  const device = new client.Gauge({
+    name: 'rmbg_device_info',
+    help: "Where the model runs: device 'gpu' (WebGPU) or 'cpu', and the device asked for",
+    labelNames: ['requested', 'device'],
+    registers: [registry],
+  });
+  const expired = new client.Counter({
+    name: 'rmbg_leases_expired_total',
+    help: 'Requests whose lease expired (their server died) settled as failed by this server',
+    registers: [registry],
+  });
   const metrics: ServerMetrics = {
     registry,
     observer: {
@@ -57,12 +79,22 @@ export function createMetrics(): ServerMetrics {
       latency.observe({ route }, seconds);
     },
   };
-  new client.Gauge({ name: 'rmbg_queue_depth', help: 'Images admitted to the engine: the one running and those waiting', registers: [registry], collect() {
-    this.set(metrics.status?.().queued ?? 0);
-  } });
-  new client.Gauge({ name: 'rmbg_requests_in_flight', help: 'API requests being handled', registers: [registry], collect() {
-    this.set(metrics.status?.().inFlight ?? 0);
-  } });
+  new client.Gauge({
+    name: 'rmbg_queue_depth',
+    help: 'Images admitted to the engine: the one running and those waiting',
+    registers: [registry],
+    collect() {
+      this.set(metrics.status?.().queued ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'rmbg_requests_in_flight',
+    help: 'API requests being handled',
+    registers: [registry],
+    collect() {
+      this.set(metrics.status?.().inFlight ?? 0);
+    },
+  });
   return metrics;
 }
 
@@ -71,7 +103,12 @@ export function createMetrics(): ServerMetrics {
  * this machine only (loopback), since metrics reveal traffic and balances moving. A request that came
  * through a proxy (`forwarded`) is never a loopback caller, whatever the proxy's own address is.
  */
-export function mayReadMetrics(remoteAddress: string | undefined, authorization: string | undefined, token: string | undefined, forwarded: boolean): boolean {
+export function mayReadMetrics(
+  remoteAddress: string | undefined,
+  authorization: string | undefined,
+  token: string | undefined,
+  forwarded: boolean,
+): boolean {
   if (token !== undefined) {
     const given = Buffer.from(/^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '');
     const wanted = Buffer.from(token);

@@ -10,7 +10,8 @@ import { headerValue } from './request-headers.js';
 import type { TrustedProxies } from './trusted-proxies.js';
 
 export function healthHandler() {
-  return async (_request: FastifyRequest, reply: FastifyReply) => reply.type('application/json; charset=utf-8').send({ status: 'ok' });
+  return async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply.type('application/json; charset=utf-8').send({ status: 'ok' });
 }
 
 /** The model is loaded before the server listens (createServer), so a listening server only waits for its store. */
@@ -19,9 +20,14 @@ export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>, devi
     try {
       await service.checkReady?.();
     } catch (error) {
-      throw new RmbgError('service_unavailable', `not ready: ${(error as Error).message}`, { retryAfterSeconds: 2, cause: error });
+      throw new RmbgError('service_unavailable', `not ready: ${(error as Error).message}`, {
+        retryAfterSeconds: 2,
+        cause: error,
+      });
     }
-    return reply.type('application/json; charset=utf-8').send({ status: 'ready', ...(device && { device: device.device }) });
+    return reply
+      .type('application/json; charset=utf-8')
+      .send({ status: 'ready', ...(device && { device: device.device }) });
   };
 }
 
@@ -35,7 +41,10 @@ export function metricsHandler(metrics: ServerMetrics, token: string | undefined
     const forwarded = proxies.trusts(peer) || FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined);
     if (!mayReadMetrics(peer, headerValue(request.headers, 'authorization'), token, forwarded)) {
       // Not found rather than forbidden: to anyone else the endpoint does not exist.
-      throw new RmbgError('not_found', 'GET /metrics is served to this machine only, or with the server\'s --metrics-token as "Authorization: Bearer <token>"');
+      throw new RmbgError(
+        'not_found',
+        'GET /metrics is served to this machine only, or with the server\'s --metrics-token as "Authorization: Bearer <token>"',
+      );
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   };

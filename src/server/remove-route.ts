@@ -17,7 +17,10 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
   const timer = setTimeout(
     () =>
       deadline.abort(
-        new RmbgError('request_timeout', `the request body was not received within ${bodyTimeoutMs / 1000} s; send it without pauses (the server's --body-timeout)`),
+        new RmbgError(
+          'request_timeout',
+          `the request body was not received within ${bodyTimeoutMs / 1000} s; send it without pauses (the server's --body-timeout)`,
+        ),
       ),
     bodyTimeoutMs,
   );
@@ -37,7 +40,8 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
 function clientGoneSignal(reply: FastifyReply): AbortSignal {
   const gone = new AbortController();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
+    if (!reply.raw.writableFinished)
+      gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
   });
   return gone.signal;
 }
@@ -51,19 +55,31 @@ function refuseQueryString(url: string): void {
   const query = mark === -1 ? '' : url.slice(mark + 1);
   if (query === '') return;
   const shown = query.length > 60 ? `${query.slice(0, 60)}…` : query;
-  throw new RmbgError('invalid_request', `POST /v1.0/removebg takes its fields in the request body, not in the query string; got '?${shown}'`);
+  throw new RmbgError(
+    'invalid_request',
+    `POST /v1.0/removebg takes its fields in the request body, not in the query string; got '?${shown}'`,
+  );
 }
 
 /** Retry-After when every upload place is taken: an upload takes a second or two on a fast link. */
 const UPLOADS_RETRY_SECONDS = 2;
 
 /** Reads the body in one of the upload places, or refuses at once (503) when all are taken. */
-async function readBodyInPlace(request: FastifyRequest, reply: FastifyReply, uploads: Slots, bodyTimeoutMs: number): Promise<RequestBody> {
+async function readBodyInPlace(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  uploads: Slots,
+  bodyTimeoutMs: number,
+): Promise<RequestBody> {
   const release = uploads.tryTake();
   if (!release) {
-    throw new RmbgError('service_busy', `${uploads.size} request bodies are being received (the most at once); retry shortly`, {
-      retryAfterSeconds: UPLOADS_RETRY_SECONDS,
-    });
+    throw new RmbgError(
+      'service_busy',
+      `${uploads.size} request bodies are being received (the most at once); retry shortly`,
+      {
+        retryAfterSeconds: UPLOADS_RETRY_SECONDS,
+      },
+    );
   }
   try {
     // The client waits for this before sending its body (src/server/build-app.ts lets it wait until now).
@@ -74,7 +90,10 @@ async function readBodyInPlace(request: FastifyRequest, reply: FastifyReply, upl
   }
 }
 
-export function removeBackgroundHandler(service: Pick<Service, 'removeBackground'>, limits: { bodyTimeoutMs: number; uploads: Slots }) {
+export function removeBackgroundHandler(
+  service: Pick<Service, 'removeBackground'>,
+  limits: { bodyTimeoutMs: number; uploads: Slots },
+) {
   return async function removeBackground(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
     // The content type is a header: refused (415) before the key is looked at, like the query string.

@@ -33,7 +33,10 @@ export function trustedProxies(entries: readonly string[]): TrustedProxies {
     const bits = family === 4 ? 32 : 128;
     const length = prefix === undefined ? bits : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
     if (family === 0 || extra !== undefined || !(length >= 0 && length <= bits)) {
-      throw new RmbgError('usage_error', `--trust-proxy: '${entry.slice(0, 60)}' is not an IP address or a CIDR block (e.g. 10.0.0.5, 10.0.0.0/8, fd00::/8)`);
+      throw new RmbgError(
+        'usage_error',
+        `--trust-proxy: '${entry.slice(0, 60)}' is not an IP address or a CIDR block (e.g. 10.0.0.5, 10.0.0.0/8, fd00::/8)`,
+      );
     }
     list.addSubnet(plain, length, family === 4 ? 'ipv4' : 'ipv6');
   }

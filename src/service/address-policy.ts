@@ -145,7 +145,8 @@ export function checkResolvedAddresses(
   for (const { address } of addresses) {
     const refused = nonPublicAddressClass(address);
     if (refused === undefined) continue;
-    const what = address === host ? `image_url address ${host}` : `image_url host ${host} resolves to ${address}, which`;
+    const what =
+      address === host ? `image_url address ${host}` : `image_url host ${host} resolves to ${address}, which`;
     throw new RmbgError(
       'invalid_image_url',
       `${what} is not public: ${refused}. Only public internet addresses are allowed ` +

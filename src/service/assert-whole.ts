@@ -3,5 +3,6 @@
 // src/library/server-options.ts (SERVER_BOUNDS) and src/api/whole-number.ts.
 
 export function assertWhole(name: string, value: number, min: number): void {
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be a whole number of at least ${min}; got ${value}`);
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new RangeError(`${name} must be a whole number of at least ${min}; got ${value}`);
 }

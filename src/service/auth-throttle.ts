@@ -65,7 +65,9 @@ export class AuthThrottle {
     window.failures += 1;
     if (window.failures >= this.maxFailuresPerMinute && !window.reported) {
       window.reported = true;
-      this.warn(`${window.failures} failed authentications from ${address} within a minute; its requests without a valid key are refused (429) until the minute ends`);
+      this.warn(
+        `${window.failures} failed authentications from ${address} within a minute; its requests without a valid key are refused (429) until the minute ends`,
+      );
     }
   }
 

@@ -8,14 +8,23 @@ const API_PLANS: ReadonlySet<Plan> = new Set<Plan>(['pro', 'enterprise']);
 
 export async function authenticate(store: Store, apiKey: string | undefined): Promise<KeyOwner> {
   if (apiKey === undefined || apiKey.trim() === '') {
-    throw new RmbgError('missing_api_key', 'send your API key in the X-API-Key header (create one with `rmbg keys create`)');
+    throw new RmbgError(
+      'missing_api_key',
+      'send your API key in the X-API-Key header (create one with `rmbg keys create`)',
+    );
   }
   const owner = await store.accountForKey(apiKey.trim());
   if (!owner) {
-    throw new RmbgError('invalid_api_key', 'the X-API-Key is not a valid key of this service (unknown or revoked); keys of other services are not accepted');
+    throw new RmbgError(
+      'invalid_api_key',
+      'the X-API-Key is not a valid key of this service (unknown or revoked); keys of other services are not accepted',
+    );
   }
   if (!API_PLANS.has(owner.plan)) {
-    throw new RmbgError('plan_without_api_access', `the account's plan '${owner.plan}' has no API access; API access needs the ${[...API_PLANS].join(' or ')} plan`);
+    throw new RmbgError(
+      'plan_without_api_access',
+      `the account's plan '${owner.plan}' has no API access; API access needs the ${[...API_PLANS].join(' or ')} plan`,
+    );
   }
   return owner;
 }

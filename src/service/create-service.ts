@@ -20,7 +20,14 @@ import { handleRequest } from './request-lifecycle.js';
 import { Slots } from './slots.js';
 import { StoreClock } from './store-clock.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountOutcome, DeferredRemoveRequest, ImageFetcher, RemoveOutcome, RemoveRequest, ServiceObserver } from './types.js';
+import type {
+  AccountOutcome,
+  DeferredRemoveRequest,
+  ImageFetcher,
+  RemoveOutcome,
+  RemoveRequest,
+  ServiceObserver,
+} from './types.js';
 
 /**
  * How often replay payloads past their window, idempotency records past the key retention and old usage records
@@ -136,7 +143,10 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       .purgeExpired(now())
       .then(
         () => undefined,
-        (error: unknown) => process.emitWarning(`purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`),
+        (error: unknown) =>
+          process.emitWarning(
+            `purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`,
+          ),
       )
       .finally(() => (purging = undefined)));
   // Not awaited: the first start against a large store would otherwise delete its whole backlog before listening.
@@ -152,7 +162,10 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     return promise;
   }
   function assertOpen(): void {
-    if (shutdown.signal.aborted) throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', { retryAfterSeconds: 5 });
+    if (shutdown.signal.aborted)
+      throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
+        retryAfterSeconds: 5,
+      });
   }
 
   return {
@@ -160,14 +173,25 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       return track(
         (async () => {
           assertOpen();
-          const frame = { apiKey: req.apiKey, requestId: req.requestId, endpoint: 'removebg' as const, clientAddress: req.clientAddress };
+          const frame = {
+            apiKey: req.apiKey,
+            requestId: req.requestId,
+            endpoint: 'removebg' as const,
+            clientAddress: req.clientAddress,
+          };
           return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
             const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
             try {
               const body = 'readBody' in req ? await req.readBody() : req;
               record.size = body.options.size;
               record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
-              return await removeBackground(ctx, { ...req, source: body.source, options: body.options }, caller, rateLimit, record);
+              return await removeBackground(
+                ctx,
+                { ...req, source: body.source, options: body.options },
+                caller,
+                rateLimit,
+                record,
+              );
             } finally {
               leave();
             }
@@ -179,17 +203,25 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       return track(
         (async () => {
           assertOpen();
-          return handleRequest(ctx, { apiKey, requestId, endpoint: 'account', clientAddress }, async (caller, rateLimit) => ({
-            account: await accountRecord(ctx, caller),
-            rateLimit,
-          }));
+          return handleRequest(
+            ctx,
+            { apiKey, requestId, endpoint: 'account', clientAddress },
+            async (caller, rateLimit) => ({
+              account: await accountRecord(ctx, caller),
+              rateLimit,
+            }),
+          );
         })(),
       );
     },
     async checkReady() {
       const version = await deps.store.schemaVersion();
       if (version !== deps.store.latestSchemaVersion) {
-        throw new RmbgError('service_unavailable', `the store is at schema ${version}, this server needs ${deps.store.latestSchemaVersion}`, { retryAfterSeconds: 5 });
+        throw new RmbgError(
+          'service_unavailable',
+          `the store is at schema ${version}, this server needs ${deps.store.latestSchemaVersion}`,
+          { retryAfterSeconds: 5 },
+        );
       }
     },
     status: () => ({ queued: ctx.scheduler.admitted, inFlight: inFlight.size }),

@@ -40,9 +40,13 @@ export class EngineScheduler {
   admit(): SchedulerTicket {
     if (this.#admitted >= this.maxQueue + this.slots) {
       const retryAfterSeconds = Math.max(1, Math.ceil((this.#averageMs * this.#admitted) / this.slots / 1000));
-      throw new RmbgError('service_busy', `${this.#admitted - this.slots} images are waiting for processing (at most ${this.maxQueue}); retry in ${retryAfterSeconds} s`, {
-        retryAfterSeconds,
-      });
+      throw new RmbgError(
+        'service_busy',
+        `${this.#admitted - this.slots} images are waiting for processing (at most ${this.maxQueue}); retry in ${retryAfterSeconds} s`,
+        {
+          retryAfterSeconds,
+        },
+      );
     }
     this.#admitted += 1;
     let finished = false;
@@ -86,8 +90,14 @@ export class EngineScheduler {
     const timer = setTimeout(() => {
       controller.abort(
         deadline.running
-          ? new RmbgError('processing_timeout', `processing took longer than the limit of ${limit} (waiting for the model included)`)
-          : new RmbgError('processing_timeout', `the image waited ${limit} for the model, busy with earlier images, without starting; the limit of ${limit} counts the wait`),
+          ? new RmbgError(
+              'processing_timeout',
+              `processing took longer than the limit of ${limit} (waiting for the model included)`,
+            )
+          : new RmbgError(
+              'processing_timeout',
+              `the image waited ${limit} for the model, busy with earlier images, without starting; the limit of ${limit} counts the wait`,
+            ),
       );
     }, this.timeoutMs);
     return deadline;
@@ -128,7 +138,12 @@ export class EngineScheduler {
     else this.#running -= 1;
   }
 
-  #runAcquired<T>(work: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined, finish: () => void, deadline: Deadline): Promise<T> {
+  #runAcquired<T>(
+    work: (signal: AbortSignal) => Promise<T>,
+    signal: AbortSignal | undefined,
+    finish: () => void,
+    deadline: Deadline,
+  ): Promise<T> {
     deadline.running = true;
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal?.reason);

@@ -71,7 +71,9 @@ async function resolveOnce(host: string, options: FetchImageUrlOptions): Promise
       addresses = await lookup(host);
     } catch (error) {
       const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new RmbgError('image_url_unreachable', `image_url host ${host} could not be resolved (${reason})`, { cause: error });
+      throw new RmbgError('image_url_unreachable', `image_url host ${host} could not be resolved (${reason})`, {
+        cause: error,
+      });
     }
   }
   return checkResolvedAddresses(host, addresses, { allowPrivate: options.allowPrivate });
@@ -92,7 +94,12 @@ function pinnedLookup(pinned: readonly ResolvedAddress[]): LookupFunction {
   };
 }
 
-function download(target: ImageUrlTarget, pinned: readonly ResolvedAddress[], options: FetchImageUrlOptions, signal: AbortSignal): Promise<Buffer> {
+function download(
+  target: ImageUrlTarget,
+  pinned: readonly ResolvedAddress[],
+  options: FetchImageUrlOptions,
+  signal: AbortSignal,
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const { url, host } = target;
     const request = https.request({
@@ -158,13 +165,19 @@ async function readBody(response: IncomingMessage, maxBytes: number, host: strin
     chunks.push(chunk);
   }
   if (!response.complete) {
-    throw new RmbgError('image_url_unreachable', `image_url on ${host} closed the connection before the whole image arrived`);
+    throw new RmbgError(
+      'image_url_unreachable',
+      `image_url on ${host} closed the connection before the whole image arrived`,
+    );
   }
   return Buffer.concat(chunks, received);
 }
 
 function tooLarge(host: string, maxBytes: number, detail: string): RmbgError {
-  return new RmbgError('file_too_large', `image_url on ${host} ${detail}; image data may be at most ${formatBytes(maxBytes)}`);
+  return new RmbgError(
+    'file_too_large',
+    `image_url on ${host} ${detail}; image data may be at most ${formatBytes(maxBytes)}`,
+  );
 }
 
 function formatBytes(bytes: number): string {
@@ -177,7 +190,9 @@ function toFetchError(error: unknown, signal: AbortSignal, host: string): unknow
   if (error instanceof RmbgError) return error;
   const err = error as NodeJS.ErrnoException;
   const reason = err.code === undefined ? err.message : `${err.message} (${err.code})`;
-  return new RmbgError('image_url_unreachable', `image_url on ${host} could not be fetched: ${reason}`, { cause: error });
+  return new RmbgError('image_url_unreachable', `image_url on ${host} could not be fetched: ${reason}`, {
+    cause: error,
+  });
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

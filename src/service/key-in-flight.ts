@@ -19,10 +19,14 @@ export class KeyInFlight {
   enter(keyId: string, rateLimit: RateLimitInfo): () => void {
     const count = this.#counts.get(keyId) ?? 0;
     if (count >= this.maxPerKey) {
-      throw new RmbgError('rate_limited', `at most ${this.maxPerKey} requests per API key may be in progress at once; wait for one to finish`, {
-        retryAfterSeconds: RETRY_SECONDS,
-        rateLimit,
-      });
+      throw new RmbgError(
+        'rate_limited',
+        `at most ${this.maxPerKey} requests per API key may be in progress at once; wait for one to finish`,
+        {
+          retryAfterSeconds: RETRY_SECONDS,
+          rateLimit,
+        },
+      );
     }
     this.#counts.set(keyId, count + 1);
     let released = false;

@@ -63,7 +63,9 @@ export class LeaseKeeper {
       timer.unref();
       this.#timers.push(timer);
     };
-    every(leaseTimeMs / 3, 'lease renewal', () => store.renewLeases(this.owner, [...this.#running], clock.now() + leaseTimeMs));
+    every(leaseTimeMs / 3, 'lease renewal', () =>
+      store.renewLeases(this.owner, [...this.#running], clock.now() + leaseTimeMs),
+    );
     every(leaseTimeMs / 2, 'expired-lease sweep', () => this.sweep());
   }
 

@@ -23,10 +23,14 @@ export class RateLimiter {
     const window = await this.store.countRequest(id, now, WINDOW_MS);
     const resetSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
     if (window.count > this.limitPerMinute) {
-      throw new RmbgError('rate_limited', `at most ${this.limitPerMinute} requests per minute per API key; retry in ${resetSeconds} s`, {
-        retryAfterSeconds: resetSeconds,
-        rateLimit: { limit: this.limitPerMinute, remaining: 0, resetSeconds },
-      });
+      throw new RmbgError(
+        'rate_limited',
+        `at most ${this.limitPerMinute} requests per minute per API key; retry in ${resetSeconds} s`,
+        {
+          retryAfterSeconds: resetSeconds,
+          rateLimit: { limit: this.limitPerMinute, remaining: 0, resetSeconds },
+        },
+      );
     }
     return { limit: this.limitPerMinute, remaining: this.limitPerMinute - window.count, resetSeconds };
   }

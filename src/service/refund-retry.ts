@@ -66,7 +66,9 @@ export class RefundRetry {
 
   #defer(pending: Pending, error: unknown): void {
     this.#pending.set(pending.requestId, pending);
-    this.warn(`refund of request ${pending.requestId} failed (${(error as Error).message}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`);
+    this.warn(
+      `refund of request ${pending.requestId} failed (${(error as Error).message}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`,
+    );
     if (!this.#timer) {
       this.#timer = setInterval(() => void this.retryPending(), BACKGROUND_RETRY_MS);
       this.#timer.unref();

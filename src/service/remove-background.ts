@@ -20,15 +20,28 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
   const original = `request ${begun.requestId}`;
   switch (begun.state) {
     case 'in_progress':
-      return new RmbgError('idempotency_in_progress', `Idempotency-Key '${key}' belongs to ${original}, which is still running; repeat this request when it has finished to receive its result`, {
-        retryAfterSeconds: IN_PROGRESS_RETRY_SECONDS,
-      });
+      return new RmbgError(
+        'idempotency_in_progress',
+        `Idempotency-Key '${key}' belongs to ${original}, which is still running; repeat this request when it has finished to receive its result`,
+        {
+          retryAfterSeconds: IN_PROGRESS_RETRY_SECONDS,
+        },
+      );
     case 'mismatch':
-      return new RmbgError('idempotency_key_mismatch', `Idempotency-Key '${key}' was used by ${original} with a different image or different options; use a new key for a different request`);
+      return new RmbgError(
+        'idempotency_key_mismatch',
+        `Idempotency-Key '${key}' was used by ${original} with a different image or different options; use a new key for a different request`,
+      );
     case 'expired':
-      return new RmbgError('idempotency_key_expired', `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${LIMIT_TEXT.replayWindow} ago and can no longer be replayed; use a new key for a new billable request`);
+      return new RmbgError(
+        'idempotency_key_expired',
+        `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${LIMIT_TEXT.replayWindow} ago and can no longer be replayed; use a new key for a new billable request`,
+      );
     case 'failed':
-      return new RmbgError('idempotency_key_failed', `Idempotency-Key '${key}' belongs to ${original}, which failed and was refunded; use a new key to try again`);
+      return new RmbgError(
+        'idempotency_key_failed',
+        `Idempotency-Key '${key}' belongs to ${original}, which failed and was refunded; use a new key to try again`,
+      );
   }
 }
 
@@ -36,9 +49,13 @@ async function loadImage(ctx: ServiceContext, source: ImageSource, signal: Abort
   if (source.kind !== 'url') return source.data;
   const release = ctx.urlFetches.tryTake();
   if (!release) {
-    throw new RmbgError('service_busy', `${ctx.urlFetches.size} image_url downloads are in progress (the most at once); retry shortly`, {
-      retryAfterSeconds: URL_POOL_RETRY_SECONDS,
-    });
+    throw new RmbgError(
+      'service_busy',
+      `${ctx.urlFetches.size} image_url downloads are in progress (the most at once); retry shortly`,
+      {
+        retryAfterSeconds: URL_POOL_RETRY_SECONDS,
+      },
+    );
   }
   try {
     return await ctx.fetchImage(source.url, {
@@ -77,10 +94,12 @@ export async function removeBackground(
   if (req.idempotencyKey !== undefined) {
     const key = validateIdempotencyKey(req.idempotencyKey);
     const fingerprint = requestFingerprint(req.source, req.options);
-    const begun = await ctx.store.beginIdempotent(caller.accountId, key, fingerprint, ctx.leases.lease(req.requestId), ctx.now()).catch((error: unknown) => {
-      ctx.leases.end(req.requestId);
-      throw error;
-    });
+    const begun = await ctx.store
+      .beginIdempotent(caller.accountId, key, fingerprint, ctx.leases.lease(req.requestId), ctx.now())
+      .catch((error: unknown) => {
+        ctx.leases.end(req.requestId);
+        throw error;
+      });
     // The lease stays held (renewed) only when the key was reserved for this request; the finally below ends it.
     if (begun.state !== 'new') ctx.leases.end(req.requestId);
     if (begun.state === 'succeeded') {
@@ -140,15 +159,28 @@ export async function removeBackground(
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
     delivering = image;
-    const delivered = await deliver(ctx, req.requestId, idempotency && { ref: idempotency, replay: toStoredReplay(image, price) });
+    const delivered = await deliver(
+      ctx,
+      req.requestId,
+      idempotency && { ref: idempotency, replay: toStoredReplay(image, price) },
+    );
     if (!delivered) {
-      throw new RmbgError('service_unavailable', `request ${req.requestId} outlived its lease and was refunded by another server; send it again`, { retryAfterSeconds: 1 });
+      throw new RmbgError(
+        'service_unavailable',
+        `request ${req.requestId} outlived its lease and was refunded by another server; send it again`,
+        { retryAfterSeconds: 1 },
+      );
     }
     return answer(image);
   } catch (error) {
-    const failure = signal.aborted && !isTimeout(error)
-      ? new RmbgError('interrupted', 'the request was cancelled before its image was processed; any credits charged for it were refunded', { cause: error })
-      : toRmbgError(error);
+    const failure =
+      signal.aborted && !isTimeout(error)
+        ? new RmbgError(
+            'interrupted',
+            'the request was cancelled before its image was processed; any credits charged for it were refunded',
+            { cause: error },
+          )
+        : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
     if (charged) {
       const settlement = await ctx.refunds.settle(req.requestId, idempotency);
@@ -156,7 +188,8 @@ export async function removeBackground(
       // Settled already, though the re-read after a lost deliver answer saw the lease open: that COMMIT was still
       // being applied. Delivered, it charged the caller: answer the result, not 503 for a charge kept.
       if (settlement?.settled === false && delivering) {
-        if ((await ctx.store.settlementOf(req.requestId).catch(() => undefined)) === 'delivered') return answer(delivering);
+        if ((await ctx.store.settlementOf(req.requestId).catch(() => undefined)) === 'delivered')
+          return answer(delivering);
       }
     } else if (idempotency) {
       await ctx.store.releaseIdempotent(idempotency);
@@ -177,7 +210,11 @@ const REREAD_WAITS_MS = [0, 100, 400, 1000] as const;
  * kept. Still leased: nothing was settled yet, so the error stands and the caller refunds; should that find the
  * lease closed (the COMMIT was still being applied), the caller reads the settlement once more.
  */
-async function deliver(ctx: ServiceContext, requestId: string, idempotency: Parameters<ServiceContext['store']['deliver']>[1]): Promise<boolean> {
+async function deliver(
+  ctx: ServiceContext,
+  requestId: string,
+  idempotency: Parameters<ServiceContext['store']['deliver']>[1],
+): Promise<boolean> {
   try {
     return await ctx.store.deliver(requestId, idempotency, ctx.now());
   } catch (error) {

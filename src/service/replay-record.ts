@@ -33,17 +33,26 @@ function isReplayMetadata(value: unknown): value is ReplayMetadata {
   const m = value as Partial<ReplayMetadata> | null;
   const box = m?.foreground;
   return (
-    typeof m === 'object' && m !== null &&
+    typeof m === 'object' &&
+    m !== null &&
     OUTPUT_FORMATS.includes(m.format as string) &&
-    typeof m.mimeType === 'string' && Number.isInteger(m.width) && Number.isInteger(m.height) && Number.isInteger(m.creditsCharged) &&
-    typeof box === 'object' && box !== null && [box.top, box.left, box.width, box.height].every(Number.isInteger)
+    typeof m.mimeType === 'string' &&
+    Number.isInteger(m.width) &&
+    Number.isInteger(m.height) &&
+    Number.isInteger(m.creditsCharged) &&
+    typeof box === 'object' &&
+    box !== null &&
+    [box.top, box.left, box.width, box.height].every(Number.isInteger)
   );
 }
 
 export function fromStoredReplay(replay: StoredReplay): { image: ProcessedImage; creditsCharged: number } {
   const metadata = replay.metadata;
   if (!isReplayMetadata(metadata)) {
-    throw new RmbgError('internal_error', 'the stored replay of this Idempotency-Key is unreadable; use a new Idempotency-Key');
+    throw new RmbgError(
+      'internal_error',
+      'the stored replay of this Idempotency-Key is unreadable; use a new Idempotency-Key',
+    );
   }
   const { creditsCharged, ...rest } = metadata;
   return { image: { ...rest, data: replay.payload }, creditsCharged };

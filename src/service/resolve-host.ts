@@ -15,7 +15,11 @@ export type CaresResolver = Pick<typeof dns, 'resolve4' | 'resolve6'>;
 
 /** Every A and AAAA address of `host`; rejects with the DNS error when it has neither. */
 export async function resolveHost(host: string, resolver: CaresResolver = dns): Promise<ResolvedAddress[]> {
-  if (isLocalhost(host)) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+  if (isLocalhost(host))
+    return [
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ];
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
   const addresses: ResolvedAddress[] = [
     ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 as const })) : []),

@@ -7,7 +7,10 @@ export class Slots {
   #taken = 0;
 
   /** `name`: the setting the size comes from, for the message of a wrong one. */
-  constructor(readonly size: number, name: string) {
+  constructor(
+    readonly size: number,
+    name: string,
+  ) {
     assertWhole(name, size, 1);
   }
 

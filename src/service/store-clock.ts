@@ -39,7 +39,9 @@ export class StoreClock {
     const after = this.serverNow();
     const roundTrip = after - before;
     this.#bestRoundTripMs = Math.min(this.#bestRoundTripMs, roundTrip);
-    const slow = roundTrip > MAX_ROUND_TRIP_MS || roundTrip > Math.max(ROUND_TRIP_FACTOR * this.#bestRoundTripMs, ROUND_TRIP_FLOOR_MS);
+    const slow =
+      roundTrip > MAX_ROUND_TRIP_MS ||
+      roundTrip > Math.max(ROUND_TRIP_FACTOR * this.#bestRoundTripMs, ROUND_TRIP_FLOOR_MS);
     if (slow && this.#measured) return;
     // About halfway through the round trip; whole milliseconds, as the columns are.
     this.#offsetMs = Math.round(database - (before + after) / 2);

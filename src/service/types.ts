@@ -13,7 +13,10 @@ export type { AccountRecord, ImageSource, RateLimitInfo };
  * passes src/service/image-url.ts's imageUrlFetcher). Throws RmbgError: invalid_image_url, image_url_unreachable,
  * file_too_large; rejects with the signal's reason when it aborts.
  */
-export type ImageFetcher = (url: string, limits: { timeoutMs: number; maxBytes: number; signal: AbortSignal }) => Promise<Buffer>;
+export type ImageFetcher = (
+  url: string,
+  limits: { timeoutMs: number; maxBytes: number; signal: AbortSignal },
+) => Promise<Buffer>;
 
 export interface RemoveRequest {
   /** X-API-Key as received; undefined when the header is missing. */

@@ -10,7 +10,11 @@ export async function createAccount(db: SqlExecutor, plan: Plan, now: number): P
     throw new RmbgError('invalid_request', `plan must be one of ${PLANS.join(', ')}; got '${String(plan)}'`);
   }
   const account = { id: `acct_${randomBytes(8).toString('hex')}`, plan, createdAt: now };
-  await db.run('INSERT INTO accounts (id, plan, created_at) VALUES (?, ?, ?)', [account.id, account.plan, account.createdAt]);
+  await db.run('INSERT INTO accounts (id, plan, created_at) VALUES (?, ?, ?)', [
+    account.id,
+    account.plan,
+    account.createdAt,
+  ]);
   return account;
 }
 

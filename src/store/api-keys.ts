@@ -31,10 +31,18 @@ interface KeyRow {
 }
 
 function toKeyInfo(row: KeyRow): KeyInfo {
-  return { id: row.id, accountId: row.account_id, plan: row.plan, keyPrefix: row.key_prefix, createdAt: row.created_at, revokedAt: row.revoked_at };
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    plan: row.plan,
+    keyPrefix: row.key_prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
 }
 
-const SELECT = 'SELECT k.id, k.account_id, a.plan, k.key_prefix, k.created_at, k.revoked_at FROM api_keys k JOIN accounts a ON a.id = k.account_id';
+const SELECT =
+  'SELECT k.id, k.account_id, a.plan, k.key_prefix, k.created_at, k.revoked_at FROM api_keys k JOIN accounts a ON a.id = k.account_id';
 
 async function keyById(db: SqlExecutor, id: string): Promise<KeyInfo | undefined> {
   const row = await one<KeyRow>(db, `${SELECT} WHERE k.id = ?`, [id]);
@@ -45,7 +53,11 @@ export async function createKey(db: SqlExecutor, accountId: string, now: number)
   const key = generateApiKey();
   const id = newKeyId();
   await db.run('INSERT INTO api_keys (id, account_id, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?)', [
-    id, accountId, hashApiKey(key), key.slice(0, DISPLAY_LENGTH), now,
+    id,
+    accountId,
+    hashApiKey(key),
+    key.slice(0, DISPLAY_LENGTH),
+    now,
   ]);
   return { ...((await keyById(db, id)) as KeyInfo), key };
 }

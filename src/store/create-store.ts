@@ -5,11 +5,28 @@ import { RmbgError } from '../api/errors.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refund } from './credit-ledger.js';
-import { beginIdempotent, deleteExpiredKeys, failIdempotent, PURGE_BATCH, PURGE_MAX_BATCHES, purgeExpiredReplays, releaseIdempotent, succeedIdempotent } from './idempotency-records.js';
+import {
+  beginIdempotent,
+  deleteExpiredKeys,
+  failIdempotent,
+  PURGE_BATCH,
+  PURGE_MAX_BATCHES,
+  purgeExpiredReplays,
+  releaseIdempotent,
+  succeedIdempotent,
+} from './idempotency-records.js';
 import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
 import { countRequest } from './rate-windows.js';
 import { one, type SqlDriver, type SqlExecutor } from './sql.js';
-import type { CreditTarget, ExpiryReport, FailedSettlement, IdempotencyRef, PurgeReport, Settlement, Store } from './types.js';
+import type {
+  CreditTarget,
+  ExpiryReport,
+  FailedSettlement,
+  IdempotencyRef,
+  PurgeReport,
+  Settlement,
+  Store,
+} from './types.js';
 import { deleteOldUsage, listUsage, recordUsage } from './usage-records.js';
 
 /** Thrown inside deliver's transaction to roll it back. */
@@ -85,7 +102,8 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       tx(async (db) => {
         if ((await closeLease(db, requestId)) === 0) return false;
         // The key is no longer this request's: undo the lease's closing, and the caller fails the request.
-        if (idempotency && (await succeedIdempotent(db, idempotency.ref, idempotency.replay, now)) === 0) throw new KeyLost();
+        if (idempotency && (await succeedIdempotent(db, idempotency.ref, idempotency.replay, now)) === 0)
+          throw new KeyLost();
         return true;
       }).catch((error: unknown) => {
         if (error instanceof KeyLost) return false;
@@ -104,10 +122,18 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       const report = { replays: await purgeExpiredReplays(driver, now), keys: 0, usageRecords: 0 };
       // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long; at most
       // PURGE_MAX_BATCHES a table per run, the rest left to the next run.
-      for (let batch = 0, deleted = PURGE_BATCH; deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES; batch += 1, report.keys += deleted) {
+      for (
+        let batch = 0, deleted = PURGE_BATCH;
+        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
+        batch += 1, report.keys += deleted
+      ) {
         deleted = await deleteExpiredKeys(driver, now);
       }
-      for (let batch = 0, deleted = PURGE_BATCH; deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES; batch += 1, report.usageRecords += deleted) {
+      for (
+        let batch = 0, deleted = PURGE_BATCH;
+        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
+        batch += 1, report.usageRecords += deleted
+      ) {
         deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
       }
       return report;
@@ -116,7 +142,11 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       if (await hasLease(driver, requestId)) return 'leased';
       // Closed: a refund row says refunded; otherwise it was delivered (a request charged nothing leaves no row
       // either way, and then there is nothing to get wrong).
-      const refunded = await one(driver, "SELECT 1 AS one FROM credit_ledger WHERE request_id = ? AND kind = 'refund'", [requestId]);
+      const refunded = await one(
+        driver,
+        "SELECT 1 AS one FROM credit_ledger WHERE request_id = ? AND kind = 'refund'",
+        [requestId],
+      );
       return refunded ? 'refunded' : 'delivered';
     },
 
@@ -128,7 +158,10 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         const outcome = await tx(async (db) => {
           const lease = await claimExpiredLease(db, all ? undefined : now);
           if (!lease) return undefined;
-          const ref = lease.idem_key === null ? undefined : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
+          const ref =
+            lease.idem_key === null
+              ? undefined
+              : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
           return settleFailed(db, lease.request_id, ref, now);
         });
         // No expired lease left that nobody holds. (Settled is certain for a claimed lease; checked so a bug

@@ -5,15 +5,26 @@
 
 import { RmbgError } from '../api/errors.js';
 import { one, type SqlExecutor } from './sql.js';
-import { CREDIT_POOLS, type Balance, type ChargeResult, type CreditPool, type LedgerMismatch, type PoolAmounts } from './types.js';
+import {
+  CREDIT_POOLS,
+  type Balance,
+  type ChargeResult,
+  type CreditPool,
+  type LedgerMismatch,
+  type PoolAmounts,
+} from './types.js';
 
 export const NOTHING: PoolAmounts = Object.freeze({ subscription: 0, payg: 0 });
 
-const INSERT = 'INSERT INTO credit_ledger (account_id, kind, pool, amount, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?)';
+const INSERT =
+  'INSERT INTO credit_ledger (account_id, kind, pool, amount, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?)';
 
 function assertCredits(amount: number, allowZero: boolean): void {
   if (!Number.isSafeInteger(amount) || amount < (allowZero ? 0 : 1)) {
-    throw new RmbgError('invalid_request', `credits must be a whole number of at least ${allowZero ? 0 : 1}; got ${amount}`);
+    throw new RmbgError(
+      'invalid_request',
+      `credits must be a whole number of at least ${allowZero ? 0 : 1}; got ${amount}`,
+    );
   }
 }
 
@@ -22,21 +33,39 @@ const COLUMN: Record<CreditPool, string> = { subscription: 'subscription_credits
 
 /** An unknown account has nothing: zeros, as the sum of no rows was. */
 export async function balance(db: SqlExecutor, accountId: string): Promise<Balance> {
-  const row = await one<{ subscription_credits: number; payg_credits: number }>(db, 'SELECT subscription_credits, payg_credits FROM accounts WHERE id = ?', [accountId]);
+  const row = await one<{ subscription_credits: number; payg_credits: number }>(
+    db,
+    'SELECT subscription_credits, payg_credits FROM accounts WHERE id = ?',
+    [accountId],
+  );
   const subscription = row?.subscription_credits ?? 0;
   const payg = row?.payg_credits ?? 0;
   return { subscription, payg, total: subscription + payg };
 }
 
 /** A ledger row and the balance it moves, together (the caller's transaction makes them one). */
-async function record(db: SqlExecutor, accountId: string, kind: 'grant' | 'charge' | 'refund', pool: CreditPool, amount: number, requestId: string | null, now: number) {
+async function record(
+  db: SqlExecutor,
+  accountId: string,
+  kind: 'grant' | 'charge' | 'refund',
+  pool: CreditPool,
+  amount: number,
+  requestId: string | null,
+  now: number,
+) {
   await db.run(INSERT, [accountId, kind, pool, amount, requestId, now]);
   await db.run(`UPDATE accounts SET ${COLUMN[pool]} = ${COLUMN[pool]} + ? WHERE id = ?`, [amount, accountId]);
 }
 
 /** Accounts whose kept balance differs from the sum of their ledger rows (none, unless something bypassed the store). */
 export async function ledgerMismatches(db: SqlExecutor): Promise<LedgerMismatch[]> {
-  const rows = await db.all<{ id: string; subscription_credits: number; payg_credits: number; ledger_subscription: number; ledger_payg: number }>(
+  const rows = await db.all<{
+    id: string;
+    subscription_credits: number;
+    payg_credits: number;
+    ledger_subscription: number;
+    ledger_payg: number;
+  }>(
     `SELECT a.id, a.subscription_credits, a.payg_credits,
        CAST(COALESCE(SUM(CASE WHEN l.pool = 'subscription' THEN l.amount END), 0) AS BIGINT) AS ledger_subscription,
        CAST(COALESCE(SUM(CASE WHEN l.pool = 'payg' THEN l.amount END), 0) AS BIGINT) AS ledger_payg
@@ -47,18 +76,35 @@ export async function ledgerMismatches(db: SqlExecutor): Promise<LedgerMismatch[
      ORDER BY a.id`,
   );
   const of = (subscription: number, payg: number): Balance => ({ subscription, payg, total: subscription + payg });
-  return rows.map((row) => ({ accountId: row.id, kept: of(row.subscription_credits, row.payg_credits), ledger: of(row.ledger_subscription, row.ledger_payg) }));
+  return rows.map((row) => ({
+    accountId: row.id,
+    kept: of(row.subscription_credits, row.payg_credits),
+    ledger: of(row.ledger_subscription, row.ledger_payg),
+  }));
 }
 
 /** Inside a transaction that locked the account. */
-export async function grant(db: SqlExecutor, accountId: string, amount: number, pool: CreditPool, now: number): Promise<void> {
+export async function grant(
+  db: SqlExecutor,
+  accountId: string,
+  amount: number,
+  pool: CreditPool,
+  now: number,
+): Promise<void> {
   assertCredits(amount, false);
-  if (!CREDIT_POOLS.includes(pool)) throw new RmbgError('invalid_request', `pool must be one of ${CREDIT_POOLS.join(', ')}; got '${String(pool)}'`);
+  if (!CREDIT_POOLS.includes(pool))
+    throw new RmbgError('invalid_request', `pool must be one of ${CREDIT_POOLS.join(', ')}; got '${String(pool)}'`);
   await record(db, accountId, 'grant', pool, amount, null, now);
 }
 
 /** Inside a transaction that locked the account (so the balance read here is the one the rows move). */
-export async function charge(db: SqlExecutor, accountId: string, amount: number, requestId: string, now: number): Promise<ChargeResult> {
+export async function charge(
+  db: SqlExecutor,
+  accountId: string,
+  amount: number,
+  requestId: string,
+  now: number,
+): Promise<ChargeResult> {
   assertCredits(amount, true);
   const available = await balance(db, accountId);
   if (available.total < amount) return { ok: false, balance: available };

@@ -16,7 +16,14 @@ interface Row {
 }
 
 /** Inside a transaction, so the insert and the read see the same row. */
-export async function beginIdempotent(db: SqlExecutor, accountId: string, key: string, fingerprint: string, requestId: string, now: number): Promise<IdempotencyBegin> {
+export async function beginIdempotent(
+  db: SqlExecutor,
+  accountId: string,
+  key: string,
+  fingerprint: string,
+  requestId: string,
+  now: number,
+): Promise<IdempotencyBegin> {
   // The insert on the primary key is the atomic step: of several requests with the same key (in this
   // process or another instance), exactly one inserts the row and gets 'new'.
   let row: Row | undefined;
@@ -26,9 +33,11 @@ export async function beginIdempotent(db: SqlExecutor, accountId: string, key: s
       [accountId, key, fingerprint, requestId, now],
     );
     if (inserted === 1) return { state: 'new' };
-    row = await one<Row>(db, 'SELECT fingerprint, state, request_id, completed_at, payload, metadata FROM idempotency_keys WHERE account_id = ? AND key = ?', [
-      accountId, key,
-    ]);
+    row = await one<Row>(
+      db,
+      'SELECT fingerprint, state, request_id, completed_at, payload, metadata FROM idempotency_keys WHERE account_id = ? AND key = ?',
+      [accountId, key],
+    );
     // Gone between the two statements (PostgreSQL reads each with a new snapshot): its request released the key,
     // or it was purged. The key is free, so try to take it again.
     if (row) break;
@@ -46,12 +55,20 @@ export async function beginIdempotent(db: SqlExecutor, accountId: string, key: s
     state: 'succeeded',
     requestId: requestIdOfKey,
     completedAt,
-    replay: { payload: Buffer.from(row.payload), metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as unknown) },
+    replay: {
+      payload: Buffer.from(row.payload),
+      metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as unknown),
+    },
   };
 }
 
 /** Resolves with the rows changed: 0 when the key is no longer this request's to complete. */
-export function succeedIdempotent(db: SqlExecutor, ref: IdempotencyRef, replay: StoredReplay, now: number): Promise<number> {
+export function succeedIdempotent(
+  db: SqlExecutor,
+  ref: IdempotencyRef,
+  replay: StoredReplay,
+  now: number,
+): Promise<number> {
   return db.run(
     "UPDATE idempotency_keys SET state = 'succeeded', completed_at = ?, payload = ?, metadata = ? WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'",
     [now, replay.payload, JSON.stringify(replay.metadata), ref.accountId, ref.key, ref.requestId],
@@ -66,15 +83,17 @@ export function failIdempotent(db: SqlExecutor, ref: IdempotencyRef, now: number
 }
 
 export function releaseIdempotent(db: SqlExecutor, ref: IdempotencyRef): Promise<number> {
-  return db.run("DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'", [
-    ref.accountId, ref.key, ref.requestId,
-  ]);
+  return db.run(
+    "DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'",
+    [ref.accountId, ref.key, ref.requestId],
+  );
 }
 
 export function purgeExpiredReplays(db: SqlExecutor, now: number): Promise<number> {
-  return db.run("UPDATE idempotency_keys SET payload = NULL WHERE payload IS NOT NULL AND state = 'succeeded' AND completed_at <= ?", [
-    now - LIMITS.replayWindowMs,
-  ]);
+  return db.run(
+    "UPDATE idempotency_keys SET payload = NULL WHERE payload IS NOT NULL AND state = 'succeeded' AND completed_at <= ?",
+    [now - LIMITS.replayWindowMs],
+  );
 }
 
 /** Rows deleted per statement: a large backlog is deleted in short statements, none near statement_timeout. */

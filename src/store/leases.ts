@@ -12,14 +12,27 @@ export interface LeaseRow {
   charged: number;
 }
 
-export function openLease(db: SqlExecutor, lease: Lease, accountId: string, idemKey: string | null, now: number): Promise<number> {
-  return db.run('INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at) VALUES (?, ?, ?, ?, ?, 0, ?)', [
-    lease.requestId, accountId, idemKey, lease.owner, lease.expiresAt, now,
-  ]);
+export function openLease(
+  db: SqlExecutor,
+  lease: Lease,
+  accountId: string,
+  idemKey: string | null,
+  now: number,
+): Promise<number> {
+  return db.run(
+    'INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at) VALUES (?, ?, ?, ?, ?, 0, ?)',
+    [lease.requestId, accountId, idemKey, lease.owner, lease.expiresAt, now],
+  );
 }
 
 /** Records the charge on the request's lease, opening one for a request without an Idempotency-Key. */
-export function recordCharge(db: SqlExecutor, lease: Lease, accountId: string, amount: number, now: number): Promise<number> {
+export function recordCharge(
+  db: SqlExecutor,
+  lease: Lease,
+  accountId: string,
+  amount: number,
+  now: number,
+): Promise<number> {
   return db.run(
     `INSERT INTO leases (request_id, account_id, idem_key, owner, expires_at, charged, created_at) VALUES (?, ?, NULL, ?, ?, ?, ?)
      ON CONFLICT (request_id) DO UPDATE SET charged = excluded.charged, expires_at = excluded.expires_at`,
@@ -33,9 +46,17 @@ export function closeLease(db: SqlExecutor, requestId: string): Promise<number> 
 }
 
 /** Only the requests still running: a lease its request could not settle (the database was away) must expire. */
-export function renewLeases(db: SqlExecutor, owner: string, requestIds: readonly string[], expiresAt: number): Promise<number> {
+export function renewLeases(
+  db: SqlExecutor,
+  owner: string,
+  requestIds: readonly string[],
+  expiresAt: number,
+): Promise<number> {
   if (requestIds.length === 0) return Promise.resolve(0);
-  return db.run(`UPDATE leases SET expires_at = ? WHERE owner = ? AND request_id IN (${requestIds.map(() => '?').join(', ')})`, [expiresAt, owner, ...requestIds]);
+  return db.run(
+    `UPDATE leases SET expires_at = ? WHERE owner = ? AND request_id IN (${requestIds.map(() => '?').join(', ')})`,
+    [expiresAt, owner, ...requestIds],
+  );
 }
 
 /**

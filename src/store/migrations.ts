@@ -138,6 +138,14 @@ const KEPT_BALANCES = (t: Types) => `
   CREATE INDEX usage_records_created ON usage_records (created_at);
 `;
 
-export const SQLITE_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(SQLITE), LEASES_AND_RATE_WINDOWS(SQLITE.int), KEPT_BALANCES(SQLITE)];
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  FIRST_SCHEMA(SQLITE),
+  LEASES_AND_RATE_WINDOWS(SQLITE.int),
+  KEPT_BALANCES(SQLITE),
+];
 
-export const POSTGRES_MIGRATIONS: readonly string[] = [FIRST_SCHEMA(POSTGRES), LEASES_AND_RATE_WINDOWS(POSTGRES.int), KEPT_BALANCES(POSTGRES)];
+export const POSTGRES_MIGRATIONS: readonly string[] = [
+  FIRST_SCHEMA(POSTGRES),
+  LEASES_AND_RATE_WINDOWS(POSTGRES.int),
+  KEPT_BALANCES(POSTGRES),
+];

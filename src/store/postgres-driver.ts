@@ -51,7 +51,9 @@ export function postgresSettings(url: string): { connectionString: string; setti
     else if (pair) kept.push(pair);
   }
   const settings = {} as PostgresSettings;
-  for (const [name, { default: fallback, min }] of Object.entries(POSTGRES_SETTINGS) as Array<[keyof PostgresSettings, { default: number; min: number }]>) {
+  for (const [name, { default: fallback, min }] of Object.entries(POSTGRES_SETTINGS) as Array<
+    [keyof PostgresSettings, { default: number; min: number }]
+  >) {
     const text = given.get(name);
     if (text === undefined) {
       settings[name] = fallback;
@@ -59,7 +61,10 @@ export function postgresSettings(url: string): { connectionString: string; setti
     }
     const value = /^\d{1,10}$/.test(text) ? Number(text) : NaN;
     if (!(value >= min && value <= 2_147_483_647)) {
-      throw new RmbgError('usage_error', `the store URL's ${name} must be a whole number of at least ${min}; got '${text}'`);
+      throw new RmbgError(
+        'usage_error',
+        `the store URL's ${name} must be a whole number of at least ${min}; got '${text}'`,
+      );
     }
     settings[name] = value;
   }
@@ -79,7 +84,9 @@ function decoded(text: string): string {
 // int8 (counts, sums cast to BIGINT, millisecond times) as numbers: every value the store keeps is far below 2^53.
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC
+      ? Number
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 /** `?` placeholders (the store's one SQL) as PostgreSQL's $1, $2, …; the store's SQL has no `?` in literals. */
@@ -99,7 +106,9 @@ export function isUnreachable(error: unknown): boolean {
   if (typeof code === 'string' && (/^(08|57P|53|28|3D|25P03$)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
   return (
     typeof message === 'string' &&
-    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect/i.test(message)
+    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect/i.test(
+      message,
+    )
   );
 }
 
@@ -144,8 +153,10 @@ function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
     // refunds' inserts; it still excludes every other charge, grant and refund of the account.
     forUpdate: ' FOR NO KEY UPDATE',
     skipLocked: ' FOR UPDATE SKIP LOCKED',
-    all: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numbered(sql), params as SqlValue[])).rows as T[],
-    run: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(numbered(sql), params as SqlValue[])).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+      (await client.query(numbered(sql), params as SqlValue[])).rows as T[],
+    run: async (sql: string, params: readonly SqlValue[] = []) =>
+      (await client.query(numbered(sql), params as SqlValue[])).rowCount ?? 0,
   };
 }
 
@@ -163,7 +174,10 @@ async function migrate(pool: pg.Pool): Promise<void> {
       const rows = (await client.query<{ version: number }>('SELECT version FROM rmbg_schema')).rows;
       const current = rows[0]?.version ?? 0;
       if (current > POSTGRES_MIGRATIONS.length) {
-        throw new RmbgError('io_error', `the database was written by a newer rmbg (schema ${current}; this version knows ${POSTGRES_MIGRATIONS.length})`);
+        throw new RmbgError(
+          'io_error',
+          `the database was written by a newer rmbg (schema ${current}; this version knows ${POSTGRES_MIGRATIONS.length})`,
+        );
       }
       for (let version = current; version < POSTGRES_MIGRATIONS.length; version++) {
         await client.query('BEGIN');
@@ -208,7 +222,9 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
   } catch (error) {
     await pool.end();
     if (error instanceof RmbgError) throw error;
-    throw new RmbgError('io_error', `cannot open the PostgreSQL store ${location}: ${(error as Error).message}`, { cause: error });
+    throw new RmbgError('io_error', `cannot open the PostgreSQL store ${location}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const direct = executor(pool);
   return {
@@ -241,8 +257,17 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
           client.release(broken);
         }
       }),
-    schemaVersion: () => guarded(async () => (await direct.all<{ version: number }>('SELECT version FROM rmbg_schema'))[0]?.version ?? 0),
-    clock: () => guarded(async () => (await direct.all<{ now: number }>('SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) AS now'))[0]!.now),
+    schemaVersion: () =>
+      guarded(async () => (await direct.all<{ version: number }>('SELECT version FROM rmbg_schema'))[0]?.version ?? 0),
+    clock: () =>
+      guarded(
+        async () =>
+          (
+            await direct.all<{ now: number }>(
+              'SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) AS now',
+            )
+          )[0]!.now,
+      ),
     close: () => pool.end(),
   };
 }

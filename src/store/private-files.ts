@@ -15,7 +15,11 @@ function chmodOrRefuse(path: string, mode: number): void {
     chmodSync(path, mode);
   } catch (error) {
     // Not ours to change (another owner, a read-only mount): refusing beats serving from files others may read.
-    throw new RmbgError('io_error', `cannot make ${path} private (mode ${mode.toString(8)}): ${(error as Error).message}; fix its owner or permissions`, { cause: error });
+    throw new RmbgError(
+      'io_error',
+      `cannot make ${path} private (mode ${mode.toString(8)}): ${(error as Error).message}; fix its owner or permissions`,
+      { cause: error },
+    );
   }
 }
 

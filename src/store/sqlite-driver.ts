@@ -17,9 +17,13 @@ function migrate(db: Database.Database): void {
     // Read inside the write transaction: a second process that opened meanwhile sees the result, not a stale version.
     const current = db.pragma('user_version', { simple: true }) as number;
     if (current > SQLITE_MIGRATIONS.length) {
-      throw new RmbgError('io_error', `the data directory was written by a newer rmbg (schema ${current}; this version knows ${SQLITE_MIGRATIONS.length})`);
+      throw new RmbgError(
+        'io_error',
+        `the data directory was written by a newer rmbg (schema ${current}; this version knows ${SQLITE_MIGRATIONS.length})`,
+      );
     }
-    for (let version = current; version < SQLITE_MIGRATIONS.length; version++) db.exec(SQLITE_MIGRATIONS[version] as string);
+    for (let version = current; version < SQLITE_MIGRATIONS.length; version++)
+      db.exec(SQLITE_MIGRATIONS[version] as string);
     db.pragma(`user_version = ${SQLITE_MIGRATIONS.length}`);
   });
   apply.immediate();

@@ -174,7 +174,13 @@ export interface Store {
   auditBalances(): Promise<LedgerMismatch[]>;
 
   /** Reserves the key (and opens the request's lease) when new; otherwise says what the key holds. */
-  beginIdempotent(accountId: string, key: string, fingerprint: string, lease: Lease, now?: number): Promise<IdempotencyBegin>;
+  beginIdempotent(
+    accountId: string,
+    key: string,
+    fingerprint: string,
+    lease: Lease,
+    now?: number,
+  ): Promise<IdempotencyBegin>;
   /** Charges the request under its lease (opened here for a request without a key). */
   charge(accountId: string, amount: number, lease: Lease, now?: number): Promise<ChargeResult>;
   /**
@@ -182,7 +188,11 @@ export interface Store {
    * one transaction. False when the request was settled already (its lease expired and another instance refunded
    * it): the result must not be handed out then.
    */
-  deliver(requestId: string, idempotency: { ref: IdempotencyRef; replay: StoredReplay } | undefined, now?: number): Promise<boolean>;
+  deliver(
+    requestId: string,
+    idempotency: { ref: IdempotencyRef; replay: StoredReplay } | undefined,
+    now?: number,
+  ): Promise<boolean>;
   /**
    * Settles a charged request as failed: lease closed, charge refunded, key failed, in one transaction; once.
    * `settled` false: the lease was closed already (delivered, or refunded by another call), nothing changed.

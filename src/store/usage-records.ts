@@ -48,21 +48,40 @@ export const USAGE_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
 
 /** Deletes up to `batch` records older than the retention; resolves with how many. */
 export function deleteOldUsage(db: SqlExecutor, now: number, batch: number): Promise<number> {
-  return db.run(`DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE created_at <= ? ORDER BY created_at LIMIT ${batch})`, [
-    now - USAGE_RETENTION_MS,
-  ]);
+  return db.run(
+    `DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE created_at <= ? ORDER BY created_at LIMIT ${batch})`,
+    [now - USAGE_RETENTION_MS],
+  );
 }
 
 export async function recordUsage(db: SqlExecutor, r: UsageRecord): Promise<void> {
   await db.run(
     `INSERT INTO usage_records (request_id, account_id, key_id, endpoint, status, code, credits, replayed, input_bytes, size, format, width, height, duration_ms, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [r.requestId, r.accountId, r.keyId, r.endpoint, r.status, r.code, r.credits, r.replayed ? 1 : 0, r.inputBytes, r.size, r.format, r.width, r.height,
-      Math.round(r.durationMs), r.createdAt],
+    [
+      r.requestId,
+      r.accountId,
+      r.keyId,
+      r.endpoint,
+      r.status,
+      r.code,
+      r.credits,
+      r.replayed ? 1 : 0,
+      r.inputBytes,
+      r.size,
+      r.format,
+      r.width,
+      r.height,
+      Math.round(r.durationMs),
+      r.createdAt,
+    ],
   );
 }
 
-export async function listUsage(db: SqlExecutor, filter: { accountId?: string; requestId?: string } = {}): Promise<UsageRecord[]> {
+export async function listUsage(
+  db: SqlExecutor,
+  filter: { accountId?: string; requestId?: string } = {},
+): Promise<UsageRecord[]> {
   const accountId = filter.accountId ?? null;
   const requestId = filter.requestId ?? null;
   const rows = await db.all<Row>(

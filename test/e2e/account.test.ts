@@ -6,13 +6,25 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { apiError, createFaultServer, json, respond, type FaultServer, type FaultStep } from '../helpers/fault-server.js';
+import {
+  apiError,
+  createFaultServer,
+  json,
+  respond,
+  type FaultServer,
+  type FaultStep,
+} from '../helpers/fault-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'bin/rmbg.js');
 const KEY = 'e2e-key-0001';
 const ACCOUNT = {
-  data: { attributes: { credits: { total: 1250, subscription: 1000, payg: 250, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
+  data: {
+    attributes: {
+      credits: { total: 1250, subscription: 1000, payg: 250, enterprise: 0 },
+      api: { free_calls: 0, sizes: 'all' },
+    },
+  },
 };
 
 let server: FaultServer | undefined;
@@ -20,7 +32,8 @@ let configDir: string;
 
 beforeAll(() => {
   // The CLI runs from dist/: build it when it is missing (CI builds before testing).
-  if (!existsSync(path.join(ROOT, 'dist/cli/commands/account.js'))) execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'ignore' });
+  if (!existsSync(path.join(ROOT, 'dist/cli/commands/account.js')))
+    execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'ignore' });
 });
 
 beforeEach(() => {
@@ -35,7 +48,13 @@ afterEach(async () => {
 
 /** Runs the CLI with a clean environment: no inherited RMBG_* and a private settings dir. */
 function rmbg(args: string[], extraEnv: Record<string, string> = {}) {
-  const env: Record<string, string | undefined> = { ...process.env, RMBG_API_URL: undefined, RMBG_API_KEY: undefined, RMBG_CONFIG_DIR: configDir, ...extraEnv };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    RMBG_API_URL: undefined,
+    RMBG_API_KEY: undefined,
+    RMBG_CONFIG_DIR: configDir,
+    ...extraEnv,
+  };
   return execa('node', [BIN, ...args], { cwd: ROOT, env, extendEnv: false, reject: false, timeout: 60_000 });
 }
 
@@ -110,7 +129,10 @@ describe('rmbg account', () => {
   });
 
   it('follows Retry-After on a 503 and then prints the balance, telling the user about the wait', async () => {
-    const { url, requests } = await serve(apiError(503, 'service_busy', 'Service busy', { 'retry-after': '1' }), json(200, ACCOUNT));
+    const { url, requests } = await serve(
+      apiError(503, 'service_busy', 'Service busy', { 'retry-after': '1' }),
+      json(200, ACCOUNT),
+    );
     const result = await rmbg(['account', '--json', '--api-url', url, '--api-key', KEY]);
     expect(result.exitCode).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(ACCOUNT);

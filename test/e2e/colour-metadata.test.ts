@@ -29,12 +29,21 @@ for (let y = 0; y < HEIGHT; y++) {
 }
 
 const EXIF = {
-  IFD0: { Artist: 'Ada Lovelace', Copyright: '(c) Ada Lovelace 2026', DateTime: '2026:01:02 03:04:05', Make: 'Canon', Model: 'EOS R5' },
+  IFD0: {
+    Artist: 'Ada Lovelace',
+    Copyright: '(c) Ada Lovelace 2026',
+    DateTime: '2026:01:02 03:04:05',
+    Make: 'Canon',
+    Model: 'EOS R5',
+  },
   IFD2: { DateTimeOriginal: '2026:01:02 03:04:05' },
   IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '48/1 51/1 30/1', GPSLongitudeRef: 'E', GPSLongitude: '2/1 21/1 8/1' },
 };
 
-const env = () => ({ env: { RMBG_DATA_DIR: path.join(work, 'data'), XDG_CACHE_HOME: path.join(work, 'cache') }, cwd: work });
+const env = () => ({
+  env: { RMBG_DATA_DIR: path.join(work, 'data'), XDG_CACHE_HOME: path.join(work, 'cache') },
+  cwd: work,
+});
 const removeLocal = (input: string, out: string, ...flags: string[]) =>
   rmbg(['remove', input, '--local', '--model', 'keep-all', '-o', out, '--overwrite', '--json', ...flags], env());
 
@@ -48,9 +57,18 @@ beforeAll(async () => {
   // sharp converts the sRGB pixels into Display P3 numbers and tags the file with the P3 profile.
   writeFileSync(
     path.join(work, 'p3.jpg'),
-    await sharp(srgbPixels, { raw: { width: WIDTH, height: HEIGHT, channels: 3 } }).jpeg({ quality: 100, chromaSubsampling: '4:4:4' }).withIccProfile('p3').toBuffer(),
+    await sharp(srgbPixels, { raw: { width: WIDTH, height: HEIGHT, channels: 3 } })
+      .jpeg({ quality: 100, chromaSubsampling: '4:4:4' })
+      .withIccProfile('p3')
+      .toBuffer(),
   );
-  writeFileSync(path.join(work, 'tagged.jpg'), await sharp({ create: { width: 80, height: 60, channels: 3, background: '#886644' } }).jpeg().withExif(EXIF).toBuffer());
+  writeFileSync(
+    path.join(work, 'tagged.jpg'),
+    await sharp({ create: { width: 80, height: 60, channels: 3, background: '#886644' } })
+      .jpeg()
+      .withExif(EXIF)
+      .toBuffer(),
+  );
   writeFileSync(path.join(work, 'turned.jpg'), await jpegWithOrientation(6, 80, 60));
 });
 
@@ -75,8 +93,14 @@ describe('colour: an ICC-tagged photo comes out as sRGB', () => {
     let fromOriginal = 0;
     for (let p = 0; p < WIDTH * HEIGHT; p++) {
       for (let c = 0; c < 3; c++) {
-        fromConversion = Math.max(fromConversion, Math.abs((data[p * 4 + c] as number) - (converted[p * 3 + c] as number)));
-        fromOriginal = Math.max(fromOriginal, Math.abs((data[p * 4 + c] as number) - (srgbPixels[p * 3 + c] as number)));
+        fromConversion = Math.max(
+          fromConversion,
+          Math.abs((data[p * 4 + c] as number) - (converted[p * 3 + c] as number)),
+        );
+        fromOriginal = Math.max(
+          fromOriginal,
+          Math.abs((data[p * 4 + c] as number) - (srgbPixels[p * 3 + c] as number)),
+        );
       }
       expect(data[p * 4 + 3]).toBe(255);
     }
@@ -98,24 +122,40 @@ describe('metadata: none by default; --keep-metadata keeps authorship and dates;
     expect(await exifOf(path.join(work, 'out-plain', 'tagged.png'))).toBeUndefined();
   });
 
-  it.each(['png', 'jpg', 'webp'])('--keep-metadata, %s: artist, copyright and dates, no GPS, no camera', async (format) => {
-    const result = await removeLocal('tagged.jpg', `out-keep-${format}`, '--format', format, '--keep-metadata');
-    expect(result.exitCode).toBe(0);
-    const out = path.join(work, `out-keep-${format}`, `tagged.${format}`);
-    expect(await sharp(readFileSync(out)).metadata()).toMatchObject({ width: 80, height: 60, format: format === 'jpg' ? 'jpeg' : format });
-    const exif = await exifOf(out);
-    expect(exif?.Image).toMatchObject({ Artist: 'Ada Lovelace', Copyright: '(c) Ada Lovelace 2026', DateTime: new Date('2026-01-02T03:04:05Z') });
-    expect(exif?.Photo).toMatchObject({ DateTimeOriginal: new Date('2026-01-02T03:04:05Z') });
-    expect(exif?.Image?.Make).toBeUndefined();
-    expect(exif?.Image?.Model).toBeUndefined();
-    expect(exif?.GPSInfo).toBeUndefined();
-  });
+  it.each(['png', 'jpg', 'webp'])(
+    '--keep-metadata, %s: artist, copyright and dates, no GPS, no camera',
+    async (format) => {
+      const result = await removeLocal('tagged.jpg', `out-keep-${format}`, '--format', format, '--keep-metadata');
+      expect(result.exitCode).toBe(0);
+      const out = path.join(work, `out-keep-${format}`, `tagged.${format}`);
+      expect(await sharp(readFileSync(out)).metadata()).toMatchObject({
+        width: 80,
+        height: 60,
+        format: format === 'jpg' ? 'jpeg' : format,
+      });
+      const exif = await exifOf(out);
+      expect(exif?.Image).toMatchObject({
+        Artist: 'Ada Lovelace',
+        Copyright: '(c) Ada Lovelace 2026',
+        DateTime: new Date('2026-01-02T03:04:05Z'),
+      });
+      expect(exif?.Photo).toMatchObject({ DateTimeOriginal: new Date('2026-01-02T03:04:05Z') });
+      expect(exif?.Image?.Make).toBeUndefined();
+      expect(exif?.Image?.Model).toBeUndefined();
+      expect(exif?.GPSInfo).toBeUndefined();
+    },
+  );
 
   it('--keep-gps adds the GPS position', async () => {
     const result = await removeLocal('tagged.jpg', 'out-gps', '--format', 'png', '--keep-gps');
     expect(result.exitCode).toBe(0);
     const exif = await exifOf(path.join(work, 'out-gps', 'tagged.png'));
-    expect(exif?.GPSInfo).toMatchObject({ GPSLatitudeRef: 'N', GPSLatitude: [48, 51, 30], GPSLongitudeRef: 'E', GPSLongitude: [2, 21, 8] });
+    expect(exif?.GPSInfo).toMatchObject({
+      GPSLatitudeRef: 'N',
+      GPSLatitude: [48, 51, 30],
+      GPSLongitudeRef: 'E',
+      GPSLongitude: [2, 21, 8],
+    });
     expect(exif?.Image).toMatchObject({ Artist: 'Ada Lovelace' });
   });
 

@@ -41,7 +41,10 @@ describe('rmbg config', () => {
     expect(meta.format).toBe('webp');
     expect(meta.width! * meta.height!).toBeLessThanOrEqual(250_000);
 
-    const typed = await rmbg(['remove', input, '--local', '-o', out, '--format', 'png', '--size', 'medium'], withSettings);
+    const typed = await rmbg(
+      ['remove', input, '--local', '-o', out, '--format', 'png', '--size', 'medium'],
+      withSettings,
+    );
     expect(typed.exitCode).toBe(0);
     const pngMeta = await sharp(path.join(out, 'photo.png')).metadata();
     expect([pngMeta.format, pngMeta.width, pngMeta.height]).toEqual(['png', 1200, 900]);

@@ -24,16 +24,36 @@ beforeAll(async () => {
   model = path.join(work, 'red.onnx');
   writeRedChannelModel(model, { width: 1024, height: 1024, bias: 0.3, inputName: 'input', outputName: 'output' });
   photo = path.join(work, 'cat.png');
-  await sharp(path.join(import.meta.dirname, '../../samples/chelsea.png')).resize(240).toFile(photo);
+  await sharp(path.join(import.meta.dirname, '../../samples/chelsea.png'))
+    .resize(240)
+    .toFile(photo);
 });
 afterAll(removeTempDirs);
 
-const jsonLines = (stdout: string) => stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+const jsonLines = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 const alpha = (file: string) => sharp(file).extractChannel(3).raw().toBuffer();
 
 describe('rmbg remove --device', () => {
   it('gpu on a real adapter: the cut-out agrees with the CPU within 1/255, and the summary says gpu', async () => {
-    const removeOn = (device: string) => rmbg(['remove', photo, '--local', '--model', model, '--device', device, '--format', 'png', '-o', path.join(work, device), '--json']);
+    const removeOn = (device: string) =>
+      rmbg([
+        'remove',
+        photo,
+        '--local',
+        '--model',
+        model,
+        '--device',
+        device,
+        '--format',
+        'png',
+        '-o',
+        path.join(work, device),
+        '--json',
+      ]);
     const [onGpu, onCpu] = await Promise.all([removeOn('gpu'), removeOn('cpu')]);
     expect(onGpu.exitCode, onGpu.stderr).toBe(0);
     expect(onCpu.exitCode, onCpu.stderr).toBe(0);
@@ -42,26 +62,49 @@ describe('rmbg remove --device', () => {
     expect(onGpu.stderr).toContain('rmbg: the model is running on the GPU (WebGPU)');
     // JSON lines stay JSON: nothing the Vulkan loader or Dawn print reaches stdout.
     expect(() => jsonLines(onGpu.stdout)).not.toThrow();
-    const [gpuAlpha, cpuAlpha] = await Promise.all([alpha(path.join(work, 'gpu/cat.png')), alpha(path.join(work, 'cpu/cat.png'))]);
+    const [gpuAlpha, cpuAlpha] = await Promise.all([
+      alpha(path.join(work, 'gpu/cat.png')),
+      alpha(path.join(work, 'cpu/cat.png')),
+    ]);
     expect(gpuAlpha.length).toBe(cpuAlpha.length);
     expect(Math.max(...gpuAlpha.map((value, i) => Math.abs(value - (cpuAlpha[i] as number))))).toBeLessThanOrEqual(1);
     expect(new Set(cpuAlpha).size).toBeGreaterThan(20);
   });
 
-  it.runIf(NO_GPU_DEVICE)('auto (the default) does not use the software adapter: it runs on the CPU and says why, once', async () => {
-    const result = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'auto'), '--json']);
-    expect(result.exitCode, result.stderr).toBe(0);
-    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ summary: true, done: 1, device: 'cpu' });
-    const said = result.stderr.split('\n').filter((line) => line.startsWith('rmbg: the model is running on'));
-    expect(said).toEqual([expect.stringMatching(/^rmbg: the model is running on the CPU: no GPU device found \(GPU devices: none; .*\(software\).*\); software adapters are never used by auto$/)]);
-    expect(result.stderr).not.toMatch(/Warning|vkCreateInstance|Loader Message/);
-  });
+  it.runIf(NO_GPU_DEVICE)(
+    'auto (the default) does not use the software adapter: it runs on the CPU and says why, once',
+    async () => {
+      const result = await rmbg([
+        'remove',
+        photo,
+        '--local',
+        '--model',
+        model,
+        '-o',
+        path.join(work, 'auto'),
+        '--json',
+      ]);
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(jsonLines(result.stdout).at(-1)).toMatchObject({ summary: true, done: 1, device: 'cpu' });
+      const said = result.stderr.split('\n').filter((line) => line.startsWith('rmbg: the model is running on'));
+      expect(said).toEqual([
+        expect.stringMatching(
+          /^rmbg: the model is running on the CPU: no GPU device found \(GPU devices: none; .*\(software\).*\); software adapters are never used by auto$/,
+        ),
+      ]);
+      expect(result.stderr).not.toMatch(/Warning|vkCreateInstance|Loader Message/);
+    },
+  );
 
   it('gpu without an adapter: device_unavailable, exit 1, what failed and how to fix it, no output, no noise', async () => {
     const out = path.join(work, 'none');
-    const result = await rmbg(['remove', photo, '--local', '--model', model, '--device', 'gpu', '-o', out, '--json'], { env: NO_ADAPTER });
+    const result = await rmbg(['remove', photo, '--local', '--model', model, '--device', 'gpu', '-o', out, '--json'], {
+      env: NO_ADAPTER,
+    });
     expect(result.exitCode).toBe(1);
-    expect(result.stderr).toMatch(/^rmbg: cannot run model .*red\.onnx on the GPU: WebGPU failed: Failed to get a WebGPU adapter: No supported adapters\. /);
+    expect(result.stderr).toMatch(
+      /^rmbg: cannot run model .*red\.onnx on the GPU: WebGPU failed: Failed to get a WebGPU adapter: No supported adapters\. /,
+    );
     expect(result.stderr).toContain('Vulkan drivers: none');
     expect(result.stderr).toContain('apt-get install libvulkan1');
     expect(result.stderr).toContain('(device_unavailable)');
@@ -74,11 +117,16 @@ describe('rmbg remove --device', () => {
     const settings = tempDir('rmbg-gpu-settings-');
     const set = await rmbg(['config', 'set', 'device', 'gpu'], { env: { RMBG_CONFIG_DIR: settings } });
     expect(set.exitCode, set.stderr).toBe(0);
-    const fromConfig = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'config'), '--json'], { env: { RMBG_CONFIG_DIR: settings, ...NO_ADAPTER } });
+    const fromConfig = await rmbg(
+      ['remove', photo, '--local', '--model', model, '-o', path.join(work, 'config'), '--json'],
+      { env: { RMBG_CONFIG_DIR: settings, ...NO_ADAPTER } },
+    );
     expect(fromConfig.exitCode).toBe(1);
     expect(fromConfig.stderr).toContain('(device_unavailable)');
     expect(existsSync(path.join(work, 'config')) ? readdirSync(path.join(work, 'config')) : []).toEqual([]);
-    const fromEnv = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'env'), '--json'], { env: { RMBG_DEVICE: 'tpu' } });
+    const fromEnv = await rmbg(['remove', photo, '--local', '--model', model, '-o', path.join(work, 'env'), '--json'], {
+      env: { RMBG_DEVICE: 'tpu' },
+    });
     expect(fromEnv.exitCode).toBe(2);
     expect(fromEnv.stderr).toContain('RMBG_DEVICE must be one of auto, gpu, cpu; got "tpu"');
     const badSet = await rmbg(['config', 'set', 'device', 'tpu'], { env: { RMBG_CONFIG_DIR: settings } });
@@ -99,11 +147,17 @@ describe('rmbg serve --device', () => {
     server = await startServe(dataDir, ['--model', model, '--device', 'gpu']);
     const ready = (await (await fetch(`${server.url}/readyz`)).json()) as { status: string; device: string };
     expect(ready).toEqual({ status: 'ready', device: 'gpu' });
-    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('rmbg_device_info{requested="gpu",device="gpu"} 1');
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain(
+      'rmbg_device_info{requested="gpu",device="gpu"} 1',
+    );
     const form = new FormData();
     form.set('image_file', new Blob([readFileSync(photo)]), 'cat.png');
     form.set('format', 'png');
-    const answer = await fetch(`${server.url}/v1.0/removebg`, { method: 'POST', headers: { 'X-API-Key': key }, body: form });
+    const answer = await fetch(`${server.url}/v1.0/removebg`, {
+      method: 'POST',
+      headers: { 'X-API-Key': key },
+      body: form,
+    });
     expect(answer.status).toBe(200);
     const served = Buffer.from(await answer.arrayBuffer());
     expect((await sharp(served).metadata()).channels).toBe(4);
@@ -112,7 +166,9 @@ describe('rmbg serve --device', () => {
 
   it('gpu without an adapter refuses to start, saying why', async () => {
     const dataDir = tempDir('rmbg-gpu-serve-none-');
-    const result = await rmbg(['serve', '--port', '0', '--data-dir', dataDir, '--model', model, '--device', 'gpu'], { env: NO_ADAPTER });
+    const result = await rmbg(['serve', '--port', '0', '--data-dir', dataDir, '--model', model, '--device', 'gpu'], {
+      env: NO_ADAPTER,
+    });
     expect(result.exitCode).toBe(1);
     expect(result.stdout).not.toContain('listening');
     expect(result.stderr).toContain('Failed to get a WebGPU adapter: No supported adapters');
@@ -124,7 +180,12 @@ describe('rmbg doctor', () => {
   it('with an adapter: the GPU works (a software one here), whether auto uses it, the models and the store', async () => {
     const result = await rmbg(['doctor', '--json']);
     expect(result.exitCode, result.stderr).toBe(0);
-    const report = JSON.parse(result.stdout) as { providers: string[]; gpu: { works: boolean; software: boolean; auto: { device: string } }; models: Array<{ name: string; status: string; default: boolean }>; store: { engine: string } };
+    const report = JSON.parse(result.stdout) as {
+      providers: string[];
+      gpu: { works: boolean; software: boolean; auto: { device: string } };
+      models: Array<{ name: string; status: string; default: boolean }>;
+      store: { engine: string };
+    };
     expect(report.providers).toContain('webgpu');
     expect(report.gpu.works).toBe(true);
     if (NO_GPU_DEVICE) expect(report.gpu).toMatchObject({ software: true, auto: { device: 'cpu' } });

@@ -40,24 +40,42 @@ describe('removeBackground() under node --input-type=module -e', () => {
       await close();`;
     const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('RMBG_')));
     // cwd is the repository, so 'rmbg' resolves to its own package (dist/), as it does for someone trying it there.
-    const run = await execa(process.execPath, ['--import', marker, '--max-old-space-size=300', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      env: { ...clean, RMBG_CONFIG_DIR: path.join(dir, 'settings'), RMBG_DATA_DIR: path.join(dir, 'data'), MARKS_FILE: marks },
-      extendEnv: false,
-      reject: false,
-      timeout: 180_000,
-    });
+    const run = await execa(
+      process.execPath,
+      ['--import', marker, '--max-old-space-size=300', '--input-type=module', '-e', script],
+      {
+        cwd: ROOT,
+        env: {
+          ...clean,
+          RMBG_CONFIG_DIR: path.join(dir, 'settings'),
+          RMBG_DATA_DIR: path.join(dir, 'data'),
+          MARKS_FILE: marks,
+        },
+        extendEnv: false,
+        reject: false,
+        timeout: 180_000,
+      },
+    );
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
 
     // chelsea.png is 451×300, under preview's 0.25 MP: kept at its size.
     const image = sharp(readFileSync(out));
-    expect(await image.metadata()).toMatchObject({ format: 'png', width: 451, height: 300, channels: 4, hasAlpha: true });
+    expect(await image.metadata()).toMatchObject({
+      format: 'png',
+      width: 451,
+      height: 300,
+      channels: 4,
+      hasAlpha: true,
+    });
     const alpha = await image.extractChannel(3).raw().toBuffer();
     expect(alpha.includes(0)).toBe(true); // some background cleared …
     expect(alpha.includes(255)).toBe(true); // … and the cat kept
 
-    const seen = readFileSync(marks, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Mark);
+    const seen = readFileSync(marks, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Mark);
     const main = seen.find((mark) => mark.thread === 'main');
     const workers = seen.filter((mark) => mark.thread === 'worker');
     expect(main?.heapLimitMb).toBeLessThan(1000); // the flag took: Node's own default here is above 2 GB

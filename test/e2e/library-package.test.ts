@@ -11,7 +11,9 @@ import { createServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
 import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 
-const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+};
 const EXPORTS = ['ERRORS', 'RmbgError', 'close', 'createRmbg', 'createServer', 'removeBackground', 'removeBackgrounds'];
 
 let project: string;
@@ -32,7 +34,10 @@ function docExamples(): string[] {
 
 /** The ```js examples of docs/library.md, each under the file name its first line gives (`// report.cjs`). */
 function docScripts(): Array<{ name: string; code: string }> {
-  return [...DOC().matchAll(/```js\n\/\/ (\S+\.c?js)\n([\s\S]*?)```/g)].map((match) => ({ name: match[1] as string, code: match[2] as string }));
+  return [...DOC().matchAll(/```js\n\/\/ (\S+\.c?js)\n([\s\S]*?)```/g)].map((match) => ({
+    name: match[1] as string,
+    code: match[2] as string,
+  }));
 }
 
 beforeAll(async () => {
@@ -50,11 +55,17 @@ beforeAll(async () => {
     symlinkSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
   }
   // What `npm install` assembles from the model package (postinstall): the weights, here borrowed.
-  const models = JSON.parse(readFileSync(path.join(ROOT, 'models/manifest.json'), 'utf8')) as { default: string; models: Array<{ name: string; file: string }> };
+  const models = JSON.parse(readFileSync(path.join(ROOT, 'models/manifest.json'), 'utf8')) as {
+    default: string;
+    models: Array<{ name: string; file: string }>;
+  };
   const defaultFile = models.models.find((m) => m.name === models.default)?.file as string;
   symlinkSync(path.join(ROOT, 'models', defaultFile), path.join(installed, 'models', defaultFile));
   copyFileSync(path.join(ROOT, 'samples/chelsea.png'), path.join(project, 'cat.png'));
-  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+  );
 });
 
 afterAll(() => removeTempDirs());
@@ -127,7 +138,10 @@ describe('the packed tarball', () => {
       `,
     );
     const requireEsm = (process.features as { require_module?: boolean }).require_module === true;
-    expect(await nodeIn('use.cjs')).toEqual({ required: requireEsm ? 'loaded' : 'ERR_REQUIRE_ESM', removeBackground: 'function' });
+    expect(await nodeIn('use.cjs')).toEqual({
+      required: requireEsm ? 'loaded' : 'ERR_REQUIRE_ESM',
+      removeBackground: 'function',
+    });
   });
 
   it('type-checks under moduleResolution nodenext: the docs examples compile, a wrong option name does not', async () => {
@@ -135,8 +149,15 @@ describe('the packed tarball', () => {
     expect(examples.length).toBeGreaterThan(5);
     for (const [i, code] of examples.entries()) writeFileSync(path.join(project, `example-${i + 1}.ts`), code);
     // Every export is used by some example.
-    for (const name of EXPORTS) expect(examples.some((code) => new RegExp(`\\b${name}\\b`).test(code)), name).toBe(true);
-    writeFileSync(path.join(project, 'wrong-option.ts'), "import { removeBackground } from 'rmbg';\nawait removeBackground('cat.png', { sise: 'hd' });\n");
+    for (const name of EXPORTS)
+      expect(
+        examples.some((code) => new RegExp(`\\b${name}\\b`).test(code)),
+        name,
+      ).toBe(true);
+    writeFileSync(
+      path.join(project, 'wrong-option.ts'),
+      "import { removeBackground } from 'rmbg';\nawait removeBackground('cat.png', { sise: 'hd' });\n",
+    );
     writeFileSync(
       path.join(project, 'wrong-code.ts'),
       "import { RmbgError } from 'rmbg';\nexport function what(error: RmbgError): string {\n  switch (error.code) {\n    case 'insufficient_credits': return 'top up';\n    case 'not_enough_credits': return 'never';\n    default: return error.message;\n  }\n}\n",
@@ -144,22 +165,38 @@ describe('the packed tarball', () => {
     writeFileSync(
       path.join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+        },
         include: ['*.ts'],
       }),
     );
-    const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: project, reject: false });
+    const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], {
+      cwd: project,
+      reject: false,
+    });
     const errors = tsc.stdout.split('\n').filter((line) => /error TS\d+/.test(line));
     expect(errors).toEqual([
-      expect.stringMatching(/^wrong-code\.ts\(5,10\): error TS2678: Type '"not_enough_credits"' is not comparable to type '"interrupted" \| .*"upstream_error"'\.$/),
-      expect.stringMatching(/^wrong-option\.ts\(2,37\): error TS2353: .*'sise' does not exist in type 'RemoveBackgroundOptions'/),
+      expect.stringMatching(
+        /^wrong-code\.ts\(5,10\): error TS2678: Type '"not_enough_credits"' is not comparable to type '"interrupted" \| .*"upstream_error"'\.$/,
+      ),
+      expect.stringMatching(
+        /^wrong-option\.ts\(2,37\): error TS2353: .*'sise' does not exist in type 'RemoveBackgroundOptions'/,
+      ),
     ]);
   });
 
   it('runs every example of docs/library.md as written, compiled from the tarball, next to the files they name', async () => {
     // The files the examples name, made from the samples: photos, a GIF (refused), a shoot with a subfolder.
     const rocket = path.join(ROOT, 'samples/rocket.jpg');
-    for (const name of ['photo.jpg', 'a.jpg', 'b.jpg', 'c.jpg', 'huge.jpg']) copyFileSync(rocket, path.join(project, name));
+    for (const name of ['photo.jpg', 'a.jpg', 'b.jpg', 'c.jpg', 'huge.jpg'])
+      copyFileSync(rocket, path.join(project, name));
     await sharp(rocket).gif().toFile(path.join(project, 'photo.gif'));
     mkdirSync(path.join(project, 'shoot/day2'), { recursive: true });
     copyFileSync(path.join(ROOT, 'samples/astronaut.png'), path.join(project, 'shoot/astronaut.png'));
@@ -183,9 +220,23 @@ describe('the packed tarball', () => {
       for (const [i, code] of examples.entries()) writeFileSync(path.join(project, `run-${i + 1}.ts`), code);
       writeFileSync(
         path.join(project, 'tsconfig.run.json'),
-        JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, types: ['node'], noEmitOnError: true }, include: ['run-*.ts'] }),
+        JSON.stringify({
+          compilerOptions: {
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+            strict: true,
+            types: ['node'],
+            noEmitOnError: true,
+          },
+          include: ['run-*.ts'],
+        }),
       );
-      const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.run.json'], { cwd: project, reject: false });
+      const tsc = await execa(
+        process.execPath,
+        [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.run.json'],
+        { cwd: project, reject: false },
+      );
       expect(tsc.stdout).toBe('');
       expect(programs.map(({ file }) => file)).toContain('report.cjs');
 
@@ -203,7 +254,9 @@ describe('the packed tarball', () => {
         return printed.get(matches[0] as string);
       };
       // What the examples say they print, on rocket.jpg (640×427) and the shoot of two.
-      expect(output("{ size: 'hd', format: 'webp', crop: true }")).toMatch(/^webp \d+ \d+ \{ top: \d+, left: \d+, width: \d+, height: \d+ \}$/);
+      expect(output("{ size: 'hd', format: 'webp', crop: true }")).toMatch(
+        /^webp \d+ \d+ \{ top: \d+, left: \d+, width: \d+, height: \d+ \}$/,
+      );
       expect(output('openAsBlob')).toBe('true');
       expect(output('photos.map')).toBe("[ '640×427', '640×427', '640×427' ]");
       expect(output('RMBG_API_URL')).toMatch(/^\d+ \d+$/); // preview: at most 0.25 MP
@@ -213,7 +266,11 @@ describe('the packed tarball', () => {
       expect(output('createServer(')).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n200$/);
       expect(output("await import('rmbg')")).toBe('640 427');
       expect(existsSync(path.join(project, 'cutout.webp'))).toBe(true);
-      expect(readdirSync(path.join(project, 'cutouts'), { recursive: true }).filter((name) => !String(name).startsWith('.rmbg-journal')).sort()).toEqual(['astronaut.png', 'day2', 'day2/coffee.png']);
+      expect(
+        readdirSync(path.join(project, 'cutouts'), { recursive: true })
+          .filter((name) => !String(name).startsWith('.rmbg-journal'))
+          .sort(),
+      ).toEqual(['astronaut.png', 'day2', 'day2/coffee.png']);
     } finally {
       await server.close();
     }

@@ -7,7 +7,15 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FOREGROUND_ALPHA } from '../../src/engine/compose.js';
 import { openStore } from '../../src/store/index.js';
-import { createRmbg, createServer, RmbgError, type BatchEvent, type Rmbg, type RmbgServer, type Size } from '../../src/index.js';
+import {
+  createRmbg,
+  createServer,
+  RmbgError,
+  type BatchEvent,
+  type Rmbg,
+  type RmbgServer,
+  type Size,
+} from '../../src/index.js';
 import { createFaultServer, drop } from '../helpers/fault-server.js';
 import { rejectionOf } from '../helpers/rejection.js';
 import { removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
@@ -39,29 +47,46 @@ async function post(fields: Record<string, string>, file?: Buffer): Promise<{ st
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   if (file) form.append('image_file', new Blob([new Uint8Array(file)]), 'photo.png');
-  const response = await fetch(`${server.url}/v1.0/removebg`, { method: 'POST', headers: { 'X-API-Key': apiKey }, body: form });
+  const response = await fetch(`${server.url}/v1.0/removebg`, {
+    method: 'POST',
+    headers: { 'X-API-Key': apiKey },
+    body: form,
+  });
   return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
 }
 
-const detailOf = (body: Buffer) => (JSON.parse(body.toString()) as { errors: Array<{ code: string; detail: string }> }).errors[0];
+const detailOf = (body: Buffer) =>
+  (JSON.parse(body.toString()) as { errors: Array<{ code: string; detail: string }> }).errors[0];
 
 describe('removeBackground', () => {
   it('gives the same cutout from a Buffer and a path, sized by `size`, its foreground box on the input', async () => {
     // Concurrent calls: they share the instance's one engine. (The other input kinds: test/unit/library.)
-    const [result, fromPath] = await Promise.all([rmbg.removeBackground(readFileSync(ASTRONAUT), { size: 'preview' }), rmbg.removeBackground(ASTRONAUT, { size: 'preview' })]);
+    const [result, fromPath] = await Promise.all([
+      rmbg.removeBackground(readFileSync(ASTRONAUT), { size: 'preview' }),
+      rmbg.removeBackground(ASTRONAUT, { size: 'preview' }),
+    ]);
     expect(fromPath.data.equals(result.data)).toBe(true);
 
     // preview: at most 0.25 MP, the 512×512 input scaled down, never cropped.
-    expect({ format: result.format, width: result.width, height: result.height }).toEqual({ format: 'png', width: 500, height: 500 });
+    expect({ format: result.format, width: result.width, height: result.height }).toEqual({
+      format: 'png',
+      width: 500,
+      height: 500,
+    });
     const { data, info } = await sharp(result.data).raw().toBuffer({ resolveWithObject: true });
-    expect({ width: info.width, height: info.height, channels: info.channels }).toEqual({ width: 500, height: 500, channels: 4 });
+    expect({ width: info.width, height: info.height, channels: info.channels }).toEqual({
+      width: 500,
+      height: 500,
+      channels: 4,
+    });
     const alpha = (x: number, y: number) => data[(y * info.width + x) * 4 + 3] as number;
     let [left, top, right, bottom] = [info.width, info.height, -1, -1];
     let cleared = 0;
     for (let y = 0; y < info.height; y++) {
       for (let x = 0; x < info.width; x++) {
         if (alpha(x, y) === 0) cleared += 1;
-        if (alpha(x, y) >= FOREGROUND_ALPHA) [left, top, right, bottom] = [Math.min(left, x), Math.min(top, y), Math.max(right, x), Math.max(bottom, y)];
+        if (alpha(x, y) >= FOREGROUND_ALPHA)
+          [left, top, right, bottom] = [Math.min(left, x), Math.min(top, y), Math.max(right, x), Math.max(bottom, y)];
       }
     }
     expect(cleared).toBeGreaterThan(info.width * info.height * 0.1); // the background is gone …
@@ -82,7 +107,7 @@ describe('removeBackground', () => {
     await expect(call).rejects.toMatchObject({ name: 'AbortError' });
   });
 
-  it('rejects with the signal\'s reason as soon as it aborts, whatever the call waits on, and the instance keeps working', async () => {
+  it("rejects with the signal's reason as soon as it aborts, whatever the call waits on, and the instance keeps working", async () => {
     // A Blob whose bytes never come (a stalled upload, say): only the abort can end this call.
     class StalledBlob extends Blob {
       override arrayBuffer(): Promise<ArrayBuffer> {
@@ -105,7 +130,11 @@ describe('removeBackground', () => {
     const error = await rejectionOf(rmbg.removeBackground(ASTRONAUT, { size: 'huge' as Size }));
     const answer = await post({ size: 'huge' }, readFileSync(ASTRONAUT));
     expect(answer.status).toBe(400);
-    expect({ code: error.code, status: error.status, message: error.message }).toEqual({ code: 'invalid_option', status: 400, message: detailOf(answer.body)!.detail });
+    expect({ code: error.code, status: error.status, message: error.message }).toEqual({
+      code: 'invalid_option',
+      status: 400,
+      message: detailOf(answer.body)!.detail,
+    });
     expect(error).toBeInstanceOf(RmbgError);
   });
 
@@ -114,7 +143,10 @@ describe('removeBackground', () => {
     const error = await rejectionOf(rmbg.removeBackground(new URL(url)));
     const answer = await post({ image_url: url });
     expect(answer.status).toBe(400);
-    expect({ code: error.code, message: error.message }).toEqual({ code: detailOf(answer.body)!.code, message: detailOf(answer.body)!.detail });
+    expect({ code: error.code, message: error.message }).toEqual({
+      code: detailOf(answer.body)!.code,
+      message: detailOf(answer.body)!.detail,
+    });
   });
 
   it('through apiUrl: the server answers the same image, and the same call twice is charged once', async () => {
@@ -125,7 +157,9 @@ describe('removeBackground', () => {
     expect({ ...first, data: undefined }).toEqual({ ...local, data: undefined });
     expect(first.data.equals(local.data)).toBe(true);
     expect(again.data.equals(first.data)).toBe(true);
-    const account = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey } }).then((r) => r.json() as Promise<{ data: { attributes: { credits: { total: number } } } }>);
+    const account = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey } }).then(
+      (r) => r.json() as Promise<{ data: { attributes: { credits: { total: number } } } }>,
+    );
     expect(account.data.attributes.credits.total).toBe(CREDITS - 1);
   });
 
@@ -134,8 +168,17 @@ describe('removeBackground', () => {
     // Between the library and the server: the first request's connection drops, the next ones reach the server.
     const faults = await createFaultServer({ upstream: server.url, script: [drop()] });
     try {
-      const result = await rmbg.removeBackground(readFileSync(ASTRONAUT), { size: 'small', crop: true, apiUrl: faults.url, apiKey });
-      expect({ format: result.format, width: result.width < 512, height: result.height < 512 }).toEqual({ format: 'png', width: true, height: true });
+      const result = await rmbg.removeBackground(readFileSync(ASTRONAUT), {
+        size: 'small',
+        crop: true,
+        apiUrl: faults.url,
+        apiKey,
+      });
+      expect({ format: result.format, width: result.width < 512, height: result.height < 512 }).toEqual({
+        format: 'png',
+        width: true,
+        height: true,
+      });
       const keys = faults.requests.map((request) => request.headers['idempotency-key']);
       expect(keys).toHaveLength(2);
       expect(keys[0]).toMatch(/\S{16,}/);
@@ -168,13 +211,20 @@ describe('removeBackgrounds', () => {
       (error: Error) => error.name,
     );
     expect(stopped).toBe('AbortError');
-    const doneFirst = firstRun.flatMap((event) => (event.type === 'file' && event.status === 'done' ? [path.basename(event.input)] : []));
+    const doneFirst = firstRun.flatMap((event) =>
+      event.type === 'file' && event.status === 'done' ? [path.basename(event.input)] : [],
+    );
     expect(doneFirst.length).toBeGreaterThanOrEqual(1);
     expect(doneFirst.length).toBeLessThan(names.length);
     // Files cancelled in flight report it; nothing else but the outputs done (and the journal) is on disk.
-    for (const event of firstRun) if (event.type === 'file' && event.status === 'failed') expect(event.error?.code).toBe('interrupted');
+    for (const event of firstRun)
+      if (event.type === 'file' && event.status === 'failed') expect(event.error?.code).toBe('interrupted');
     expect(firstRun.some((event) => event.type === 'summary')).toBe(false);
-    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual([...doneFirst].sort());
+    expect(
+      readdirSync(outDir)
+        .filter((name) => !name.startsWith('.rmbg-journal'))
+        .sort(),
+    ).toEqual([...doneFirst].sort());
 
     // Leaving the loop early stops the batch too, and only once it has wound down: the folder is free at once.
     let doneSecond: string | undefined;
@@ -191,10 +241,26 @@ describe('removeBackgrounds', () => {
     const files = lastRun.flatMap((event) => (event.type === 'file' ? [event] : []));
     const doneLast = files.filter((event) => event.status === 'done').map((event) => path.basename(event.input));
     const doneBefore = [...doneFirst, doneSecond as string];
-    expect(files.filter((event) => event.status === 'skipped').map((event) => path.basename(event.input)).sort()).toEqual(doneBefore.sort());
+    expect(
+      files
+        .filter((event) => event.status === 'skipped')
+        .map((event) => path.basename(event.input))
+        .sort(),
+    ).toEqual(doneBefore.sort());
     expect([...doneBefore, ...doneLast].sort()).toEqual(names);
-    expect(lastRun.at(-1)).toMatchObject({ type: 'summary', total: 3, done: doneLast.length, skipped: doneBefore.length, failed: 0, stoppedBy: null });
-    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual(names);
+    expect(lastRun.at(-1)).toMatchObject({
+      type: 'summary',
+      total: 3,
+      done: doneLast.length,
+      skipped: doneBefore.length,
+      failed: 0,
+      stoppedBy: null,
+    });
+    expect(
+      readdirSync(outDir)
+        .filter((name) => !name.startsWith('.rmbg-journal'))
+        .sort(),
+    ).toEqual(names);
     for (const name of names) expect((await sharp(path.join(outDir, name)).metadata()).format).toBe('png');
   });
 });
@@ -230,7 +296,11 @@ describe('removeBackgrounds through apiUrl', () => {
     expect(done.length + charged.length).toBeGreaterThanOrEqual(names.length);
     // Whatever the abort cut short was either journalled and replayed or sent again under its key: one charge per image.
     expect(await creditsLeft()).toBe(before - names.length);
-    expect(readdirSync(outDir).filter((name) => !name.startsWith('.rmbg-journal')).sort()).toEqual(names.map((name) => name.replace('.png', '.webp')));
+    expect(
+      readdirSync(outDir)
+        .filter((name) => !name.startsWith('.rmbg-journal'))
+        .sort(),
+    ).toEqual(names.map((name) => name.replace('.png', '.webp')));
   });
 });
 
@@ -247,7 +317,13 @@ describe('removeBackgrounds with watch: true', () => {
     }
     expect(events.map((event) => event.type)).toEqual(['start', 'arrived', 'file']);
     expect(events[1]).toMatchObject({ type: 'arrived', input: path.join(inputDir, 'astronaut.png'), total: 1 });
-    expect(events[2]).toMatchObject({ type: 'file', status: 'done', width: 500, height: 500, output: path.join(outDir, 'astronaut.png') });
+    expect(events[2]).toMatchObject({
+      type: 'file',
+      status: 'done',
+      width: 500,
+      height: 500,
+      output: path.join(outDir, 'astronaut.png'),
+    });
     expect((await sharp(path.join(outDir, 'astronaut.png')).metadata()).format).toBe('png');
   });
 });

@@ -24,7 +24,9 @@ beforeAll(async () => {
   server = createServer((request, response) => {
     requests.push(`${request.method} ${request.url}`);
     request.resume();
-    response.writeHead(403, { 'Content-Type': 'application/json' }).end(JSON.stringify({ errors: [{ title: 'Invalid API key', code: 'invalid_api_key' }] }));
+    response
+      .writeHead(403, { 'Content-Type': 'application/json' })
+      .end(JSON.stringify({ errors: [{ title: 'Invalid API key', code: 'invalid_api_key' }] }));
   });
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
   apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -39,8 +41,17 @@ afterAll(async () => {
 function fresh() {
   const work = tempDir();
   writeTree(work, { 'photo.jpg': photo });
-  const env = { RMBG_CONFIG_DIR: path.join(work, '.config'), HOME: work, XDG_CONFIG_HOME: path.join(work, '.config-xdg') };
-  return { work, env, run: (args: string[], extra: Record<string, string> = {}) => rmbg(['remove', 'photo.jpg', '--size', 'preview', ...args], { cwd: work, env: { ...env, ...extra } }) };
+  const env = {
+    RMBG_CONFIG_DIR: path.join(work, '.config'),
+    HOME: work,
+    XDG_CONFIG_HOME: path.join(work, '.config-xdg'),
+  };
+  return {
+    work,
+    env,
+    run: (args: string[], extra: Record<string, string> = {}) =>
+      rmbg(['remove', 'photo.jpg', '--size', 'preview', ...args], { cwd: work, env: { ...env, ...extra } }),
+  };
 }
 
 const count = (text: string, part: string) => text.split(part).length - 1;
@@ -53,7 +64,11 @@ describe('rmbg remove with no API URL configured', () => {
     expect(count(result.stderr, NOTE)).toBe(1);
     expect(result.stderr).toContain('--api-url');
     await expectCutout(path.join(work, 'rmbg-out', 'photo.png'), 200, 150);
-    expect(JSON.parse(result.stdout.trim().split('\n').at(-1) as string)).toMatchObject({ summary: true, done: 1, failed: 0 });
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1) as string)).toMatchObject({
+      summary: true,
+      done: 1,
+      failed: 0,
+    });
   });
 
   it('says nothing about it when --local was asked for', async () => {
@@ -66,7 +81,9 @@ describe('rmbg remove with no API URL configured', () => {
 });
 
 describe('an API URL from anywhere selects the server; --local still wins', () => {
-  const sources: Array<[string, (setup: ReturnType<typeof fresh>) => Promise<{ args: string[]; env: Record<string, string> }>]> = [
+  const sources: Array<
+    [string, (setup: ReturnType<typeof fresh>) => Promise<{ args: string[]; env: Record<string, string> }>]
+  > = [
     ['the --api-url flag', async () => ({ args: ['--api-url', apiUrl], env: {} })],
     ['RMBG_API_URL', async () => ({ args: [], env: { RMBG_API_URL: apiUrl } })],
     [
@@ -79,16 +96,19 @@ describe('an API URL from anywhere selects the server; --local still wins', () =
     ],
   ];
 
-  it.each(sources)('%s: the photo goes to the server (which refuses the key), nothing local', async (_name, configure) => {
-    const setup = fresh();
-    const { args, env } = await configure(setup);
-    const before = requests.length;
-    const result = await setup.run(['--api-key', 'rmbg_refused', ...args], env);
-    expect(result.exitCode).toBe(1);
-    expect(result.stderr).not.toContain(NOTE);
-    expect(requests.slice(before)).toEqual(['POST /v1.0/removebg']);
-    expect(existsSync(path.join(setup.work, 'rmbg-out', 'photo.png'))).toBe(false);
-  });
+  it.each(sources)(
+    '%s: the photo goes to the server (which refuses the key), nothing local',
+    async (_name, configure) => {
+      const setup = fresh();
+      const { args, env } = await configure(setup);
+      const before = requests.length;
+      const result = await setup.run(['--api-key', 'rmbg_refused', ...args], env);
+      expect(result.exitCode).toBe(1);
+      expect(result.stderr).not.toContain(NOTE);
+      expect(requests.slice(before)).toEqual(['POST /v1.0/removebg']);
+      expect(existsSync(path.join(setup.work, 'rmbg-out', 'photo.png'))).toBe(false);
+    },
+  );
 
   it('--local with RMBG_API_URL set runs on this computer and sends nothing', async () => {
     const { work, run } = fresh();

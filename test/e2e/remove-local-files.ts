@@ -44,7 +44,12 @@ export function partialFiles(folder: string): string[] {
 export async function expectCutout(file: string, width: number, height: number): Promise<void> {
   const image = sharp(file);
   const meta = await image.metadata();
-  expect({ format: meta.format, width: meta.width, height: meta.height, channels: meta.channels }).toEqual({ format: 'png', width, height, channels: 4 });
+  expect({ format: meta.format, width: meta.width, height: meta.height, channels: meta.channels }).toEqual({
+    format: 'png',
+    width,
+    height,
+    channels: 4,
+  });
   const alpha = await image.extractChannel(3).raw().toBuffer();
   const at = (x: number, y: number) => alpha[y * width + x] as number;
   expect(at(1, 1), 'top-left corner is background').toBeLessThan(64);

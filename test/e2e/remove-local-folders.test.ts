@@ -13,7 +13,10 @@ import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from './rem
 let work: string;
 let input: string;
 let output: string;
-const run = () => rmbg(['remove', 'shoot', '-o', 'shoot/cutouts', '--local', '--recursive', '--size', 'preview', '--json'], { cwd: work });
+const run = () =>
+  rmbg(['remove', 'shoot', '-o', 'shoot/cutouts', '--local', '--recursive', '--size', 'preview', '--json'], {
+    cwd: work,
+  });
 
 const EXPECTED = {
   // a.jpg and a.png share the stem `a`: each keeps its source extension, so neither overwrites the other.
@@ -30,7 +33,9 @@ beforeAll(async () => {
   writeTree(input, {
     'a.jpg': await jpegPhoto(200, 150),
     'a.png': await pngPhoto(160, 120),
-    'sub/deeper/c.webp': await sharp(await jpegPhoto(120, 90)).webp({ quality: 95 }).toBuffer(),
+    'sub/deeper/c.webp': await sharp(await jpegPhoto(120, 90))
+      .webp({ quality: 95 })
+      .toBuffer(),
     'notes.txt': 'sidecar: not an image, not a failure',
     'sub/IMG_0001.xmp': '<x:xmpmeta/>',
   });
@@ -49,7 +54,16 @@ describe('rmbg remove FOLDER --local --recursive', () => {
 
     const lines = jsonLines(result.stdout);
     const summary = lines.pop();
-    expect(summary).toMatchObject({ summary: true, total: 3, done: 3, skipped: 0, failed: 0, notStarted: 0, stoppedBy: null, failedInputs: [] });
+    expect(summary).toMatchObject({
+      summary: true,
+      total: 3,
+      done: 3,
+      skipped: 0,
+      failed: 0,
+      notStarted: 0,
+      stoppedBy: null,
+      failedInputs: [],
+    });
     expect(lines).toHaveLength(3);
     for (const [name, { source, width, height }] of Object.entries(EXPECTED)) {
       const line = lines.find((l) => l.input === path.join(input, source));
@@ -78,11 +92,19 @@ describe('rmbg remove FOLDER --local --recursive', () => {
     expect(lines.pop()).toMatchObject({ summary: true, total: 3, done: 1, skipped: 2, failed: 0 });
     for (const name of ['a.jpg.png', 'a.png.png'] as const) {
       const { source } = EXPECTED[name];
-      expect(lines.find((l) => l.input === path.join(input, source))).toMatchObject({ status: 'skipped', reason: 'exists', output: path.join(output, name), error: null });
+      expect(lines.find((l) => l.input === path.join(input, source))).toMatchObject({
+        status: 'skipped',
+        reason: 'exists',
+        output: path.join(output, name),
+        error: null,
+      });
       expect(readFileSync(path.join(output, name)).equals(firstRun.bytes.get(name)!)).toBe(true);
       expect(statSync(path.join(output, name)).mtimeMs).toBe(firstRun.mtimes.get(name));
     }
-    expect(lines.find((l) => l.input === path.join(input, 'sub/deeper/c.webp'))).toMatchObject({ status: 'done', output: path.join(output, 'sub/deeper/c.png') });
+    expect(lines.find((l) => l.input === path.join(input, 'sub/deeper/c.webp'))).toMatchObject({
+      status: 'done',
+      output: path.join(output, 'sub/deeper/c.png'),
+    });
     await expectCutout(path.join(output, 'sub/deeper/c.png'), 120, 90);
     expect(listFiles(output)).toEqual([JOURNAL, ...Object.keys(EXPECTED)].sort());
     expect(partialFiles(output)).toEqual([]);

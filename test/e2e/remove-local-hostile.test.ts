@@ -68,11 +68,17 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
   });
 
   it('does the good files, fails each bad one with its code and no output, exits 1 and names the failures', async () => {
-    const result = await rmbg(['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'], { cwd: work });
+    const result = await rmbg(
+      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'],
+      { cwd: work },
+    );
     expect(result.exitCode).toBe(1);
     const lines = jsonLines(result.stdout);
     const summary = lines.pop();
-    const badPaths = [...Object.keys(HOSTILE).map((name) => path.join(work, 'in', name)), path.join(work, 'loose/named.gif')];
+    const badPaths = [
+      ...Object.keys(HOSTILE).map((name) => path.join(work, 'in', name)),
+      path.join(work, 'loose/named.gif'),
+    ];
     expect(summary).toMatchObject({ summary: true, total: 15, done: 2, failed: 13, skipped: 0, notStarted: 0 });
     expect([...(summary!.failedInputs as string[])].sort()).toEqual([...badPaths].sort());
 
@@ -80,10 +86,23 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     for (const [name, code] of Object.entries(HOSTILE)) {
       const line = byName.get(name);
       expect(line, name).toMatchObject({ status: 'failed', output: null, width: null, height: null, error: { code } });
-      expect((line!.error as { message: string }).message.length, `${name}: a message saying what was wrong`).toBeGreaterThan(10);
+      expect(
+        (line!.error as { message: string }).message.length,
+        `${name}: a message saying what was wrong`,
+      ).toBeGreaterThan(10);
     }
-    expect(byName.get('named.gif')).toMatchObject({ status: 'failed', output: null, error: { code: 'unsupported_image_format' } });
-    expect(byName.get('good.jpg')).toMatchObject({ status: 'done', output: path.join(work, 'out/good.png'), width: 200, height: 150, error: null });
+    expect(byName.get('named.gif')).toMatchObject({
+      status: 'failed',
+      output: null,
+      error: { code: 'unsupported_image_format' },
+    });
+    expect(byName.get('good.jpg')).toMatchObject({
+      status: 'done',
+      output: path.join(work, 'out/good.png'),
+      width: 200,
+      height: 150,
+      error: null,
+    });
     expect(byName.get('upright.jpg')).toMatchObject({ status: 'done', width: 160, height: 120 });
 
     await expectCutout(path.join(work, 'out/good.png'), 200, 150);
@@ -95,16 +114,32 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
   });
 
   it('on a re-run skips both the finished files and the ones that failed for good (failed-before), exit 1; --retry-failed retries them', async () => {
-    const result = await rmbg(['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'], { cwd: work });
+    const result = await rmbg(
+      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'],
+      { cwd: work },
+    );
     const lines = jsonLines(result.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 15, failedBefore: 13, failed: 0 });
     const bad = lines.filter((line) => line.reason === 'failed-before');
     expect(bad).toHaveLength(13);
-    for (const line of bad) expect(line.error).toMatchObject({ code: HOSTILE[path.basename(line.input as string)] ?? 'unsupported_image_format' });
+    for (const line of bad)
+      expect(line.error).toMatchObject({
+        code: HOSTILE[path.basename(line.input as string)] ?? 'unsupported_image_format',
+      });
     expect(result.exitCode).toBe(1);
 
-    const retried = await rmbg(['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', '--retry-failed'], { cwd: work });
-    expect(jsonLines(retried.stdout).pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 2, failedBefore: 0, failed: 13 });
+    const retried = await rmbg(
+      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', '--retry-failed'],
+      { cwd: work },
+    );
+    expect(jsonLines(retried.stdout).pop()).toMatchObject({
+      summary: true,
+      total: 15,
+      done: 0,
+      skipped: 2,
+      failedBefore: 0,
+      failed: 13,
+    });
     expect(retried.exitCode).toBe(1);
   });
 });
@@ -124,13 +159,19 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
     expect(first.exitCode).toBe(1);
     const text = plain(first.stdout);
     expect(text).toContain(`failed: ${gifPath}: the data is GIF; JPG, PNG or WebP only (unsupported_image_format)`);
-    expect(text).toMatch(new RegExp(`failed: ${tinyPath}: the image is 32x32 pixels; each side must be 33 to 9999 pixels \\(image_dimensions_out_of_range\\)`));
+    expect(text).toMatch(
+      new RegExp(
+        `failed: ${tinyPath}: the image is 32x32 pixels; each side must be 33 to 9999 pixels \\(image_dimensions_out_of_range\\)`,
+      ),
+    );
     expect(text).toMatch(/rmbg: 0 done, 0 skipped, 2 failed of 2 in [\d.]+ s; 0 credits charged\n/);
     expect(text.split('\n')).toContain(`failed: ${gifPath}, ${tinyPath}`);
     expect(text).not.toContain('{"input"');
 
     const again = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local'], { cwd: work });
-    expect(plain(again.stdout)).toMatch(/rmbg: 0 done, 2 skipped \(2 failed before; --retry-failed retries them\), 0 failed of 2/);
+    expect(plain(again.stdout)).toMatch(
+      /rmbg: 0 done, 2 skipped \(2 failed before; --retry-failed retries them\), 0 failed of 2/,
+    );
     expect(again.exitCode).toBe(1);
     expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL]);
   });
@@ -138,9 +179,14 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
 
 describe('rmbg remove - --local (stdin → stdout)', () => {
   it('turns a JPEG on stdin into a PNG cut-out on stdout, full size by default', async () => {
-    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], { input: await jpegPhoto(200, 150), encoding: 'buffer' });
+    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], {
+      input: await jpegPhoto(200, 150),
+      encoding: 'buffer',
+    });
     // Only where the model runs (said once by --device auto); nothing else.
-    expect(Buffer.from(result.stderr).toString()).toMatch(/^rmbg: the model is running on the (CPU|GPU \(WebGPU\)): [^\n]*$/);
+    expect(Buffer.from(result.stderr).toString()).toMatch(
+      /^rmbg: the model is running on the (CPU|GPU \(WebGPU\)): [^\n]*$/,
+    );
     expect(result.exitCode).toBe(0);
     const png = Buffer.from(result.stdout);
     expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
@@ -150,9 +196,14 @@ describe('rmbg remove - --local (stdin → stdout)', () => {
   });
 
   it('a corrupt image on stdin: exit 1, the reason on stderr, nothing on stdout', async () => {
-    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], { input: await truncatedJpeg(), encoding: 'buffer' });
+    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], {
+      input: await truncatedJpeg(),
+      encoding: 'buffer',
+    });
     expect(result.exitCode).toBe(1);
     expect(Buffer.from(result.stdout).length).toBe(0);
-    expect(Buffer.from(result.stderr).toString()).toMatch(/^rmbg: the model is running on [^\n]*\nrmbg: stdin: .*\(corrupt_image\)$/);
+    expect(Buffer.from(result.stderr).toString()).toMatch(
+      /^rmbg: the model is running on [^\n]*\nrmbg: stdin: .*\(corrupt_image\)$/,
+    );
   });
 });

@@ -26,7 +26,9 @@ async function photoFolder(names: Array<keyof typeof SIZES>): Promise<string> {
 
 /** Starts a one-at-a-time batch and sends `signal` as soon as the first cut-out is on disk (another is then in flight). */
 async function interruptAfterFirstOutput(work: string, signal: NodeJS.Signals) {
-  const child = rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], { cwd: work });
+  const child = rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], {
+    cwd: work,
+  });
   const first = path.join(work, 'out/p1.png');
   let exited = false;
   void child.finally(() => (exited = true));
@@ -36,7 +38,8 @@ async function interruptAfterFirstOutput(work: string, signal: NodeJS.Signals) {
   return child;
 }
 
-const rerun = (work: string) => rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], { cwd: work });
+const rerun = (work: string) =>
+  rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], { cwd: work });
 
 async function expectAllCutouts(work: string, names: Array<keyof typeof SIZES>): Promise<void> {
   for (const name of names) {
@@ -64,7 +67,9 @@ describe('Ctrl-C during rmbg remove --local', () => {
     finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
     expect(finished).toContain('p1.jpg');
     // Exactly the finished files are on disk, whole; no temp file, no lock.
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort());
+    expect(listFiles(path.join(work, 'out'))).toEqual(
+      [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
+    );
   });
 
   it('twice (on the re-run): cancels the file in flight without leaving any of it', async () => {
@@ -75,7 +80,8 @@ describe('Ctrl-C during rmbg remove --local', () => {
     // The re-run skips the finished files; the first remaining one is in flight once the journal says 'sent'.
     const journal = path.join(work, 'out', JOURNAL);
     const before = readFileSync(journal, 'utf8').length;
-    while (!readFileSync(journal, 'utf8').slice(before).includes('"state":"sent"') && child.exitCode === null) await sleep(20);
+    while (!readFileSync(journal, 'utf8').slice(before).includes('"state":"sent"') && child.exitCode === null)
+      await sleep(20);
     child.kill('SIGINT');
     // A second signal sent before the first is handled would merge with it: wait for the first's message.
     while (!stderr.includes('Ctrl-C again') && child.exitCode === null) await sleep(20);
@@ -84,9 +90,18 @@ describe('Ctrl-C during rmbg remove --local', () => {
     expect(cancelled.exitCode).toBe(130);
     expect(cancelled.stderr).toMatch(/run the same command again to resume/);
     const lines = jsonLines(cancelled.stdout);
-    expect(lines.pop()).toMatchObject({ summary: true, total: 3, done: 0, skipped: finished.length, failed: 1, stoppedBy: 'interrupted' });
+    expect(lines.pop()).toMatchObject({
+      summary: true,
+      total: 3,
+      done: 0,
+      skipped: finished.length,
+      failed: 1,
+      stoppedBy: 'interrupted',
+    });
     expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort());
+    expect(listFiles(path.join(work, 'out'))).toEqual(
+      [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
+    );
   });
 
   it('the next run does only the rest, and every output is whole', async () => {
@@ -94,9 +109,18 @@ describe('Ctrl-C during rmbg remove --local', () => {
     const resumed = await rerun(work);
     expect(resumed.exitCode).toBe(0);
     const again = jsonLines(resumed.stdout);
-    expect(again.pop()).toMatchObject({ summary: true, total: 3, done: 3 - finished.length, skipped: finished.length, failed: 0, notStarted: 0 });
+    expect(again.pop()).toMatchObject({
+      summary: true,
+      total: 3,
+      done: 3 - finished.length,
+      skipped: finished.length,
+      failed: 0,
+      notStarted: 0,
+    });
     for (const line of again) {
-      expect(line.status, String(line.input)).toBe(finished.includes(path.basename(line.input as string)) ? 'skipped' : 'done');
+      expect(line.status, String(line.input)).toBe(
+        finished.includes(path.basename(line.input as string)) ? 'skipped' : 'done',
+      );
     }
     await expectAllCutouts(work, [...names]);
   });
@@ -120,7 +144,10 @@ describe('SIGKILL during rmbg remove --local', () => {
     expect(resumed.exitCode).toBe(0);
     const lines = jsonLines(resumed.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 2, failed: 0, notStarted: 0 });
-    expect(lines.find((l) => String(l.input).endsWith('p1.jpg'))).toMatchObject({ status: 'skipped', reason: 'exists' });
+    expect(lines.find((l) => String(l.input).endsWith('p1.jpg'))).toMatchObject({
+      status: 'skipped',
+      reason: 'exists',
+    });
     expect(lines.find((l) => String(l.input).endsWith('p2.jpg'))).toMatchObject({ status: 'done' });
     await expectAllCutouts(work, [...names]);
     expect(partialFiles(out)).toEqual([]);

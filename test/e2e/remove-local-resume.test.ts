@@ -33,7 +33,12 @@ describe('local re-runs', () => {
     writeFileSync(path.join(input, 'photo.jpg'), await jpegPhoto(200, 150));
     const replaced = await rmbg(['remove', input, '--local', '-o', out, '--size', 'preview']);
     expect(replaced.exitCode).toBe(0);
-    expect(jsonLines(replaced.stdout)[0]).toMatchObject({ status: 'done', output: path.join(out, 'photo.png'), width: 200, height: 150 });
+    expect(jsonLines(replaced.stdout)[0]).toMatchObject({
+      status: 'done',
+      output: path.join(out, 'photo.png'),
+      width: 200,
+      height: 150,
+    });
     expect(readdirSync(out).sort()).toEqual(['.rmbg-journal.jsonl', 'photo.png']);
   });
 });
@@ -41,7 +46,10 @@ describe('local re-runs', () => {
 describe('usage errors of nested commands', () => {
   it.each([
     [['keys', 'create', '--plan', 'gold'], 'Allowed choices are pro, enterprise, free'],
-    [['credits', 'add', '5'], 'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY'],
+    [
+      ['credits', 'add', '5'],
+      'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY',
+    ],
     [['config', 'sett', 'size', 'hd'], "unknown action 'sett'"],
   ])('rmbg %j exits 2 with a message', async (args, message) => {
     const dataDir = tempDir();

@@ -16,7 +16,10 @@ let work: string;
 beforeAll(async () => {
   ensureBuilt();
   work = tempDir();
-  writeTree(path.join(work, 'in'), { 'big.jpg': await jpegPhoto(1200, 900), 'sub/small.jpg': await jpegPhoto(200, 150) });
+  writeTree(path.join(work, 'in'), {
+    'big.jpg': await jpegPhoto(1200, 900),
+    'sub/small.jpg': await jpegPhoto(200, 150),
+  });
 });
 
 afterAll(removeTempDirs);
@@ -43,7 +46,9 @@ describe('rmbg remove --local: result size', () => {
     // An output of its own, known to differ from any cutout: a 40x30 opaque PNG in place of big.png.
     const own = path.join(work, 'out-full/big.png');
     mkdirSync(path.dirname(own), { recursive: true });
-    await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } }).png().toFile(own);
+    await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } })
+      .png()
+      .toFile(own);
     const result = await rmbg(['remove', 'in', '-o', 'out-full', '--local', '--overwrite'], { cwd: work });
     expect(result.exitCode).toBe(0);
     const [line, summary] = jsonLines(result.stdout);

@@ -14,7 +14,11 @@ let work: string;
 beforeAll(async () => {
   ensureBuilt();
   work = tempDir();
-  writeTree(path.join(work, 'in'), { 'photo.jpg': await jpegPhoto(200, 150), 'sub/deep.jpg': await jpegPhoto(200, 150), 'notes.txt': 'x' });
+  writeTree(path.join(work, 'in'), {
+    'photo.jpg': await jpegPhoto(200, 150),
+    'sub/deep.jpg': await jpegPhoto(200, 150),
+    'notes.txt': 'x',
+  });
   writeTree(path.join(work, 'empty'), { 'readme.txt': 'no images here' });
   writeTree(path.join(work, 'nested'), { 'sub/photo.jpg': await jpegPhoto(200, 150) });
 });
@@ -24,14 +28,38 @@ afterAll(removeTempDirs);
 describe('rmbg remove: usage errors exit 2', () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['an unknown flag', ['remove', 'in', '--local', '--bogus'], /unknown option '--bogus'/],
-    ['--size huge', ['remove', 'in', '--local', '--size', 'huge'], /'huge' is invalid.*preview, small, regular, medium, hd, full, 4k, auto, 50MP/],
+    [
+      '--size huge',
+      ['remove', 'in', '--local', '--size', 'huge'],
+      /'huge' is invalid.*preview, small, regular, medium, hd, full, 4k, auto, 50MP/,
+    ],
     ['--format gif', ['remove', 'in', '--local', '--format', 'gif'], /'gif' is invalid.*auto, png, jpg, webp/],
-    ['--bg-color notacolour', ['remove', 'in', '--local', '--bg-color', 'notacolour'], /CSS colou?r name.*hex with 3, 4, 6 or 8 digits.*got 'notacolour'/],
-    ['--concurrency 0', ['remove', 'in', '--local', '--concurrency', '0'], /--concurrency must be a whole number from 1 to 64; got '0'/],
+    [
+      '--bg-color notacolour',
+      ['remove', 'in', '--local', '--bg-color', 'notacolour'],
+      /CSS colou?r name.*hex with 3, 4, 6 or 8 digits.*got 'notacolour'/,
+    ],
+    [
+      '--concurrency 0',
+      ['remove', 'in', '--local', '--concurrency', '0'],
+      /--concurrency must be a whole number from 1 to 64; got '0'/,
+    ],
     ['no input at all', ['remove', '--local'], /missing required argument 'inputs'/],
-    ['an input path that does not exist', ['remove', 'no-such-folder', '--local'], /input no-such-folder does not exist/],
-    ['a folder without images', ['remove', 'empty', '--local'], /no images found in empty \(JPG, PNG or WebP; add --recursive for subfolders\)/],
-    ['images only in subfolders, without --recursive', ['remove', 'nested', '--local'], /no images found in nested .*add --recursive/],
+    [
+      'an input path that does not exist',
+      ['remove', 'no-such-folder', '--local'],
+      /input no-such-folder does not exist/,
+    ],
+    [
+      'a folder without images',
+      ['remove', 'empty', '--local'],
+      /no images found in empty \(JPG, PNG or WebP; add --recursive for subfolders\)/,
+    ],
+    [
+      'images only in subfolders, without --recursive',
+      ['remove', 'nested', '--local'],
+      /no images found in nested .*add --recursive/,
+    ],
     ["'-' mixed with files", ['remove', '-', 'in', '--local'], /'-' \(stdin\) cannot be combined with other inputs/],
   ];
 
@@ -77,10 +105,14 @@ export async function resolve(specifier, context, next) {
 register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { data: { log: ${JSON.stringify(log)} } });
 `,
     );
-    return { nodeArgs: ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href], loaded: () => readFileSync(log, 'utf8').split('\n').filter(Boolean) };
+    return {
+      nodeArgs: ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href],
+      loaded: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
+    };
   }
 
-  const packagesIn = (urls: string[]) => new Set(urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter(Boolean));
+  const packagesIn = (urls: string[]) =>
+    new Set(urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter(Boolean));
 
   it('rmbg --help lists the commands with examples, exits 0 and loads neither sharp nor onnxruntime', async () => {
     const recorder = importRecorder();
@@ -88,11 +120,13 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/Usage: rmbg/);
     expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove \.\/photos --local/);
-    for (const command of ['remove', 'serve', 'keys', 'account']) expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+    for (const command of ['remove', 'serve', 'keys', 'account'])
+      expect(result.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
 
     const packages = packagesIn(recorder.loaded());
     expect(packages.has('commander'), 'the recorder sees bare package imports').toBe(true);
-    for (const heavy of ['sharp', 'onnxruntime-node', 'onnxruntime-common', 'better-sqlite3', 'fastify', 'undici']) expect(packages.has(heavy), heavy).toBe(false);
+    for (const heavy of ['sharp', 'onnxruntime-node', 'onnxruntime-common', 'better-sqlite3', 'fastify', 'undici'])
+      expect(packages.has(heavy), heavy).toBe(false);
   });
 
   it('the same recorder sees sharp and onnxruntime-node once a --local run loads the engine', async () => {
@@ -103,7 +137,9 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     const result = await rmbg(['remove', 'in', '-o', 'taken', '--local'], { cwd: work, nodeArgs: recorder.nodeArgs });
     // Where the model runs (said once, as it loads), then the one-line reason.
     expect(result.stderr).toMatch(/^rmbg: the model is running on the (CPU|GPU \(WebGPU\)): [^\n]*\n/);
-    expect(result.stderr.split('\n').slice(1).join('\n').trimEnd()).toBe(`rmbg: cannot use ${path.join(work, 'taken')} as the output folder (a file is in the way); choose another -o (io_error)`);
+    expect(result.stderr.split('\n').slice(1).join('\n').trimEnd()).toBe(
+      `rmbg: cannot use ${path.join(work, 'taken')} as the output folder (a file is in the way); choose another -o (io_error)`,
+    );
     expect(result.exitCode).toBe(1);
     expect(readFileSync(path.join(work, 'taken'), 'utf8')).toBe('a file, not a folder');
     const packages = packagesIn(recorder.loaded());
@@ -115,10 +151,21 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     const result = await rmbg(['remove', '--help']);
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/Usage: rmbg remove \[options\] <inputs\.\.\.>/);
-    for (const flag of ['--local', '--recursive', '--overwrite', '--size <size>', '--format <format>', '--bg-color <color>', '--json', '-o, --output <dir>']) {
+    for (const flag of [
+      '--local',
+      '--recursive',
+      '--overwrite',
+      '--size <size>',
+      '--format <format>',
+      '--bg-color <color>',
+      '--json',
+      '-o, --output <dir>',
+    ]) {
       expect(result.stdout).toContain(flag);
     }
-    expect(result.stdout).toMatch(/Examples:\n\s+\$ rmbg remove photo\.jpg\s+# no API URL configured: on this computer/);
+    expect(result.stdout).toMatch(
+      /Examples:\n\s+\$ rmbg remove photo\.jpg\s+# no API URL configured: on this computer/,
+    );
     expect(result.stdout).toContain('cat in.jpg | rmbg remove - --local --format png > out.png');
     expect(result.stdout).toMatch(/Exit codes: 0 .*1 .*2 usage error, 130 interrupted/s);
   });

@@ -11,8 +11,24 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
-import { createFaultServer, respond, type FaultServer, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
-import { balance, CLI, createKey, ensureBuilt, ROOT, rmbg as rmbgCommand, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import {
+  createFaultServer,
+  respond,
+  type FaultServer,
+  type FaultStep,
+  type RecordedRequest,
+} from '../helpers/fault-server.js';
+import {
+  balance,
+  CLI,
+  createKey,
+  ensureBuilt,
+  ROOT,
+  rmbg as rmbgCommand,
+  startServe,
+  tempDataDir,
+  type ServeProcess,
+} from './serve-harness.js';
 
 export const PRICE = 2;
 
@@ -57,7 +73,11 @@ export async function startRemoteServer(flags: string[] = [], model: ServerModel
   // The user model and its graph cache stay in the data directory.
   const env = { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: join(dataDir, 'cache') };
   const modelFlags = model === 'quick' ? await addQuickModel(dataDir, env) : [];
-  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...modelFlags, ...flags], model === 'quick' ? env : {});
+  const serve = await startServe(
+    dataDir,
+    ['--credits-per-image', String(PRICE), ...modelFlags, ...flags],
+    model === 'quick' ? env : {},
+  );
   return {
     serve,
     url: serve.url,
@@ -139,7 +159,15 @@ export async function makeShoot(count: number, prefix = 'photo'): Promise<Shoot>
     names.push(name);
     hashes.set(name, sha256(data));
   }
-  return { dir, inputs, output: join(dir, 'cutouts'), names, hashes, configDir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    inputs,
+    output: join(dir, 'cutouts'),
+    names,
+    hashes,
+    configDir,
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Adds photos to an existing shoot (a photographer's second card). */
@@ -158,15 +186,43 @@ export async function addPhotos(shoot: Shoot, count: number, prefix: string): Pr
 }
 
 /** `rmbg remove SHOOT -o CUTOUTS --api-url URL --api-key KEY --size preview …` with no inherited RMBG_* settings; not awaited. */
-export function removeRemote(shoot: Shoot, url: string, key: string, extra: string[] = [], options: { timeoutMs?: number } = {}) {
-  const env: Record<string, string | undefined> = { ...process.env, RMBG_API_URL: undefined, RMBG_API_KEY: undefined, RMBG_CONFIG_DIR: shoot.configDir };
-  return execa('node', [CLI, 'remove', shoot.inputs, '-o', shoot.output, '--api-url', url, '--api-key', key, '--size', 'preview', ...extra], {
-    cwd: ROOT,
-    env,
-    extendEnv: false,
-    reject: false,
-    timeout: options.timeoutMs ?? LONG - 60_000,
-  });
+export function removeRemote(
+  shoot: Shoot,
+  url: string,
+  key: string,
+  extra: string[] = [],
+  options: { timeoutMs?: number } = {},
+) {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    RMBG_API_URL: undefined,
+    RMBG_API_KEY: undefined,
+    RMBG_CONFIG_DIR: shoot.configDir,
+  };
+  return execa(
+    'node',
+    [
+      CLI,
+      'remove',
+      shoot.inputs,
+      '-o',
+      shoot.output,
+      '--api-url',
+      url,
+      '--api-key',
+      key,
+      '--size',
+      'preview',
+      ...extra,
+    ],
+    {
+      cwd: ROOT,
+      env,
+      extendEnv: false,
+      reject: false,
+      timeout: options.timeoutMs ?? LONG - 60_000,
+    },
+  );
 }
 
 export interface FileLine {
@@ -213,7 +269,9 @@ export const outputName = (input: string): string => input.replace(/\.jpg$/, '.p
 /** PNG cutouts present in the output folder (names only). */
 export function cutoutsIn(shoot: Shoot): string[] {
   if (!existsSync(shoot.output)) return [];
-  return readdirSync(shoot.output).filter((name) => name.endsWith('.png')).sort();
+  return readdirSync(shoot.output)
+    .filter((name) => name.endsWith('.png'))
+    .sort();
 }
 
 /**
@@ -225,11 +283,20 @@ export async function expectCompleteCutouts(shoot: Shoot): Promise<void> {
   expect(readdirSync(shoot.output).sort()).toEqual(['.rmbg-journal.jsonl', ...expected].sort());
   for (const name of shoot.names) {
     const input = await sharp(join(shoot.inputs, name)).metadata();
-    const { data, info } = await sharp(join(shoot.output, outputName(name))).raw().toBuffer({ resolveWithObject: true });
-    expect({ name, width: info.width, height: info.height, channels: info.channels }).toEqual({ name, width: input.width, height: input.height, channels: 4 });
+    const { data, info } = await sharp(join(shoot.output, outputName(name)))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    expect({ name, width: info.width, height: info.height, channels: info.channels }).toEqual({
+      name,
+      width: input.width,
+      height: input.height,
+      channels: 4,
+    });
     const alpha = (x: number, y: number) => data[(y * info.width + x) * 4 + 3] as number;
     expect(alpha(1, 1), `${name}: corner alpha`).toBeLessThan(32);
-    expect(alpha(Math.floor(info.width / 2), Math.floor(info.height / 2)), `${name}: centre alpha`).toBeGreaterThan(224);
+    expect(alpha(Math.floor(info.width / 2), Math.floor(info.height / 2)), `${name}: centre alpha`).toBeGreaterThan(
+      224,
+    );
   }
 }
 
@@ -243,9 +310,11 @@ export async function waitFor(check: () => boolean, timeoutMs: number, what: str
 }
 
 /** POSTs to /removebg in the fault server's log. */
-export const posts = (requests: RecordedRequest[]): RecordedRequest[] => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/removebg'));
+export const posts = (requests: RecordedRequest[]): RecordedRequest[] =>
+  requests.filter((r) => r.method === 'POST' && r.path.endsWith('/removebg'));
 
-export const keyOf = (request: RecordedRequest): string | undefined => request.headers['idempotency-key'] as string | undefined;
+export const keyOf = (request: RecordedRequest): string | undefined =>
+  request.headers['idempotency-key'] as string | undefined;
 
 export const imageHashOf = (request: RecordedRequest): string => {
   const file = request.files.image_file;
@@ -288,11 +357,19 @@ export function forwardTo(upstream: string, recorded: RecordedRequest): Promise<
   const target = new URL(upstream);
   return new Promise((resolve, reject) => {
     const outgoing = http.request(
-      { hostname: target.hostname, port: target.port, path: recorded.path, method: recorded.method, headers: { ...recorded.headers, host: target.host } },
+      {
+        hostname: target.hostname,
+        port: target.port,
+        path: recorded.path,
+        method: recorded.method,
+        headers: { ...recorded.headers, host: target.host },
+      },
       (answer) => {
         const chunks: Buffer[] = [];
         answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => resolve({ status: answer.statusCode ?? 0, headers: answer.headers, body: Buffer.concat(chunks) }));
+        answer.on('end', () =>
+          resolve({ status: answer.statusCode ?? 0, headers: answer.headers, body: Buffer.concat(chunks) }),
+        );
         answer.on('error', reject);
       },
     );
@@ -318,7 +395,8 @@ export function relayStep(upstream: string, relayed: Relayed[]): FaultStep {
     relayed.push({ request, status: answer.status, answeredAt: Date.now() });
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(answer.headers)) {
-      if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length') headers[name] = String(value);
+      if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length')
+        headers[name] = String(value);
     }
     return respond(answer.status, { headers, body: answer.body });
   };

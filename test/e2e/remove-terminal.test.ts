@@ -31,11 +31,17 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove at a terminal', () => {
     expect(run.exitCode, text).toBe(1);
     // The bar as it was last drawn: 4 of 4, a rate and no time left.
     expect(text).toMatch(/4\/4 \| \d+(\.\d)? photos\/s \| 0 s left \| 1 failed \| 0 credits \|/);
-    expect(text).toMatch(/rmbg: 3 done, 0 skipped, 1 failed of 4 in [\d.]+ s \(\d+(\.\d)? photos\/s\); 0 credits charged$/m);
+    expect(text).toMatch(
+      /rmbg: 3 done, 0 skipped, 1 failed of 4 in [\d.]+ s \(\d+(\.\d)? photos\/s\); 0 credits charged$/m,
+    );
     expect(text).not.toContain('{"input"');
 
     // A re-run skips what is done: skipped photos take no time, so the rate says nothing yet.
-    const again = plain((await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local', '--model', model], { cwd: work })).stdout);
-    expect(again).toMatch(/rmbg: 0 done, 4 skipped \(1 failed before; --retry-failed retries them\), 0 failed of 4 in [\d.]+ s; 0 credits charged$/m);
+    const again = plain(
+      (await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local', '--model', model], { cwd: work })).stdout,
+    );
+    expect(again).toMatch(
+      /rmbg: 0 done, 4 skipped \(1 failed before; --retry-failed retries them\), 0 failed of 4 in [\d.]+ s; 0 credits charged$/m,
+    );
   });
 });

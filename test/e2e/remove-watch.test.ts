@@ -24,7 +24,9 @@ afterAll(removeTempDirs);
 
 /** `rmbg remove in -o out --watch --json …` in `work`, with its JSON lines and stderr followed as they come. */
 function startWatch(work: string, flags: string[] = []) {
-  const child = rmbg(['remove', 'in', '-o', 'out', '--watch', '--json', '--local', '--model', model, ...flags], { cwd: work });
+  const child = rmbg(['remove', 'in', '-o', 'out', '--watch', '--json', '--local', '--model', model, ...flags], {
+    cwd: work,
+  });
   let stdout = '';
   let stderr = '';
   const arrivedAt = new Map<string, number>();
@@ -34,7 +36,8 @@ function startWatch(work: string, flags: string[] = []) {
   };
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
-    for (const line of jsonLines(stdout)) if (typeof line.input === 'string' && !arrivedAt.has(line.input)) arrivedAt.set(line.input, Date.now());
+    for (const line of jsonLines(stdout))
+      if (typeof line.input === 'string' && !arrivedAt.has(line.input)) arrivedAt.set(line.input, Date.now());
     changed();
   });
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -45,7 +48,8 @@ function startWatch(work: string, flags: string[] = []) {
   /** Resolves once the condition holds, re-checked on every line the CLI writes; fails if the CLI exits first. */
   const until = async (what: string, holds: () => boolean) => {
     while (!holds()) {
-      if (child.exitCode !== null) throw new Error(`rmbg exited (${child.exitCode}) before: ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+      if (child.exitCode !== null)
+        throw new Error(`rmbg exited (${child.exitCode}) before: ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
       await new Promise<void>((wake) => waiters.push(wake));
     }
   };
@@ -65,7 +69,10 @@ describe('rmbg remove DIR --watch', () => {
     // A slow copy: the rocket arrives in 20 pieces, 100 ms apart (well inside the 2 s it must stay the same
     // size). Read any earlier, it would be a truncated JPEG: a failed line, or a result before the last piece.
     mkdirSync(path.join(work, 'in', 'sub'));
-    copyFileSync(path.join(import.meta.dirname, '..', '..', 'samples', 'chelsea.png'), path.join(work, 'in', 'sub', 'cat.png'));
+    copyFileSync(
+      path.join(import.meta.dirname, '..', '..', 'samples', 'chelsea.png'),
+      path.join(work, 'in', 'sub', 'cat.png'),
+    );
     writeFileSync(path.join(work, 'in', 'notes.txt'), 'not a photo');
     writeFileSync(path.join(work, 'in', '.hidden.jpg'), await jpegPhoto(200, 150));
     const target = path.join(work, 'in', 'rocket.jpg');
@@ -75,22 +82,47 @@ describe('rmbg remove DIR --watch', () => {
       await new Promise((done) => setTimeout(done, 100)); // the pace of the copy being simulated, not a wait for rmbg
     }
     const lastPiece = Date.now();
-    await watch.until('rocket.jpg and sub/cat.png done', () => watch.lineFor('rocket.jpg') !== undefined && watch.lineFor(path.join('sub', 'cat.png')) !== undefined);
+    await watch.until(
+      'rocket.jpg and sub/cat.png done',
+      () => watch.lineFor('rocket.jpg') !== undefined && watch.lineFor(path.join('sub', 'cat.png')) !== undefined,
+    );
 
-    expect(watch.lineFor('rocket.jpg')).toMatchObject({ status: 'done', width: 640, height: 427, output: path.join(work, 'out', 'rocket.png'), error: null });
+    expect(watch.lineFor('rocket.jpg')).toMatchObject({
+      status: 'done',
+      width: 640,
+      height: 427,
+      output: path.join(work, 'out', 'rocket.png'),
+      error: null,
+    });
     expect(watch.arrivedAt.get(target)).toBeGreaterThanOrEqual(lastPiece);
-    expect(watch.lineFor(path.join('sub', 'cat.png'))).toMatchObject({ status: 'done', width: 451, height: 300, output: path.join(work, 'out', 'sub', 'cat.png') });
-    expect(await sharp(path.join(work, 'out', 'rocket.png')).metadata()).toMatchObject({ format: 'png', width: 640, height: 427 });
+    expect(watch.lineFor(path.join('sub', 'cat.png'))).toMatchObject({
+      status: 'done',
+      width: 451,
+      height: 300,
+      output: path.join(work, 'out', 'sub', 'cat.png'),
+    });
+    expect(await sharp(path.join(work, 'out', 'rocket.png')).metadata()).toMatchObject({
+      format: 'png',
+      width: 640,
+      height: 427,
+    });
 
     watch.child.kill('SIGINT');
     const result = await watch.child;
     expect(result.exitCode, watch.stderr()).toBe(0);
     const lines = jsonLines(watch.stdout());
-    expect(lines.filter((line) => !line.summary).map((line) => path.relative(path.join(work, 'in'), line.input as string)).sort()).toEqual(['first.jpg', 'rocket.jpg', path.join('sub', 'cat.png')]);
+    expect(
+      lines
+        .filter((line) => !line.summary)
+        .map((line) => path.relative(path.join(work, 'in'), line.input as string))
+        .sort(),
+    ).toEqual(['first.jpg', 'rocket.jpg', path.join('sub', 'cat.png')]);
     expect(lines.at(-1)).toMatchObject({ summary: true, total: 3, done: 3, failed: 0, notStarted: 0, stoppedBy: null });
 
     // The same outputs and journal as an ordinary run: running it again skips every photo.
-    const again = await rmbg(['remove', 'in', '-o', 'out', '--json', '--recursive', '--local', '--model', model], { cwd: work });
+    const again = await rmbg(['remove', 'in', '-o', 'out', '--json', '--recursive', '--local', '--model', model], {
+      cwd: work,
+    });
     expect(again.exitCode, again.stderr).toBe(0);
     expect(jsonLines(again.stdout).at(-1)).toMatchObject({ summary: true, total: 3, done: 0, skipped: 3 });
   });
@@ -103,8 +135,14 @@ describe('rmbg remove DIR --watch', () => {
     writeFileSync(path.join(work, 'in', 'sub', 'deep.jpg'), await jpegPhoto(200, 150));
     writeFileSync(path.join(work, 'in', 'gif-named.png'), await gif());
     writeFileSync(path.join(work, 'in', 'good.jpg'), await jpegPhoto(200, 150));
-    await watch.until('both top-level files reported', () => watch.lineFor('gif-named.png') !== undefined && watch.lineFor('good.jpg') !== undefined);
-    expect(watch.lineFor('gif-named.png')).toMatchObject({ status: 'failed', error: { code: 'unsupported_image_format' } });
+    await watch.until(
+      'both top-level files reported',
+      () => watch.lineFor('gif-named.png') !== undefined && watch.lineFor('good.jpg') !== undefined,
+    );
+    expect(watch.lineFor('gif-named.png')).toMatchObject({
+      status: 'failed',
+      error: { code: 'unsupported_image_format' },
+    });
     expect(watch.lineFor('good.jpg')).toMatchObject({ status: 'done' });
 
     watch.child.kill('SIGINT');
@@ -117,7 +155,15 @@ describe('rmbg remove DIR --watch', () => {
     const work = tempDir();
     // 6 MP noise: a full-size PNG of it takes long enough to encode that the second photo is still in flight
     // when the signal arrives (one at a time: --concurrency 1).
-    const large = await sharp({ create: { width: 3000, height: 2000, channels: 3, background: '#6a8caf', noise: { type: 'gaussian', mean: 120, sigma: 40 } } })
+    const large = await sharp({
+      create: {
+        width: 3000,
+        height: 2000,
+        channels: 3,
+        background: '#6a8caf',
+        noise: { type: 'gaussian', mean: 120, sigma: 40 },
+      },
+    })
       .jpeg({ quality: 80 })
       .toBuffer();
     mkdirSync(path.join(work, 'in'));
@@ -128,10 +174,19 @@ describe('rmbg remove DIR --watch', () => {
     const result = await watch.child;
     expect(result.exitCode, watch.stderr()).toBe(130);
     expect(watch.lineFor('p2.jpg')).toMatchObject({ status: 'done', width: 3000, height: 2000 });
-    expect(jsonLines(watch.stdout()).at(-1)).toMatchObject({ summary: true, total: 3, done: 2, notStarted: 1, stoppedBy: 'interrupted' });
+    expect(jsonLines(watch.stdout()).at(-1)).toMatchObject({
+      summary: true,
+      total: 3,
+      done: 2,
+      notStarted: 1,
+      stoppedBy: 'interrupted',
+    });
     expect(existsSync(path.join(work, 'out', 'p3.png'))).toBe(false);
 
-    const again = await rmbg(['remove', 'in', '-o', 'out', '--json', '--local', '--model', model, '--size', 'full', '--format', 'png'], { cwd: work });
+    const again = await rmbg(
+      ['remove', 'in', '-o', 'out', '--json', '--local', '--model', model, '--size', 'full', '--format', 'png'],
+      { cwd: work },
+    );
     expect(again.exitCode, again.stderr).toBe(0);
     expect(jsonLines(again.stdout).at(-1)).toMatchObject({ summary: true, total: 3, done: 1, skipped: 2 });
   });
@@ -140,8 +195,14 @@ describe('rmbg remove DIR --watch', () => {
     const work = tempDir();
     writeFileSync(path.join(work, 'photo.jpg'), await jpegPhoto(200, 150));
     const onFile = await rmbg(['remove', 'photo.jpg', '--watch', '--local'], { cwd: work });
-    expect([onFile.exitCode, onFile.stderr]).toEqual([2, expect.stringContaining('--watch needs a folder to watch; photo.jpg is not one')]);
+    expect([onFile.exitCode, onFile.stderr]).toEqual([
+      2,
+      expect.stringContaining('--watch needs a folder to watch; photo.jpg is not one'),
+    ]);
     const dry = await rmbg(['remove', '.', '--watch', '--dry-run', '--local'], { cwd: work });
-    expect([dry.exitCode, dry.stderr]).toEqual([2, expect.stringContaining('--watch cannot be combined with --dry-run')]);
+    expect([dry.exitCode, dry.stderr]).toEqual([
+      2,
+      expect.stringContaining('--watch cannot be combined with --dry-run'),
+    ]);
   });
 });

@@ -13,13 +13,22 @@ let dataDir: string;
 let settingsDir: string;
 
 function rmbgWith(args: string[], input?: string, env: Record<string, string> = {}) {
-  return execa('node', [CLI, ...args], { cwd: ROOT, reject: false, env: { RMBG_CONFIG_DIR: settingsDir, RMBG_API_KEY: '', ...env }, ...(input === undefined ? {} : { input }) });
+  return execa('node', [CLI, ...args], {
+    cwd: ROOT,
+    reject: false,
+    env: { RMBG_CONFIG_DIR: settingsDir, RMBG_API_KEY: '', ...env },
+    ...(input === undefined ? {} : { input }),
+  });
 }
 
 function paygOf(accountId: string): number {
   const db = new Database(path.join(dataDir, STORE_FILE), { readonly: true });
   try {
-    return (db.prepare("SELECT COALESCE(SUM(amount), 0) AS sum FROM credit_ledger WHERE account_id = ? AND pool = 'payg'").get(accountId) as { sum: number }).sum;
+    return (
+      db
+        .prepare("SELECT COALESCE(SUM(amount), 0) AS sum FROM credit_ledger WHERE account_id = ? AND pool = 'payg'")
+        .get(accountId) as { sum: number }
+    ).sum;
   } finally {
     db.close();
   }
@@ -42,10 +51,15 @@ describe('keys never need to be on the command line', () => {
     const [{ id }] = JSON.parse(listed.stdout) as [{ id: string }];
     expect((await rmbgWith(['credits', 'add', '2', '--key-id', id, '--data-dir', dataDir])).exitCode).toBe(0);
     expect((await rmbgWith(['credits', 'add', '3', '--key', '-', '--data-dir', dataDir], `${key}\n`)).exitCode).toBe(0);
-    expect((await rmbgWith(['credits', 'add', '4', '--data-dir', dataDir], undefined, { RMBG_API_KEY: key })).exitCode).toBe(0);
+    expect(
+      (await rmbgWith(['credits', 'add', '4', '--data-dir', dataDir], undefined, { RMBG_API_KEY: key })).exitCode,
+    ).toBe(0);
     expect(paygOf(account)).toBe(1 + 2 + 3 + 4);
     const unknown = await rmbgWith(['credits', 'add', '1', '--key-id', 'no-such-id', '--data-dir', dataDir]);
-    expect([unknown.exitCode, unknown.stderr]).toEqual([2, expect.stringContaining("no API key has the id 'no-such-id'")]);
+    expect([unknown.exitCode, unknown.stderr]).toEqual([
+      2,
+      expect.stringContaining("no API key has the id 'no-such-id'"),
+    ]);
     const none = await rmbgWith(['credits', 'add', '1', '--data-dir', dataDir]);
     expect([none.exitCode, none.stderr]).toEqual([2, expect.stringContaining('--key-id ID')]);
   });
@@ -53,7 +67,9 @@ describe('keys never need to be on the command line', () => {
   it('config set api-key without a value reads the key from stdin', async () => {
     const set = await rmbgWith(['config', 'set', 'api-key'], 'rmbg_from-stdin-123456\n');
     expect(set.exitCode).toBe(0);
-    expect(JSON.parse(readFileSync(path.join(settingsDir, 'config.json'), 'utf8'))).toMatchObject({ apiKey: 'rmbg_from-stdin-123456' });
+    expect(JSON.parse(readFileSync(path.join(settingsDir, 'config.json'), 'utf8'))).toMatchObject({
+      apiKey: 'rmbg_from-stdin-123456',
+    });
   });
 
   it('--help warns that a key on the command line shows in ps and shell history', async () => {

@@ -7,7 +7,19 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNSUPPORTED_FIELDS } from '../../src/api/options.js';
-import { balance, call, createKey, ensureBuilt, errorCode, rmbg, SAMPLES, startServe, tempDataDir, type HttpAnswer, type ServeProcess } from './serve-harness.js';
+import {
+  balance,
+  call,
+  createKey,
+  ensureBuilt,
+  errorCode,
+  rmbg,
+  SAMPLES,
+  startServe,
+  tempDataDir,
+  type HttpAnswer,
+  type ServeProcess,
+} from './serve-harness.js';
 
 const BODY_TIMEOUT_S = 3;
 
@@ -35,8 +47,16 @@ function multipart(fields: Record<string, string> = {}, file: Buffer | null = ph
   return form;
 }
 
-function removebg(key: string | undefined, body: FormData | string, headers: Record<string, string> = {}): Promise<HttpAnswer> {
-  return call(`${server.url}/v1.0/removebg`, { method: 'POST', body, headers: { ...(key ? { 'X-API-Key': key } : {}), ...headers } });
+function removebg(
+  key: string | undefined,
+  body: FormData | string,
+  headers: Record<string, string> = {},
+): Promise<HttpAnswer> {
+  return call(`${server.url}/v1.0/removebg`, {
+    method: 'POST',
+    body,
+    headers: { ...(key ? { 'X-API-Key': key } : {}), ...headers },
+  });
 }
 
 function detail(answer: HttpAnswer): string {
@@ -63,11 +83,23 @@ describe('processing', () => {
     expect((meta.width ?? 0) * (meta.height ?? 0)).toBeLessThanOrEqual(250_000);
     expect(answer.headers.get('x-credits-charged')).toBe('1');
     expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-    for (const name of ['x-foreground-top', 'x-foreground-left', 'x-foreground-width', 'x-foreground-height', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+    for (const name of [
+      'x-foreground-top',
+      'x-foreground-left',
+      'x-foreground-width',
+      'x-foreground-height',
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+    ]) {
       expect(answer.headers.get(name), name).toMatch(/^\d+$/);
     }
-    expect(Number(answer.headers.get('x-foreground-left')) + Number(answer.headers.get('x-foreground-width'))).toBeLessThanOrEqual(640);
-    expect(Number(answer.headers.get('x-foreground-top')) + Number(answer.headers.get('x-foreground-height'))).toBeLessThanOrEqual(427);
+    expect(
+      Number(answer.headers.get('x-foreground-left')) + Number(answer.headers.get('x-foreground-width')),
+    ).toBeLessThanOrEqual(640);
+    expect(
+      Number(answer.headers.get('x-foreground-top')) + Number(answer.headers.get('x-foreground-height')),
+    ).toBeLessThanOrEqual(427);
     expect(answer.headers.get('x-ratelimit-limit')).toBe('30');
     expect(answer.headers.get('x-idempotent-replayed')).toBeNull();
     // The rocket's sky is background: a corner of the cut-out is transparent.
@@ -78,7 +110,10 @@ describe('processing', () => {
 
   it('takes image_file_b64 in multipart and honours format=jpg (opaque, flattened)', async () => {
     const { key } = await createKey(dataDir, 2);
-    const answer = await removebg(key, multipart({ image_file_b64: photo.toString('base64'), format: 'jpg', size: 'small' }, null));
+    const answer = await removebg(
+      key,
+      multipart({ image_file_b64: photo.toString('base64'), format: 'jpg', size: 'small' }, null),
+    );
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toBe('image/jpeg');
     expect((await sharp(answer.body).metadata()).format).toBe('jpeg');
@@ -86,16 +121,29 @@ describe('processing', () => {
 
   it('answers JSON with exactly the spec fields for Accept: application/json (JSON body, base64 source)', async () => {
     const { key } = await createKey(dataDir, 2);
-    const answer = await removebg(key, JSON.stringify({ image_file_b64: photo.toString('base64'), format: 'webp', crop: true }), {
-      'Content-Type': 'application/json',
-      Accept: 'application/json',
-    });
+    const answer = await removebg(
+      key,
+      JSON.stringify({ image_file_b64: photo.toString('base64'), format: 'webp', crop: true }),
+      {
+        'Content-Type': 'application/json',
+        Accept: 'application/json',
+      },
+    );
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
     const json = JSON.parse(answer.body.toString()) as { data: Record<string, number | string> };
     expect(Object.keys(json)).toEqual(['data']);
     expect(Object.keys(json.data).sort()).toEqual(
-      ['credits_charged', 'foreground_height', 'foreground_left', 'foreground_top', 'foreground_width', 'result_b64', 'result_height', 'result_width'].sort(),
+      [
+        'credits_charged',
+        'foreground_height',
+        'foreground_left',
+        'foreground_top',
+        'foreground_width',
+        'result_b64',
+        'result_height',
+        'result_width',
+      ].sort(),
     );
     const result = Buffer.from(json.data.result_b64 as string, 'base64');
     const meta = await sharp(result).metadata();
@@ -104,12 +152,17 @@ describe('processing', () => {
     expect(meta.height).toBe(json.data.result_height);
     expect(json.data.credits_charged).toBe(1);
     expect(String(json.data.result_width)).toBe(answer.headers.get('x-width'));
-    for (const name of ['foreground_top', 'foreground_left', 'foreground_width', 'foreground_height']) expect(Number.isInteger(json.data[name])).toBe(true);
+    for (const name of ['foreground_top', 'foreground_left', 'foreground_width', 'foreground_height'])
+      expect(Number.isInteger(json.data[name])).toBe(true);
   });
 
   it('takes application/x-www-form-urlencoded bodies', async () => {
     const { key } = await createKey(dataDir, 2);
-    const body = new URLSearchParams({ image_file_b64: photo.toString('base64'), size: 'preview', bg_color: '81d4fa' }).toString();
+    const body = new URLSearchParams({
+      image_file_b64: photo.toString('base64'),
+      size: 'preview',
+      bg_color: '81d4fa',
+    }).toString();
     const answer = await removebg(key, body, { 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(answer.status).toBe(200);
     // bg_color makes the result opaque, so format=auto gives JPG.
@@ -125,7 +178,11 @@ describe('idempotency', () => {
     // The charge is taken after the key is recorded and before the model runs (~1 s or more): once the balance
     // shows it, the first request is certainly in progress, however slow the machine.
     // Polls count against this key's --rate-limit 30: at most 20 of them, 50 → 400 ms apart.
-    for (let poll = 0, wait = 50; (await balance(server.url, key)).total !== 4; poll++, wait = Math.min(400, wait * 2)) {
+    for (
+      let poll = 0, wait = 50;
+      (await balance(server.url, key)).total !== 4;
+      poll++, wait = Math.min(400, wait * 2)
+    ) {
       if (poll === 20) throw new Error('the first request was not charged within 20 polls');
       await new Promise((done) => setTimeout(done, wait));
     }
@@ -176,7 +233,11 @@ describe('credits and keys', () => {
     expect([freeAnswer.status, errorCode(freeAnswer)]).toEqual([403, 'plan_without_api_access']);
 
     const revoked = await createKey(dataDir, 5);
-    const listed = JSON.parse((await rmbg(['keys', 'list', '--json', '--data-dir', dataDir])).stdout) as Array<{ id: string; prefix: string; revoked: string | null }>;
+    const listed = JSON.parse((await rmbg(['keys', 'list', '--json', '--data-dir', dataDir])).stdout) as Array<{
+      id: string;
+      prefix: string;
+      revoked: string | null;
+    }>;
     expect(JSON.stringify(listed)).not.toContain(revoked.key);
     const entry = listed.find((k) => revoked.key.startsWith(k.prefix) && k.revoked === null);
     expect((await rmbg(['keys', 'revoke', entry!.id, '--data-dir', dataDir])).exitCode).toBe(0);
@@ -186,7 +247,8 @@ describe('credits and keys', () => {
 
   it('answers 429 with Retry-After once a key exceeds --rate-limit', async () => {
     const { key } = await createKey(dataDir, 0);
-    for (let i = 0; i < 30; i += 1) expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).status).toBe(200);
+    for (let i = 0; i < 30; i += 1)
+      expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).status).toBe(200);
     const limited = await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
     expect(limited.status).toBe(429);
     expect(errorCode(limited)).toBe('rate_limited');
@@ -203,7 +265,12 @@ describe('invalid requests', () => {
   });
 
   it('rejects every unsupported parameter with 400 unsupported_parameter naming it, charging nothing', async () => {
-    const cases: Array<[string, string]> = [...UNSUPPORTED_FIELDS.map((name): [string, string] => [name, '1']), ['type', 'person'], ['type_level', '2'], ['channels', 'alpha']];
+    const cases: Array<[string, string]> = [
+      ...UNSUPPORTED_FIELDS.map((name): [string, string] => [name, '1']),
+      ['type', 'person'],
+      ['type_level', '2'],
+      ['channels', 'alpha'],
+    ];
     for (const [name, value] of cases) {
       const answer = await removebg(key, multipart({ [name]: value }));
       expect(answer.status, name).toBe(400);
@@ -224,10 +291,23 @@ describe('invalid requests', () => {
       [removebg(key, multipart({ resolution: 'hd' })), 'unknown_field'],
       [removebg(key, multipart({ size: 'huge' })), 'invalid_option'],
       [removebg(key, duplicated), 'invalid_request'],
-      [removebg(key, JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${photo.toString('base64')}` }), { 'Content-Type': 'application/json' }), 'invalid_base64'],
-      [removebg(key, JSON.stringify({ image_file: photo.toString('base64') }), { 'Content-Type': 'application/json' }), 'invalid_request'],
+      [
+        removebg(key, JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${photo.toString('base64')}` }), {
+          'Content-Type': 'application/json',
+        }),
+        'invalid_base64',
+      ],
+      [
+        removebg(key, JSON.stringify({ image_file: photo.toString('base64') }), { 'Content-Type': 'application/json' }),
+        'invalid_request',
+      ],
       [removebg(key, '{"image_url": ', { 'Content-Type': 'application/json' }), 'invalid_request'],
-      [removebg(key, 'image_url=http%3A%2F%2Fexample.com%2Fx.jpg', { 'Content-Type': 'application/x-www-form-urlencoded' }), 'invalid_image_url'],
+      [
+        removebg(key, 'image_url=http%3A%2F%2Fexample.com%2Fx.jpg', {
+          'Content-Type': 'application/x-www-form-urlencoded',
+        }),
+        'invalid_image_url',
+      ],
     ];
     for (const [pending, code] of expectations) {
       const answer = await pending;
@@ -240,7 +320,9 @@ describe('invalid requests', () => {
   it('answers 400 for images the engine refuses (corrupt, too small), refunding the charge', async () => {
     const corrupt = await removebg(key, multipart({}, photo.subarray(0, 2000)));
     expect([corrupt.status, errorCode(corrupt)]).toEqual([400, 'corrupt_image']);
-    const tiny = await sharp({ create: { width: 20, height: 20, channels: 3, background: '#888' } }).png().toBuffer();
+    const tiny = await sharp({ create: { width: 20, height: 20, channels: 3, background: '#888' } })
+      .png()
+      .toBuffer();
     const small = await removebg(key, multipart({}, tiny));
     expect([small.status, errorCode(small)]).toEqual([400, 'image_dimensions_out_of_range']);
     expect(await balance(server.url, key)).toMatchObject({ total: 3 });
@@ -262,7 +344,9 @@ describe('invalid requests', () => {
     const started = Date.now();
     const answer = await new Promise<string>((done, fail) => {
       const socket = connect(Number(url.port), url.hostname, () =>
-        socket.write(`POST /v1.0/removebg HTTP/1.1\r\nHost: ${url.host}\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"image_file_b64":"iVBOR`),
+        socket.write(
+          `POST /v1.0/removebg HTTP/1.1\r\nHost: ${url.host}\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"image_file_b64":"iVBOR`,
+        ),
       );
       let text = '';
       socket.on('data', (chunk) => (text += chunk.toString()));

@@ -9,7 +9,18 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegWithOrientation } from '../fixtures/exif-images.js';
 import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../fixtures/hostile-images.js';
-import { balance, call, createKey, ensureBuilt, rmbg, SAMPLES, startServe, tempDataDir, type HttpAnswer, type ServeProcess } from './serve-harness.js';
+import {
+  balance,
+  call,
+  createKey,
+  ensureBuilt,
+  rmbg,
+  SAMPLES,
+  startServe,
+  tempDataDir,
+  type HttpAnswer,
+  type ServeProcess,
+} from './serve-harness.js';
 
 const RATE_LIMIT = 40;
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
@@ -40,11 +51,24 @@ function form(fields: Record<string, string> = {}, file: Buffer | null = photo):
   return body;
 }
 
-function post(key: string | undefined, body: NonNullable<RequestInit['body']>, headers: Record<string, string> = {}, path = '/v1.0/removebg'): Promise<HttpAnswer> {
-  return call(`${server.url}${path}`, { method: 'POST', body, headers: { ...(key ? { 'X-API-Key': key } : {}), ...headers } });
+function post(
+  key: string | undefined,
+  body: NonNullable<RequestInit['body']>,
+  headers: Record<string, string> = {},
+  path = '/v1.0/removebg',
+): Promise<HttpAnswer> {
+  return call(`${server.url}${path}`, {
+    method: 'POST',
+    body,
+    headers: { ...(key ? { 'X-API-Key': key } : {}), ...headers },
+  });
 }
 
-function postJson(key: string, fields: Record<string, unknown>, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+function postJson(
+  key: string,
+  fields: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<HttpAnswer> {
   return post(key, JSON.stringify(fields), { 'Content-Type': 'application/json', ...headers });
 }
 
@@ -97,7 +121,11 @@ async function pixel(image: Buffer, x: number, y: number): Promise<number[]> {
 
 function expectColour(actual: number[], expected: number[], tolerance: number, label: string): void {
   expect(actual.length, label).toBe(expected.length);
-  for (const [i, value] of actual.entries()) expect(Math.abs(value - expected[i]!), `${label}: ${actual.join(',')} vs ${expected.join(',')}`).toBeLessThanOrEqual(tolerance);
+  for (const [i, value] of actual.entries())
+    expect(
+      Math.abs(value - expected[i]!),
+      `${label}: ${actual.join(',')} vs ${expected.join(',')}`,
+    ).toBeLessThanOrEqual(tolerance);
 }
 
 const SUCCESS_HEADERS = [
@@ -117,16 +145,40 @@ describe('routing: the /v1.0 prefix, unknown paths, HEAD and OPTIONS', () => {
   it('answers 404 with the error body for paths without /v1.0 or with another version, and 405 with Allow for other methods', async () => {
     const { key } = await createKey(dataDir, 1);
     const withKey = { 'X-API-Key': key };
-    for (const path of ['/removebg', '/account', '/v1/removebg', '/v2.0/account', '/V1.0/account', '/v1.0/account/', '/v1.0', '/']) {
+    for (const path of [
+      '/removebg',
+      '/account',
+      '/v1/removebg',
+      '/v2.0/account',
+      '/V1.0/account',
+      '/v1.0/account/',
+      '/v1.0',
+      '/',
+    ]) {
       expectError(await call(`${server.url}${path}`, { headers: withKey }), 404, 'not_found', `GET ${path}`);
     }
     // An upload to a wrong place still gets its answer: the server reads the body away instead of
     // resetting the connection under a client that is still sending (which fetch reports as EPIPE).
     const upload = Buffer.concat(Array.from({ length: 20 }, () => photo)); // ~2 MB
     expectError(await post(key, form({}, upload), {}, '/removebg'), 404, 'not_found', 'POST /removebg');
-    expectError(await post(key, form({}, upload), {}, '/v1.0/account'), 405, 'method_not_allowed', 'POST /v1.0/account with a file');
-    expectError(await post(key, new Uint8Array(upload), { 'Content-Type': 'image/jpeg' }), 415, 'unsupported_content_type', 'raw JPEG');
-    expectError(await post(key, form({}, upload), {}, '/v1.0/removebg?size=full'), 400, 'invalid_request', 'query string with a file');
+    expectError(
+      await post(key, form({}, upload), {}, '/v1.0/account'),
+      405,
+      'method_not_allowed',
+      'POST /v1.0/account with a file',
+    );
+    expectError(
+      await post(key, new Uint8Array(upload), { 'Content-Type': 'image/jpeg' }),
+      415,
+      'unsupported_content_type',
+      'raw JPEG',
+    );
+    expectError(
+      await post(key, form({}, upload), {}, '/v1.0/removebg?size=full'),
+      400,
+      'invalid_request',
+      'query string with a file',
+    );
 
     const getRemove = await call(`${server.url}/v1.0/removebg`, { headers: withKey });
     expectError(getRemove, 405, 'method_not_allowed', 'GET /v1.0/removebg');
@@ -165,15 +217,23 @@ describe('routing: the /v1.0 prefix, unknown paths, HEAD and OPTIONS', () => {
 describe('GET /v1.0/account', () => {
   it('answers the account record: integers, total = subscription + payg, enterprise and free_calls 0, all sizes', async () => {
     const { key } = await createKey(dataDir, 7);
-    expect((await rmbg(['credits', 'add', '3', '--key', key, '--subscription', '--data-dir', dataDir])).exitCode).toBe(0);
+    expect((await rmbg(['credits', 'add', '3', '--key', key, '--subscription', '--data-dir', dataDir])).exitCode).toBe(
+      0,
+    );
     const answer = await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
     expect(answer.headers.get('x-request-id')).toMatch(UUID);
-    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(answer.headers.get(name), name).toMatch(/^\d+$/);
+    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])
+      expect(answer.headers.get(name), name).toMatch(/^\d+$/);
     // The exact text: integers (10, not 10.0 or "10"), and no member beyond the spec's.
     expect(JSON.parse(answer.body.toString())).toStrictEqual({
-      data: { attributes: { credits: { total: 10, subscription: 3, payg: 7, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
+      data: {
+        attributes: {
+          credits: { total: 10, subscription: 3, payg: 7, enterprise: 0 },
+          api: { free_calls: 0, sizes: 'all' },
+        },
+      },
     });
     expect(answer.body.toString()).toContain('"total":10,"subscription":3,"payg":7,"enterprise":0');
   });
@@ -195,10 +255,19 @@ describe('GET /v1.0/account', () => {
     const missing = await call(`${server.url}/v1.0/account`);
     expectError(missing, 403, 'missing_api_key');
     expect(missing.headers.get('x-ratelimit-limit')).toBeNull();
-    expectError(await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': 'rmbg_not-a-key' } }), 403, 'invalid_api_key');
+    expectError(
+      await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': 'rmbg_not-a-key' } }),
+      403,
+      'invalid_api_key',
+    );
     // OAuth is not supported: a valid key as a bearer token is no key at all.
     const { key } = await createKey(dataDir, 1);
-    expectError(await call(`${server.url}/v1.0/account`, { headers: { Authorization: `Bearer ${key}` } }), 403, 'missing_api_key', 'bearer');
+    expectError(
+      await call(`${server.url}/v1.0/account`, { headers: { Authorization: `Bearer ${key}` } }),
+      403,
+      'missing_api_key',
+      'bearer',
+    );
   });
 });
 
@@ -209,13 +278,28 @@ describe('request rules that change no balance', () => {
   });
 
   it('answers 415 for text/plain, image/jpeg and a missing Content-Type, before looking at the key', async () => {
-    expectError(await post(key, 'image_url=https://example.com/a.jpg', { 'Content-Type': 'text/plain' }), 415, 'unsupported_content_type', 'text/plain');
-    expectError(await post(key, new Uint8Array(photo), { 'Content-Type': 'image/jpeg' }), 415, 'unsupported_content_type', 'image/jpeg');
+    expectError(
+      await post(key, 'image_url=https://example.com/a.jpg', { 'Content-Type': 'text/plain' }),
+      415,
+      'unsupported_content_type',
+      'text/plain',
+    );
+    expectError(
+      await post(key, new Uint8Array(photo), { 'Content-Type': 'image/jpeg' }),
+      415,
+      'unsupported_content_type',
+      'image/jpeg',
+    );
     // fetch labels a string body text/plain; a Blob without a type goes out with no Content-Type at all.
     const untyped = await post(key, new Blob([new Uint8Array(photo)]));
     expectError(untyped, 415, 'unsupported_content_type', 'no Content-Type');
     expect(JSON.parse(untyped.body.toString()).errors[0].detail).toContain('no Content-Type');
-    expectError(await post(undefined, 'x', { 'Content-Type': 'text/plain' }), 415, 'unsupported_content_type', 'no key');
+    expectError(
+      await post(undefined, 'x', { 'Content-Type': 'text/plain' }),
+      415,
+      'unsupported_content_type',
+      'no key',
+    );
     expect(await balance(server.url, key)).toEqual({ total: 3, subscription: 0, payg: 3 });
   });
 
@@ -223,12 +307,32 @@ describe('request rules that change no balance', () => {
     const b64 = photo.toString('base64');
     const urlencoded = { 'Content-Type': 'application/x-www-form-urlencoded' };
     const cases: Array<[Promise<HttpAnswer>, string, string]> = [
-      [postJson(key, { image_url: 'https://example.com/a.jpg', image_file_b64: b64 }), 'multiple_image_sources', 'JSON url + b64'],
-      [post(key, new URLSearchParams({ image_url: 'https://example.com/a.jpg', image_file_b64: b64 }).toString(), urlencoded), 'multiple_image_sources', 'urlencoded url + b64'],
+      [
+        postJson(key, { image_url: 'https://example.com/a.jpg', image_file_b64: b64 }),
+        'multiple_image_sources',
+        'JSON url + b64',
+      ],
+      [
+        post(
+          key,
+          new URLSearchParams({ image_url: 'https://example.com/a.jpg', image_file_b64: b64 }).toString(),
+          urlencoded,
+        ),
+        'multiple_image_sources',
+        'urlencoded url + b64',
+      ],
       [post(key, form({ image_file_b64: b64 })), 'multiple_image_sources', 'multipart file + b64'],
-      [post(key, new URLSearchParams({ image_file: b64 }).toString(), urlencoded), 'invalid_request', 'urlencoded image_file'],
+      [
+        post(key, new URLSearchParams({ image_file: b64 }).toString(), urlencoded),
+        'invalid_request',
+        'urlencoded image_file',
+      ],
       [post(key, form({ image_file_b64: `data:image/jpeg;base64,${b64}` }, null)), 'invalid_base64', 'multipart data:'],
-      [post(key, new URLSearchParams({ image_file_b64: `data:image/jpeg;base64,${b64}` }).toString(), urlencoded), 'invalid_base64', 'urlencoded data:'],
+      [
+        post(key, new URLSearchParams({ image_file_b64: `data:image/jpeg;base64,${b64}` }).toString(), urlencoded),
+        'invalid_base64',
+        'urlencoded data:',
+      ],
       // The schema is closed: options in the query string are refused, not silently ignored.
       [post(key, form(), {}, '/v1.0/removebg?size=full'), 'invalid_request', 'query size'],
       [post(key, form(), {}, '/v1.0/removebg?shadow=1'), 'invalid_request', 'query shadow'],
@@ -240,7 +344,12 @@ describe('request rules that change no balance', () => {
   it('accepts an Idempotency-Key of 128 characters and refuses 129 with 400 invalid_idempotency_key', async () => {
     const broke = (await createKey(dataDir, 0)).key;
     // With no credits, getting as far as 402 shows the key itself was accepted.
-    expectError(await post(broke, form(), { 'Idempotency-Key': 'k'.repeat(128) }), 402, 'insufficient_credits', '128 characters');
+    expectError(
+      await post(broke, form(), { 'Idempotency-Key': 'k'.repeat(128) }),
+      402,
+      'insufficient_credits',
+      '128 characters',
+    );
     const tooLong = await post(key, form(), { 'Idempotency-Key': 'k'.repeat(129) });
     expectError(tooLong, 400, 'invalid_idempotency_key', '129 characters');
     expect(tooLong.headers.get('x-ratelimit-limit')).toBe(String(RATE_LIMIT));
@@ -250,7 +359,8 @@ describe('request rules that change no balance', () => {
 
   it('answers 429 on POST /v1.0/removebg with Retry-After and X-RateLimit-Remaining 0 once the key is over the limit', async () => {
     const { key: busy } = await createKey(dataDir, 1);
-    for (let i = 0; i < RATE_LIMIT; i += 1) expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': busy } })).status).toBe(200);
+    for (let i = 0; i < RATE_LIMIT; i += 1)
+      expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': busy } })).status).toBe(200);
     const limited = await post(busy, form());
     expectError(limited, 429, 'rate_limited');
     expect(limited.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
@@ -276,7 +386,10 @@ describe('request rules that change no balance', () => {
     const account = () => call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': own } });
     const bad: Array<() => Promise<HttpAnswer>> = [
       () => post(own, '{"image_url": ', { 'Content-Type': 'application/json' }),
-      () => post(own, '--x\r\nContent-Disposition: form-data; name="size"\r\n\r\nhd', { 'Content-Type': 'multipart/form-data; boundary=x' }),
+      () =>
+        post(own, '--x\r\nContent-Disposition: form-data; name="size"\r\n\r\nhd', {
+          'Content-Type': 'multipart/form-data; boundary=x',
+        }),
       () => post(own, 'hello', { 'Content-Type': 'text/plain' }),
       () => post(own, form({ size: 'huge' })),
       () => post(own, form({}, Buffer.from('not an image at all'))),
@@ -295,7 +408,11 @@ describe('request rules that change no balance', () => {
     );
     expect(statusLines(raw)[0]).toBe('HTTP/1.1 415');
     expect(raw).not.toContain('smuggled');
-    expect(statusLines(raw).slice(1).every((line) => line === 'HTTP/1.1 200')).toBe(true);
+    expect(
+      statusLines(raw)
+        .slice(1)
+        .every((line) => line === 'HTTP/1.1 200'),
+    ).toBe(true);
 
     // An unread body is never drained at length: one declared larger than any request may be closes at once,
     // and one over 64 KiB that stops arriving is answered with Connection: close and the server's end of the
@@ -304,7 +421,10 @@ describe('request rules that change no balance', () => {
     const huge = await rawExchange('POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nabc');
     expect(statusLines(huge)).toEqual(['HTTP/1.1 404']);
     expect(huge).toMatch(/connection: close/i);
-    const stalled = await rawExchange('POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc', 30_000);
+    const stalled = await rawExchange(
+      'POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc',
+      30_000,
+    );
     expect(statusLines(stalled)).toEqual(['HTTP/1.1 404']);
     expect(stalled).toMatch(/connection: close/i);
     expect(Date.now() - started).toBeLessThan(29_000);
@@ -331,13 +451,25 @@ describe('success headers and idempotent replay', () => {
     expect(replay.body.equals(first.body)).toBe(true);
     expect(replay.headers.get('x-idempotent-replayed')).toBe('true');
     // Everything but the clock and the rate-limit counters of this call is the original's.
-    const varying = new Set(['date', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-idempotent-replayed', 'keep-alive', 'connection']);
-    const stable = (answer: HttpAnswer) => Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)));
+    const varying = new Set([
+      'date',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'x-idempotent-replayed',
+      'keep-alive',
+      'connection',
+    ]);
+    const stable = (answer: HttpAnswer) =>
+      Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)));
     expect(stable(replay)).toEqual(stable(first));
     expect(await balance(server.url, key)).toMatchObject({ total: 2 });
 
     // The same bytes as base64 in JSON are the same request: replayed, here as the JSON result.
-    const asJson = await postJson(key, { image_file_b64: photo.toString('base64'), size: 'preview' }, { ...idem, Accept: 'application/json' });
+    const asJson = await postJson(
+      key,
+      { image_file_b64: photo.toString('base64'), size: 'preview' },
+      { ...idem, Accept: 'application/json' },
+    );
     expect(asJson.status).toBe(200);
     expect(asJson.headers.get('x-idempotent-replayed')).toBe('true');
     const data = (JSON.parse(asJson.body.toString()) as { data: { result_b64: string; credits_charged: number } }).data;
@@ -346,8 +478,18 @@ describe('success headers and idempotent replay', () => {
 
     // Another image or other options under the key: 409, nothing charged.
     const other = await discImage(200, 150, { cx: 100, cy: 75, r: 40 });
-    expectError(await post(key, form({ size: 'preview' }, other), idem), 409, 'idempotency_key_mismatch', 'other image');
-    expectError(await post(key, form({ size: 'preview', bg_color: 'white' }), idem), 409, 'idempotency_key_mismatch', 'other bg_color');
+    expectError(
+      await post(key, form({ size: 'preview' }, other), idem),
+      409,
+      'idempotency_key_mismatch',
+      'other image',
+    );
+    expectError(
+      await post(key, form({ size: 'preview', bg_color: 'white' }), idem),
+      409,
+      'idempotency_key_mismatch',
+      'other bg_color',
+    );
     expect(await balance(server.url, key)).toMatchObject({ total: 2 });
 
     // Keys are per account: another account's request under the same key is its own (here: refused for credits).
@@ -398,7 +540,9 @@ describe('output format and pixels', () => {
     expect([answer.headers.get('x-width'), answer.headers.get('x-height')]).toEqual(['160', '120']);
     const meta = await sharp(answer.body).metadata();
     expect([meta.width, meta.height, meta.orientation ?? 1]).toEqual([160, 120, 1]);
-    const [left, top, width, height] = ['left', 'top', 'width', 'height'].map((side) => Number(answer.headers.get(`x-foreground-${side}`)));
+    const [left, top, width, height] = ['left', 'top', 'width', 'height'].map((side) =>
+      Number(answer.headers.get(`x-foreground-${side}`)),
+    );
     expect(left! + width!).toBeLessThanOrEqual(160);
     expect(top! + height!).toBeLessThanOrEqual(120);
   });
@@ -425,7 +569,8 @@ describe('output format and pixels', () => {
     expect([meta.width, meta.height]).toEqual([width, height]);
     // The disc spans 600..1400 x 350..1150 on the 2000x1500 input, not on the smaller result.
     const box = ['left', 'top', 'width', 'height'].map((side) => Number(answer.headers.get(`x-foreground-${side}`)));
-    for (const [i, value] of box.entries()) expect(Math.abs(value - [600, 350, 800, 800][i]!), `foreground ${box.join(',')}`).toBeLessThanOrEqual(20);
+    for (const [i, value] of box.entries())
+      expect(Math.abs(value - [600, 350, 800, 800][i]!), `foreground ${box.join(',')}`).toBeLessThanOrEqual(20);
   });
 });
 
@@ -437,10 +582,15 @@ describe('the 10 MP cap of PNG and format=auto', () => {
     key = (await createKey(dataDir, 5)).key;
   });
 
-  async function dimensions(answer: HttpAnswer): Promise<{ width: number; height: number; format: string | undefined }> {
+  async function dimensions(
+    answer: HttpAnswer,
+  ): Promise<{ width: number; height: number; format: string | undefined }> {
     expect(answer.status, answer.body.toString().slice(0, 300)).toBe(200);
     const meta = await sharp(answer.body).metadata();
-    expect([String(meta.width), String(meta.height)]).toEqual([answer.headers.get('x-width'), answer.headers.get('x-height')]);
+    expect([String(meta.width), String(meta.height)]).toEqual([
+      answer.headers.get('x-width'),
+      answer.headers.get('x-height'),
+    ]);
     return { width: meta.width ?? 0, height: meta.height ?? 0, format: meta.format };
   }
 

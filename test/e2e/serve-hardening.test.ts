@@ -20,7 +20,16 @@ beforeAll(async () => {
   dataDir = tempDataDir();
   // Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
   // Short headers and body timeouts, so the slow-client test sees the server close connections.
-  server = await startServe(dataDir, ['--rate-limit', '1000', '--max-auth-failures', '1000', '--headers-timeout', String(HEADERS_TIMEOUT_S), '--body-timeout', String(BODY_TIMEOUT_S)]);
+  server = await startServe(dataDir, [
+    '--rate-limit',
+    '1000',
+    '--max-auth-failures',
+    '1000',
+    '--headers-timeout',
+    String(HEADERS_TIMEOUT_S),
+    '--body-timeout',
+    String(BODY_TIMEOUT_S),
+  ]);
 });
 
 afterAll(async () => {
@@ -60,10 +69,15 @@ describe('bodies are not read before authentication', () => {
 
 describe('slow clients', () => {
   it('200 connections trickling headers or bodies: a normal client is served within 5 s; the server closes them at its timeouts', async () => {
-    const [normal, slowA, slowB] = await Promise.all([createKey(dataDir, 5), createKey(dataDir, 5), createKey(dataDir, 5)]);
+    const [normal, slowA, slowB] = await Promise.all([
+      createKey(dataDir, 5),
+      createKey(dataDir, 5),
+      createKey(dataDir, 5),
+    ]);
     const url = new URL(server.url);
     const slow: Trickler[] = [];
-    for (let i = 0; i < 100; i++) slow.push(trickle(url, { head: 'POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-Slow: ', body: 'a' }));
+    for (let i = 0; i < 100; i++)
+      slow.push(trickle(url, { head: 'POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-Slow: ', body: 'a' }));
     for (let i = 0; i < 100; i++) {
       const key = i % 2 === 0 ? slowA.key : slowB.key;
       const head = `POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"image_file_b64":"`;

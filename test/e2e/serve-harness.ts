@@ -1,7 +1,7 @@
 // Shared by the serve-*.test.ts files: spawns the real `rmbg` CLI (over dist/, which the run's globalSetup
 // builds) and starts `rmbg serve` on 127.0.0.1:0.
 
-import { existsSync, mkdtempSync, } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,8 @@ export const SAMPLES = join(ROOT, 'samples');
 
 /** dist/ is built by the run's globalSetup (test/global-setup.ts); kept so callers need not change. */
 export async function ensureBuilt(): Promise<void> {
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run the tests with vitest, whose globalSetup builds it');
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))
+    throw new Error('dist/ is missing: run the tests with vitest, whose globalSetup builds it');
 }
 
 export function tempDataDir(): string {
@@ -32,7 +33,17 @@ export interface CreatedKey {
 }
 
 export async function createKey(dataDir: string, credits = 10, plan = 'pro'): Promise<CreatedKey> {
-  const result = await rmbg(['keys', 'create', '--json', '--credits', String(credits), '--plan', plan, '--data-dir', dataDir]);
+  const result = await rmbg([
+    'keys',
+    'create',
+    '--json',
+    '--credits',
+    String(credits),
+    '--plan',
+    plan,
+    '--data-dir',
+    dataDir,
+  ]);
   if (result.exitCode !== 0) throw new Error(`keys create failed: ${result.stderr}`);
   return JSON.parse(result.stdout) as CreatedKey;
 }
@@ -47,7 +58,11 @@ export interface ServeProcess {
 }
 
 /** `env` is added to this process's environment for the server (e.g. NODE_EXTRA_CA_CERTS, NODE_OPTIONS). */
-export async function startServe(dataDir: string, flags: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+export async function startServe(
+  dataDir: string,
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
   const child = execa('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...flags], {
     cwd: ROOT,
     env,
@@ -60,7 +75,10 @@ export async function startServe(dataDir: string, flags: string[] = [], env: Rec
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolveUrl, rejectUrl) => {
-    const timer = setTimeout(() => rejectUrl(new Error(`rmbg serve did not report its URL in 90 s; stderr:\n${stderr}`)), 90_000);
+    const timer = setTimeout(
+      () => rejectUrl(new Error(`rmbg serve did not report its URL in 90 s; stderr:\n${stderr}`)),
+      90_000,
+    );
     const check = () => {
       const match = /rmbg: listening on (http:\/\/\S+)/.exec(stdout);
       if (match) {
@@ -103,10 +121,16 @@ export function errorCode(answer: HttpAnswer): string {
   return body.errors[0].code;
 }
 
-export async function balance(url: string, key: string): Promise<{ total: number; subscription: number; payg: number }> {
+export async function balance(
+  url: string,
+  key: string,
+): Promise<{ total: number; subscription: number; payg: number }> {
   const answer = await call(`${url}/v1.0/account`, { headers: { 'X-API-Key': key } });
   if (answer.status !== 200) throw new Error(`GET /v1.0/account answered ${answer.status}: ${answer.body.toString()}`);
-  const { credits } = (JSON.parse(answer.body.toString()) as { data: { attributes: { credits: { total: number; subscription: number; payg: number } } } }).data
-    .attributes;
+  const { credits } = (
+    JSON.parse(answer.body.toString()) as {
+      data: { attributes: { credits: { total: number; subscription: number; payg: number } } };
+    }
+  ).data.attributes;
   return { total: credits.total, subscription: credits.subscription, payg: credits.payg };
 }

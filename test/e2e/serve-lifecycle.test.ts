@@ -6,7 +6,17 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { balance, call, createKey, ensureBuilt, errorCode, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import {
+  balance,
+  call,
+  createKey,
+  ensureBuilt,
+  errorCode,
+  SAMPLES,
+  startServe,
+  tempDataDir,
+  type ServeProcess,
+} from './serve-harness.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
@@ -23,7 +33,13 @@ afterEach(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-function upload(url: string, key: string, image: Buffer = photo, fields: Record<string, string> = {}, headers: Record<string, string> = {}) {
+function upload(
+  url: string,
+  key: string,
+  image: Buffer = photo,
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) {
   const form = new FormData();
   form.append('image_file', new Blob([new Uint8Array(image)]), 'photo');
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
@@ -53,7 +69,15 @@ describe('failures are answered and refunded', () => {
     const { key } = await createKey(dataDir, 5);
     server = await startServe(dataDir, ['--processing-timeout', '1', '--max-queue', '0']);
     // A 6 MP photo-like image at full size: decoding, the model and encoding take well over a second.
-    const large = await sharp({ create: { width: 3000, height: 2000, channels: 3, background: '#6a8caf', noise: { type: 'gaussian', mean: 120, sigma: 40 } } })
+    const large = await sharp({
+      create: {
+        width: 3000,
+        height: 2000,
+        channels: 3,
+        background: '#6a8caf',
+        noise: { type: 'gaussian', mean: 120, sigma: 40 },
+      },
+    })
       .jpeg({ quality: 80 })
       .toBuffer();
 
@@ -107,7 +131,9 @@ describe('while the model runs', () => {
     const { url } = server;
     // A small image: decoding, composing and encoding it take milliseconds, the model's 1024² run takes
     // seconds; so nearly all the time the image is admitted, the server is inside the inference.
-    const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#6a8caf' } }).png().toBuffer();
+    const image = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#6a8caf' } })
+      .png()
+      .toBuffer();
 
     const sent = performance.now();
     let removalAnswered = false;

@@ -17,7 +17,8 @@ afterEach(async () => {
 
 /** /metrics from this machine: with the token, without one, with a wrong one. */
 async function scrape(url: string, token: string) {
-  const statusWith = async (authorization?: string) => (await call(`${url}/metrics`, authorization ? { headers: { authorization } } : {})).status;
+  const statusWith = async (authorization?: string) =>
+    (await call(`${url}/metrics`, authorization ? { headers: { authorization } } : {})).status;
   return [await statusWith(`Bearer ${token}`), await statusWith(), await statusWith(`Bearer ${token}x`)];
 }
 
@@ -50,9 +51,15 @@ describe('rmbg serve --metrics-token-file and RMBG_METRICS_TOKEN', () => {
     const empty = join(dataDir, 'empty');
     writeFileSync(empty, '\n');
     const noToken = await rmbg(['serve', '--port', '0', '--data-dir', dataDir, '--metrics-token-file', empty]);
-    expect([noToken.exitCode, noToken.stderr]).toEqual([2, expect.stringMatching(/--metrics-token-file .*empty: the metrics token is empty/)]);
+    expect([noToken.exitCode, noToken.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--metrics-token-file .*empty: the metrics token is empty/),
+    ]);
     const badProxy = await rmbg(['serve', '--port', '0', '--data-dir', dataDir, '--trust-proxy', '10.0.0.0/40']);
-    expect([badProxy.exitCode, badProxy.stderr]).toEqual([2, expect.stringMatching(/--trust-proxy: '10.0.0.0\/40' is not an IP address or a CIDR block/)]);
+    expect([badProxy.exitCode, badProxy.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--trust-proxy: '10.0.0.0\/40' is not an IP address or a CIDR block/),
+    ]);
   });
 });
 
@@ -61,7 +68,8 @@ describe('rmbg serve --trust-proxy', () => {
     dataDir = tempDataDir();
     const { key } = await createKey(dataDir, 5);
     server = await startServe(dataDir, ['--trust-proxy', '127.0.0.1,::1', '--max-auth-failures', '3']);
-    const account = (apiKey: string, client: string) => call(`${server!.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey, 'X-Forwarded-For': client } });
+    const account = (apiKey: string, client: string) =>
+      call(`${server!.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey, 'X-Forwarded-For': client } });
     // How many of 12 at once are refused depends on their timing; once they are all counted, the next one is.
     await Promise.all(Array.from({ length: 12 }, (_, i) => account(`rmbg_flood-${i}`, '203.0.113.7')));
     expect((await account('rmbg_flood', '203.0.113.7')).status).toBe(429);

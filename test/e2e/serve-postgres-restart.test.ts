@@ -53,7 +53,9 @@ beforeAll(async () => {
   url = `postgres://postgres:restart@127.0.0.1:${port}/postgres`;
   const model = join(work, 'identity.onnx');
   writeIdentityModel(model, 'input', 'output');
-  photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
+  photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+    .jpeg()
+    .toBuffer();
   const flags = ['--store', url, '--model', model, '--lease-time', '2', '--rate-limit', '100000'];
   servers = await Promise.all([0, 1].map(() => startServe(join(work, 'unused'), flags)));
 });
@@ -67,7 +69,11 @@ afterAll(async () => {
 function remove(server: ServeProcess, key: string, idempotencyKey: string): Promise<HttpAnswer> {
   const form = new FormData();
   form.append('image_file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'photo.jpg');
-  return call(`${server.url}/v1.0/removebg`, { method: 'POST', headers: { 'X-API-Key': key, 'Idempotency-Key': idempotencyKey }, body: form });
+  return call(`${server.url}/v1.0/removebg`, {
+    method: 'POST',
+    headers: { 'X-API-Key': key, 'Idempotency-Key': idempotencyKey },
+    body: form,
+  });
 }
 
 const ready = async (server: ServeProcess) => (await call(`${server.url}/readyz`)).status;
@@ -84,11 +90,14 @@ it('while PostgreSQL restarts, requests get 503 with Retry-After (never a 500); 
     for (let i = 0; !stop; i++) {
       const idem = `load-${i}`;
       // A connection the server dropped (or a server that died) is recorded as status 0, and fails the test below.
-      const answer = await remove(servers[i % 2]!, key, idem).catch((): HttpAnswer => ({ status: 0, headers: new Headers(), body: Buffer.alloc(0) }));
+      const answer = await remove(servers[i % 2]!, key, idem).catch(
+        (): HttpAnswer => ({ status: 0, headers: new Headers(), body: Buffer.alloc(0) }),
+      );
       answers.push({ idem, answer, phase });
     }
   })();
-  const seen = (status: number, during: string) => answers.filter((a) => a.answer.status === status && a.phase === during).length;
+  const seen = (status: number, during: string) =>
+    answers.filter((a) => a.answer.status === status && a.phase === during).length;
 
   await expect.poll(() => seen(200, 'before'), { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
   phase = 'down';
@@ -112,7 +121,11 @@ it('while PostgreSQL restarts, requests get 503 with Retry-After (never a 500); 
   }
 
   // Requests cut off by the outage keep their leases until they expire; then the sweep settles them.
-  await expect.poll(async () => Number((await pgRows<{ n: string }>(url, 'SELECT COUNT(*) AS n FROM leases'))[0]?.n), { timeout: 30_000 }).toBe(0);
+  await expect
+    .poll(async () => Number((await pgRows<{ n: string }>(url, 'SELECT COUNT(*) AS n FROM leases'))[0]?.n), {
+      timeout: 30_000,
+    })
+    .toBe(0);
   // Each key that got a 503 is sent again: a replay (it was delivered before the answer was lost), a
   // failed key (its charge was refunded), or processed now (it never got that far). Exactly the keys with a
   // 200, first time or now, are charged.
@@ -123,5 +136,8 @@ it('while PostgreSQL restarts, requests get 503 with Retry-After (never a 500); 
     if (again.status === 200) charged += 1;
   }
   const account = await call(`${servers[1]!.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
-  expect((JSON.parse(account.body.toString()) as { data: { attributes: { credits: { total: number } } } }).data.attributes.credits.total).toBe(grants - charged);
+  expect(
+    (JSON.parse(account.body.toString()) as { data: { attributes: { credits: { total: number } } } }).data.attributes
+      .credits.total,
+  ).toBe(grants - charged);
 });

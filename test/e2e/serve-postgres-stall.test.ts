@@ -43,7 +43,8 @@ async function timed(server: ServeProcess, key: string): Promise<number> {
   return performance.now() - started;
 }
 
-const count = async (sql: string, params: unknown[] = []) => Number((await pgRows<{ n: string }>(url, sql, params))[0]?.n);
+const count = async (sql: string, params: unknown[] = []) =>
+  Number((await pgRows<{ n: string }>(url, sql, params))[0]?.n);
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] as number;
 
 beforeAll(async () => {
@@ -51,8 +52,20 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'rmbg-pg-stall-'));
   const model = join(work, 'identity.onnx');
   writeIdentityModel(model, 'input', 'output');
-  bigPhoto = await sharp({ create: { width: 3000, height: 2500, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).jpeg({ quality: 95 }).toBuffer();
-  smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
+  bigPhoto = await sharp({
+    create: {
+      width: 3000,
+      height: 2500,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 60 },
+    },
+  })
+    .jpeg({ quality: 95 })
+    .toBuffer();
+  smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+    .jpeg()
+    .toBuffer();
   const flags = ['--store', url, '--model', model, '--lease-time', '2', '--rate-limit', '100000'];
   servers = await Promise.all([0, 1, 2].map(() => startServe(join(work, 'unused-data-dir'), flags)));
 });
@@ -72,7 +85,12 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
 
   const inFlight = remove(stopped, victim.key, bigPhoto, 'stuck-1');
   inFlight.catch(() => {}); // awaited below; a failed test must not leave it unhandled
-  await expect.poll(() => count('SELECT COUNT(*) AS n FROM leases WHERE account_id = $1 AND charged > 0', [victim.account]), { timeout: 30_000, interval: 20 }).toBe(1);
+  await expect
+    .poll(() => count('SELECT COUNT(*) AS n FROM leases WHERE account_id = $1 AND charged > 0', [victim.account]), {
+      timeout: 30_000,
+      interval: 20,
+    })
+    .toBe(1);
   // Hold the lease's row while the stopped server's deliver comes to delete it, so it is stopped right inside.
   const outsider = new pg.Client(url);
   await outsider.connect();
@@ -80,7 +98,13 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
     await outsider.query('BEGIN');
     await outsider.query('SELECT * FROM leases WHERE account_id = $1 FOR UPDATE', [victim.account]);
     await expect
-      .poll(() => count("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM leases%'"), { timeout: 30_000, interval: 20 })
+      .poll(
+        () =>
+          count(
+            "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM leases%'",
+          ),
+        { timeout: 30_000, interval: 20 },
+      )
       .toBe(1);
     process.kill(stopped.child.pid as number, 'SIGSTOP');
     await outsider.query('COMMIT');
@@ -88,16 +112,26 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
     await outsider.end();
   }
   // The stopped server's session now holds the lease's lock, idle in its transaction.
-  await expect.poll(() => count("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'"), { interval: 20 }).toBe(1);
+  await expect
+    .poll(
+      () =>
+        count(
+          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'",
+        ),
+      { interval: 20 },
+    )
+    .toBe(1);
 
   // Until its request is settled, the others serve the other account, and the stopped server's account too.
   const during: number[] = [await timed(a, victim.key)];
   const deadline = Date.now() + 30_000;
   while ((await count('SELECT COUNT(*) AS n FROM leases WHERE account_id = $1', [victim.account])) > 0) {
-    expect(Date.now(), 'the stopped server\'s request settled in time').toBeLessThan(deadline);
+    expect(Date.now(), "the stopped server's request settled in time").toBeLessThan(deadline);
     during.push(await timed(during.length % 2 ? a : b, other.key));
   }
-  console.log(`latency of another account's requests: usual median ${median(usual).toFixed(0)} ms (max ${Math.max(...usual).toFixed(0)}), during the stall median ${median(during).toFixed(0)} ms (max ${Math.max(...during).toFixed(0)}) over ${during.length} requests`);
+  console.log(
+    `latency of another account's requests: usual median ${median(usual).toFixed(0)} ms (max ${Math.max(...usual).toFixed(0)}), during the stall median ${median(during).toFixed(0)} ms (max ${Math.max(...during).toFixed(0)}) over ${during.length} requests`,
+  );
   // Usual latency: none waited on the stopped server's lock or for a pooled connection, which would have taken
   // lock_timeout or connect_timeout (5 s each). (The median is logged above, not judged: on a loaded machine
   // it varies with everything else that runs.)
@@ -113,8 +147,12 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
   // The ledger is exact: the victim paid for the one request it got, and every kept balance is its ledger's sum.
   expect(await count("SELECT COUNT(*) AS n FROM credit_ledger WHERE kind = 'refund'")).toBe(1);
   expect(await count('SELECT payg_credits AS n FROM accounts WHERE id = $1', [victim.account])).toBe(9);
-  expect(await count('SELECT payg_credits AS n FROM accounts WHERE id = $1', [other.account])).toBe(1000 - usual.length - during.length + 1);
+  expect(await count('SELECT payg_credits AS n FROM accounts WHERE id = $1', [other.account])).toBe(
+    1000 - usual.length - during.length + 1,
+  );
   expect(
-    await count(`SELECT COUNT(*) AS n FROM accounts a WHERE a.payg_credits + a.subscription_credits <> (SELECT COALESCE(SUM(amount), 0) FROM credit_ledger l WHERE l.account_id = a.id)`),
+    await count(
+      `SELECT COUNT(*) AS n FROM accounts a WHERE a.payg_credits + a.subscription_credits <> (SELECT COALESCE(SUM(amount), 0) FROM credit_ledger l WHERE l.account_id = a.id)`,
+    ),
   ).toBe(0);
 });

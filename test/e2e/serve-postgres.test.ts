@@ -11,7 +11,15 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFaultServer, type FaultStep } from '../helpers/fault-server.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
-import { cutoutsIn, makeShoot, outputName, relayStep, removeRemote, waitFor, type Relayed } from './remove-remote-harness.js';
+import {
+  cutoutsIn,
+  makeShoot,
+  outputName,
+  relayStep,
+  removeRemote,
+  waitFor,
+  type Relayed,
+} from './remove-remote-harness.js';
 import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
@@ -45,7 +53,8 @@ function remove(server: ServeProcess, key: string, photo: Buffer, idempotencyKey
 async function credits(server: ServeProcess, key: string): Promise<number> {
   const answer = await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
   expect(answer.status).toBe(200);
-  return (JSON.parse(answer.body.toString()) as { data: { attributes: { credits: { total: number } } } }).data.attributes.credits.total;
+  return (JSON.parse(answer.body.toString()) as { data: { attributes: { credits: { total: number } } } }).data
+    .attributes.credits.total;
 }
 
 const count = async (sql: string) => Number((await pgRows<{ n: string }>(url, sql))[0]?.n);
@@ -56,8 +65,20 @@ beforeAll(async () => {
   model = join(work, 'identity.onnx');
   // Named like the manifest's output: every inference succeeds, with the input's first plane as the mask.
   writeIdentityModel(model, 'input', 'output');
-  bigPhoto = await sharp({ create: { width: 2400, height: 2000, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).jpeg({ quality: 95 }).toBuffer();
-  smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).jpeg().toBuffer();
+  bigPhoto = await sharp({
+    create: {
+      width: 2400,
+      height: 2000,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 60 },
+    },
+  })
+    .jpeg({ quality: 95 })
+    .toBuffer();
+  smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+    .jpeg()
+    .toBuffer();
   flags = ['--store', url, '--model', model, '--lease-time', String(LEASE_SECONDS), '--rate-limit', String(RATE_LIMIT)];
   // Started together: they race to migrate the empty database (the advisory lock lets one do it).
   servers = await Promise.all([0, 1, 2].map(() => startServe(join(work, 'unused-data-dir'), flags)));
@@ -87,11 +108,15 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     const mine = keys.find((k) => key.startsWith(k.prefix));
     expect(mine).toBeDefined();
     const added = await rmbg(['credits', 'add', '4', '--key', key, '--store', url]);
-    expect([added.exitCode, added.stdout.trim()]).toEqual([0, 'added 4 payg credits; balance 7 (subscription 0, payg 7)']);
+    expect([added.exitCode, added.stdout.trim()]).toEqual([
+      0,
+      'added 4 payg credits; balance 7 (subscription 0, payg 7)',
+    ]);
     expect(await credits(servers[1]!, key)).toBe(7);
     expect((await rmbg(['keys', 'revoke', mine!.id, '--store', url])).exitCode).toBe(0);
     // Revoked in the shared database: every server refuses the key at once.
-    for (const server of servers) expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).status).toBe(403);
+    for (const server of servers)
+      expect((await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).status).toBe(403);
   });
 
   it('the same Idempotency-Key sent to different servers is processed and charged once; every server replays it', async () => {
@@ -99,7 +124,9 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     const [a, b, c] = servers as [ServeProcess, ServeProcess, ServeProcess];
     const first = remove(a, key, bigPhoto, 'order-7');
     // Once the key is reserved (by a's request), the other servers see it in progress.
-    await expect.poll(() => count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = 'order-7'"), { timeout: 30_000 }).toBe(1);
+    await expect
+      .poll(() => count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = 'order-7'"), { timeout: 30_000 })
+      .toBe(1);
     const during = await Promise.all([remove(b, key, bigPhoto, 'order-7'), remove(c, key, bigPhoto, 'order-7')]);
     const original = await first;
     expect(original.status).toBe(200);
@@ -111,7 +138,9 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     for (const server of servers) {
       const replay = await remove(server, key, bigPhoto, 'order-7');
       expect([replay.status, replay.headers.get('x-request-id'), replay.headers.get('x-idempotent-replayed')]).toEqual([
-        200, original.headers.get('x-request-id'), 'true',
+        200,
+        original.headers.get('x-request-id'),
+        'true',
       ]);
       expect(replay.body.equals(original.body)).toBe(true);
     }
@@ -121,12 +150,16 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
   it(`a limit of ${RATE_LIMIT} requests per minute per key holds across the servers, with truthful X-RateLimit-Remaining`, async () => {
     const key = await createKey(0);
     const answers = await Promise.all(
-      Array.from({ length: RATE_LIMIT + 9 }, (_, i) => call(`${servers[i % 3]!.url}/v1.0/account`, { headers: { 'X-API-Key': key } })),
+      Array.from({ length: RATE_LIMIT + 9 }, (_, i) =>
+        call(`${servers[i % 3]!.url}/v1.0/account`, { headers: { 'X-API-Key': key } }),
+      ),
     );
     const ok = answers.filter((answer) => answer.status === 200);
     const limited = answers.filter((answer) => answer.status === 429);
     expect([ok.length, limited.length]).toEqual([RATE_LIMIT, 9]);
-    expect(ok.map((answer) => Number(answer.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y)).toEqual(Array.from({ length: RATE_LIMIT }, (_, i) => i));
+    expect(ok.map((answer) => Number(answer.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: RATE_LIMIT }, (_, i) => i),
+    );
     for (const answer of limited) {
       expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
       expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -146,11 +179,16 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     // Eight requests line up in the victim's engine: each is charged when admitted, then waits its turn.
     const keys = Array.from({ length: 8 }, (_, i) => `victim-${i}`);
     const inFlight = keys.map((idem) => remove(victim, key, bigPhoto, idem).catch(() => undefined));
-    await expect.poll(() => count('SELECT COUNT(*) AS n FROM leases WHERE charged > 0'), { timeout: 30_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => count('SELECT COUNT(*) AS n FROM leases WHERE charged > 0'), { timeout: 30_000 })
+      .toBeGreaterThan(0);
     // Wait until one of the victim's leases was renewed past a whole lease time: without renewal the others
     // would have refunded it by now. They have not refunded anything.
     await expect
-      .poll(() => count(`SELECT COUNT(*) AS n FROM leases WHERE expires_at > created_at + ${2 * LEASE_SECONDS * 1000}`), { timeout: 30_000 })
+      .poll(
+        () => count(`SELECT COUNT(*) AS n FROM leases WHERE expires_at > created_at + ${2 * LEASE_SECONDS * 1000}`),
+        { timeout: 30_000 },
+      )
       .toBeGreaterThan(0);
     expect(await count("SELECT COUNT(*) AS n FROM credit_ledger WHERE kind = 'refund'")).toBe(0);
 
@@ -170,7 +208,10 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
       const retry = await remove(a, key, bigPhoto, idem);
       if (retry.status === 200) replayed += 1;
       else {
-        expect([retry.status, JSON.parse(retry.body.toString()).errors[0].code]).toEqual([409, 'idempotency_key_failed']);
+        expect([retry.status, JSON.parse(retry.body.toString()).errors[0].code]).toEqual([
+          409,
+          'idempotency_key_failed',
+        ]);
         failed += 1;
       }
     }
@@ -178,7 +219,12 @@ describe('three rmbg serve processes on one PostgreSQL', () => {
     expect(await credits(b, key)).toBe(grants - delivered - answered - replayed);
     expect(await count("SELECT COUNT(DISTINCT request_id) AS n FROM credit_ledger WHERE kind = 'refund'")).toBe(failed);
     // The survivors counted what they settled.
-    const expired = await Promise.all([a, b].map(async (server) => /rmbg_leases_expired_total (\d+)/.exec((await call(`${server.url}/metrics`)).body.toString())?.[1]));
+    const expired = await Promise.all(
+      [a, b].map(
+        async (server) =>
+          /rmbg_leases_expired_total (\d+)/.exec((await call(`${server.url}/metrics`)).body.toString())?.[1],
+      ),
+    );
     expect(expired.reduce((sum, n) => sum + Number(n), 0)).toBe(failed);
   });
 

@@ -11,7 +11,19 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
-import { balance, call, createKey, ensureBuilt, errorCode, ROOT, SAMPLES, startServe, tempDataDir, type HttpAnswer, type ServeProcess } from './serve-harness.js';
+import {
+  balance,
+  call,
+  createKey,
+  ensureBuilt,
+  errorCode,
+  ROOT,
+  SAMPLES,
+  startServe,
+  tempDataDir,
+  type HttpAnswer,
+  type ServeProcess,
+} from './serve-harness.js';
 
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 const GUARD_BANNER = 'rmbg-test: loopback-only network installed';
@@ -33,7 +45,9 @@ let openDir: string;
  */
 function writeNetworkGuard(dir: string): string {
   const source = readFileSync(join(ROOT, 'test', 'helpers', 'loopback-only-network.ts'), 'utf8');
-  const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const js = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
   writeFileSync(join(dir, 'loopback-only-network.mjs'), js);
   const entry = join(dir, 'install-guard.mjs');
   writeFileSync(
@@ -52,7 +66,14 @@ beforeAll(async () => {
   openDir = tempDataDir();
   // Both servers trust the test CA, so the strict one fails for its policy and not for an unknown certificate.
   const env = { ...guard, NODE_EXTRA_CA_CERTS: ca.caCertPath };
-  [strict, open] = await Promise.all([startServe(strictDir, ['--rate-limit', '1000'], env), startServe(openDir, ['--allow-private-urls', '--rate-limit', '1000', '--max-queue', '1', '--max-in-flight-per-key', '2'], env)]);
+  [strict, open] = await Promise.all([
+    startServe(strictDir, ['--rate-limit', '1000'], env),
+    startServe(
+      openDir,
+      ['--allow-private-urls', '--rate-limit', '1000', '--max-queue', '1', '--max-in-flight-per-key', '2'],
+      env,
+    ),
+  ]);
   // Port 443 is taken last and held briefly: other test files wait for it.
   https = await startHttpsServer({
     key: ca.key,
@@ -63,7 +84,8 @@ beforeAll(async () => {
     handler: (req, res) => {
       const path = new URL(req.url ?? '/', 'https://x').pathname;
       seen.push(path);
-      if (path === '/photo.jpg') res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
+      if (path === '/photo.jpg')
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
       else if (path === '/trickle.jpg') trickle(res);
       else if (path === '/redirect') res.writeHead(302, { location: '/photo.jpg' }).end();
       else if (path === '/not-an-image') res.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>');
@@ -90,7 +112,14 @@ afterAll(async () => {
 type Encoding = 'json' | 'urlencoded' | 'multipart';
 const ENCODINGS: readonly Encoding[] = ['json', 'urlencoded', 'multipart'];
 
-function postUrl(server: ServeProcess, key: string, imageUrl: string, encoding: Encoding, fields: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+function postUrl(
+  server: ServeProcess,
+  key: string,
+  imageUrl: string,
+  encoding: Encoding,
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+): Promise<HttpAnswer> {
   const all = { image_url: imageUrl, ...fields };
   let body: string | FormData;
   const sent: Record<string, string> = { 'X-API-Key': key, ...headers };
@@ -160,7 +189,8 @@ describe('without --allow-private-urls', () => {
     }
     // The same refusals in the other encodings too, for the cases that differ in kind.
     for (const url of ['http://127.0.0.1/photo.jpg', 'https://localhost/photo.jpg', 'https://10.0.0.1/photo.jpg']) {
-      for (const encoding of ENCODINGS) expectRefused(await postUrl(strict, key, url, encoding), `${url} (${encoding})`);
+      for (const encoding of ENCODINGS)
+        expectRefused(await postUrl(strict, key, url, encoding), `${url} (${encoding})`);
     }
     expect(seen).toEqual([]);
     expect(await balance(strict.url, key)).toEqual({ total: 5, subscription: 0, payg: 5 });
@@ -178,7 +208,10 @@ describe('with --allow-private-urls (local testing)', () => {
     expect(answer.headers.get('x-credits-charged')).toBe('1');
     const meta = await sharp(answer.body).metadata();
     expect([meta.format, meta.hasAlpha]).toEqual(['png', true]);
-    expect([String(meta.width), String(meta.height)]).toEqual([answer.headers.get('x-width'), answer.headers.get('x-height')]);
+    expect([String(meta.width), String(meta.height)]).toEqual([
+      answer.headers.get('x-width'),
+      answer.headers.get('x-height'),
+    ]);
     // The rocket photo is 640x427; the default size (preview) keeps it under 0.25 MP.
     expect((meta.width ?? 0) * (meta.height ?? 0)).toBeLessThanOrEqual(250_000);
     expect(await balance(open.url, key)).toEqual({ total: 2, subscription: 0, payg: 2 });
@@ -192,9 +225,20 @@ describe('with --allow-private-urls (local testing)', () => {
     expect(jpg.headers.get('content-type')).toBe('image/jpeg');
     expect((await sharp(jpg.body).metadata()).format).toBe('jpeg');
 
-    const json = await postUrl(open, key, 'https://127.0.0.1:443/photo.jpg', 'multipart', { size: 'small' }, { Accept: 'application/json' });
+    const json = await postUrl(
+      open,
+      key,
+      'https://127.0.0.1:443/photo.jpg',
+      'multipart',
+      { size: 'small' },
+      { Accept: 'application/json' },
+    );
     expect(json.status, json.body.toString()).toBe(200);
-    const data = (JSON.parse(json.body.toString()) as { data: { result_b64: string; result_width: number; credits_charged: number } }).data;
+    const data = (
+      JSON.parse(json.body.toString()) as {
+        data: { result_b64: string; result_width: number; credits_charged: number };
+      }
+    ).data;
     expect(data.credits_charged).toBe(1);
     expect((await sharp(Buffer.from(data.result_b64, 'base64')).metadata()).width).toBe(data.result_width);
     expect(seen).toEqual(['/photo.jpg', '/photo.jpg']);
@@ -248,7 +292,11 @@ describe('a slow image_url does not hold the engine (--max-queue 1, --max-in-fli
     // Another key's upload and image_url are processed while the slow downloads continue.
     const form = new FormData();
     form.append('image_file', new Blob([new Uint8Array(photo)], { type: 'image/jpeg' }), 'rocket.jpg');
-    const upload = await call(`${open.url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': other.key } });
+    const upload = await call(`${open.url}/v1.0/removebg`, {
+      method: 'POST',
+      body: form,
+      headers: { 'X-API-Key': other.key },
+    });
     expect(upload.status, upload.body.toString()).toBe(200);
     const byUrl = await postUrl(open, other.key, 'https://localhost/photo.jpg', 'json');
     expect(byUrl.status, byUrl.body.toString()).toBe(200);

@@ -3,7 +3,16 @@
 // convolution whose mask is the red channel of the normalised input plus a bias, so each contract (input size,
 // mean/std, 0–1 or 0–255 scale, sigmoid or not) gives alpha values the test computes on its own.
 
-import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,10 +36,34 @@ interface Case {
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 const CASES: Case[] = [
-  { name: 'isnet', flags: ['--preset', 'isnet'], size: { width: 1024, height: 1024 }, bias: 0.5, mask: (r) => (r / 255 - HALF.mean) / HALF.std + 0.5 },
-  { name: 'bria', flags: ['--preset', 'bria'], size: { width: 1024, height: 1024 }, bias: 0.25, mask: (r) => (r / 255 - HALF.mean) / HALF.std + 0.25 },
-  { name: 'birefnet', flags: ['--preset', 'birefnet'], size: { width: 1024, height: 1024 }, bias: 0, mask: (r) => sigmoid((r / 255 - IMAGENET.mean) / IMAGENET.std) },
-  { name: 'u2net', flags: ['--preset', 'u2net'], size: { width: 320, height: 320 }, bias: 0, mask: (r) => (r / 255 - IMAGENET.mean) / IMAGENET.std },
+  {
+    name: 'isnet',
+    flags: ['--preset', 'isnet'],
+    size: { width: 1024, height: 1024 },
+    bias: 0.5,
+    mask: (r) => (r / 255 - HALF.mean) / HALF.std + 0.5,
+  },
+  {
+    name: 'bria',
+    flags: ['--preset', 'bria'],
+    size: { width: 1024, height: 1024 },
+    bias: 0.25,
+    mask: (r) => (r / 255 - HALF.mean) / HALF.std + 0.25,
+  },
+  {
+    name: 'birefnet',
+    flags: ['--preset', 'birefnet'],
+    size: { width: 1024, height: 1024 },
+    bias: 0,
+    mask: (r) => sigmoid((r / 255 - IMAGENET.mean) / IMAGENET.std),
+  },
+  {
+    name: 'u2net',
+    flags: ['--preset', 'u2net'],
+    size: { width: 320, height: 320 },
+    bias: 0,
+    mask: (r) => (r / 255 - IMAGENET.mean) / IMAGENET.std,
+  },
   {
     name: 'explicit',
     flags: ['--input-size', '64x48', '--mean', '0', '--std', '255', '--range', '0-255', '--activation', 'none'],
@@ -54,7 +87,10 @@ beforeAll(async () => {
   work = tempDir();
   dataDir = path.join(work, 'data');
   // Two halves: red 200 on the left, red 150 on the right; green and blue differ too, and must not matter.
-  const half = (r: number, g: number, b: number) => sharp({ create: { width: 100, height: 100, channels: 3, background: { r, g, b } } }).png().toBuffer();
+  const half = (r: number, g: number, b: number) =>
+    sharp({ create: { width: 100, height: 100, channels: 3, background: { r, g, b } } })
+      .png()
+      .toBuffer();
   photo = path.join(work, 'halves.png');
   await sharp({ create: { width: 200, height: 100, channels: 3, background: '#000' } })
     .composite([
@@ -74,29 +110,47 @@ async function alphaAt(file: string, x: number, y: number): Promise<number> {
 }
 
 describe('rmbg models add NAME FILE: a user model runs with its contract', () => {
-  it.each(CASES)('$name: added, listed as verified, and `remove --local --model` gives the alpha its contract implies', async (c) => {
-    const added = await rmbg(['models', 'add', `my-${c.name}`, `${c.name}.onnx`, ...c.flags], env());
-    expect(added.stderr).toBe('');
-    expect(added.exitCode).toBe(0);
-    expect(added.stdout).toContain(`added model my-${c.name}`);
+  it.each(CASES)(
+    '$name: added, listed as verified, and `remove --local --model` gives the alpha its contract implies',
+    async (c) => {
+      const added = await rmbg(['models', 'add', `my-${c.name}`, `${c.name}.onnx`, ...c.flags], env());
+      expect(added.stderr).toBe('');
+      expect(added.exitCode).toBe(0);
+      expect(added.stdout).toContain(`added model my-${c.name}`);
 
-    const out = path.join(work, `out-${c.name}`);
-    const removed = await rmbg(['remove', photo, '--local', '--model', `my-${c.name}`, '-o', out, '--format', 'png', '--json'], env());
-    expect(removed.exitCode).toBe(0);
-    const result = path.join(out, 'halves.png');
-    expect(await sharp(result).metadata()).toMatchObject({ width: 200, height: 100, channels: 4 });
-    // Centres of the two halves: the mask there is the contract's function of the red byte (±1 for float rounding).
-    expect(Math.abs((await alphaAt(result, 50, 50)) - alphaOf(c.mask(RED_LEFT)))).toBeLessThanOrEqual(1);
-    expect(Math.abs((await alphaAt(result, 150, 50)) - alphaOf(c.mask(RED_RIGHT)))).toBeLessThanOrEqual(1);
-  });
+      const out = path.join(work, `out-${c.name}`);
+      const removed = await rmbg(
+        ['remove', photo, '--local', '--model', `my-${c.name}`, '-o', out, '--format', 'png', '--json'],
+        env(),
+      );
+      expect(removed.exitCode).toBe(0);
+      const result = path.join(out, 'halves.png');
+      expect(await sharp(result).metadata()).toMatchObject({ width: 200, height: 100, channels: 4 });
+      // Centres of the two halves: the mask there is the contract's function of the red byte (±1 for float rounding).
+      expect(Math.abs((await alphaAt(result, 50, 50)) - alphaOf(c.mask(RED_LEFT)))).toBeLessThanOrEqual(1);
+      expect(Math.abs((await alphaAt(result, 150, 50)) - alphaOf(c.mask(RED_RIGHT)))).toBeLessThanOrEqual(1);
+    },
+  );
 
   it('lists the added models with their contract, next to the built-in ones', async () => {
     const listed = await rmbg(['models', 'list', '--json'], env());
     expect(listed.exitCode).toBe(0);
-    const rows = JSON.parse(listed.stdout) as Array<{ name: string; kind: string; status: string; contract?: string; default: boolean }>;
+    const rows = JSON.parse(listed.stdout) as Array<{
+      name: string;
+      kind: string;
+      status: string;
+      contract?: string;
+      default: boolean;
+    }>;
     expect(rows.find((r) => r.default)).toMatchObject({ kind: 'built-in' });
-    expect(rows.find((r) => r.name === 'my-birefnet')).toMatchObject({ kind: 'user', status: 'verified', contract: expect.stringContaining('activation sigmoid') });
-    expect(rows.find((r) => r.name === 'my-explicit')).toMatchObject({ contract: expect.stringContaining('input 64×48') });
+    expect(rows.find((r) => r.name === 'my-birefnet')).toMatchObject({
+      kind: 'user',
+      status: 'verified',
+      contract: expect.stringContaining('activation sigmoid'),
+    });
+    expect(rows.find((r) => r.name === 'my-explicit')).toMatchObject({
+      contract: expect.stringContaining('input 64×48'),
+    });
   });
 
   it('`rmbg serve --model NAME` answers with the user model', async () => {
@@ -107,7 +161,11 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
       form.append('image_file', new Blob([new Uint8Array(await sharp(photo).toBuffer())]), 'halves.png');
       form.append('format', 'png');
       form.append('size', 'full');
-      const answer = await call(`${server.url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+      const answer = await call(`${server.url}/v1.0/removebg`, {
+        method: 'POST',
+        body: form,
+        headers: { 'X-API-Key': key },
+      });
       expect(answer.status).toBe(200);
       const file = path.join(work, 'served.png');
       await sharp(answer.body).toFile(file);
@@ -122,7 +180,8 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
   it('a copy changed after it was added is refused by its sha256, whether its size changed or not; no output is written', async () => {
     await rmbg(['models', 'add', 'tampered', 'isnet.onnx', '--preset', 'isnet'], env());
     const copy = path.join(dataDir, 'models', 'tampered.onnx');
-    const runIt = (out: string) => rmbg(['remove', photo, '--local', '--model', 'tampered', '-o', path.join(work, out), '--json'], env());
+    const runIt = (out: string) =>
+      rmbg(['remove', photo, '--local', '--model', 'tampered', '-o', path.join(work, out), '--json'], env());
     expect((await runIt('ok')).exitCode).toBe(0);
 
     // Same size, one byte changed (the verify stamp must not vouch for it: the mtime moved).
@@ -145,7 +204,10 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect(noContract.exitCode).toBe(2);
     expect(noContract.stderr).toMatch(/--preset isnet\|birefnet\|u2net\|bria.*--input-size, --mean, --std/);
 
-    const wrongOutput = await rmbg(['models', 'add', 'named', 'isnet.onnx', '--preset', 'isnet', '--output', 'alpha'], env());
+    const wrongOutput = await rmbg(
+      ['models', 'add', 'named', 'isnet.onnx', '--preset', 'isnet', '--output', 'alpha'],
+      env(),
+    );
     expect(wrongOutput.exitCode).toBe(2);
     expect(wrongOutput.stderr).toContain("has no output 'alpha' (outputs: mask)");
 
@@ -170,7 +232,8 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     const graphs = path.join(cache, 'rmbg', 'graphs');
     const withCache = { env: { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: cache }, cwd: work };
     expect((await rmbg(['models', 'add', 'cached', 'birefnet.onnx', '--preset', 'birefnet'], env())).exitCode).toBe(0);
-    const runIt = (out: string) => rmbg(['remove', photo, '--local', '--model', 'cached', '-o', path.join(work, out), '--format', 'png'], withCache);
+    const runIt = (out: string) =>
+      rmbg(['remove', photo, '--local', '--model', 'cached', '-o', path.join(work, out), '--format', 'png'], withCache);
     expect((await runIt('cache-1')).exitCode).toBe(0);
     const files = readdirSync(graphs);
     expect(files).toHaveLength(1);

@@ -20,7 +20,10 @@ beforeAll(async () => {
   const model = join(dataDir, 'identity.onnx');
   // Named like the manifest's output: the engine takes its first plane as the mask, and the photo keeps its size.
   writeIdentityModel(model, 'input', 'output');
-  [server, browser] = await Promise.all([startServe(dataDir, ['--model', model, '--rate-limit', String(RATE_LIMIT)]), launchBrowser()]);
+  [server, browser] = await Promise.all([
+    startServe(dataDir, ['--model', model, '--rate-limit', String(RATE_LIMIT)]),
+    launchBrowser(),
+  ]);
 });
 
 afterAll(async () => {
@@ -101,7 +104,11 @@ describe('removing backgrounds', () => {
     const results = page.locator('.result');
     await expect.poll(() => page.locator('.status.done').count(), { timeout: 60_000 }).toBe(2);
     expect(await results.locator('.name').allTextContents()).toEqual(['rocket.jpg', 'chelsea.png']);
-    const sizes = await results.locator('img.after').evaluateAll((images) => images.map((image) => [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight]));
+    const sizes = await results
+      .locator('img.after')
+      .evaluateAll((images) =>
+        images.map((image) => [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight]),
+      );
     expect(sizes).toEqual([
       [640, 427],
       [451, 300],
@@ -127,7 +134,9 @@ describe('removing backgrounds', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'web-page-result.png'), fullPage: true });
 
     // The download is the API's result, byte for byte a PNG of the photo's size.
-    const download = await Promise.all([page.waitForEvent('download'), first.locator('a.download').click()]).then(([event]) => event);
+    const download = await Promise.all([page.waitForEvent('download'), first.locator('a.download').click()]).then(
+      ([event]) => event,
+    );
     const saved = readFileSync((await download.path()) as string);
     expect(saved.subarray(1, 4).toString()).toBe('PNG');
     expect([saved.readUInt32BE(16), saved.readUInt32BE(20)]).toEqual([640, 427]);
@@ -143,13 +152,17 @@ describe('removing backgrounds', () => {
     const bytes = readFileSync(join(SAMPLES, 'coffee.png')).toString('base64');
     const transfer = await page.evaluateHandle((data) => {
       const dropped = new DataTransfer();
-      dropped.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], 'coffee.png', { type: 'image/png' }));
+      dropped.items.add(
+        new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], 'coffee.png', { type: 'image/png' }),
+      );
       return dropped;
     }, bytes);
     await page.locator('#drop').dispatchEvent('drop', { dataTransfer: transfer });
     await expect.poll(() => page.locator('.status.done').count(), { timeout: 60_000 }).toBe(1);
     // coffee.png is 600×400: preview (at most 0.25 MP) scales it down, keeping its shape; JPG, opaque.
-    const [width, height] = await page.locator('img.after').evaluate((image) => [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight]);
+    const [width, height] = await page
+      .locator('img.after')
+      .evaluate((image) => [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight]);
     expect(width * height).toBeLessThanOrEqual(250_000);
     expect(Math.abs(width / height - 1.5)).toBeLessThan(0.01);
     expect(await page.locator('.result .status').textContent()).toBe(`Done: ${width} × ${height} JPG, 1 credit.`);
@@ -157,7 +170,10 @@ describe('removing backgrounds', () => {
     // The photo's dark top-left corner is background to the identity model: there the result is the red chosen.
     const corner = await page.locator('img.after').evaluate((image) => {
       const canvas = document.createElement('canvas');
-      [canvas.width, canvas.height] = [(image as HTMLImageElement).naturalWidth, (image as HTMLImageElement).naturalHeight];
+      [canvas.width, canvas.height] = [
+        (image as HTMLImageElement).naturalWidth,
+        (image as HTMLImageElement).naturalHeight,
+      ];
       const context = canvas.getContext('2d') as CanvasRenderingContext2D;
       context.drawImage(image as HTMLImageElement, 0, 0);
       return [...context.getImageData(5, 5, 1, 1).data];
@@ -179,16 +195,25 @@ describe('removing backgrounds', () => {
       const before = await page.locator('.result').count();
       await page.getByLabel('Key').fill(apiKey);
       await page.locator('#files').setInputFiles(file);
-      await expect.poll(() => page.locator('.result .status.error, .result .status.done').count(), { timeout: 60_000 }).toBe(before + 1);
+      await expect
+        .poll(() => page.locator('.result .status.error, .result .status.done').count(), { timeout: 60_000 })
+        .toBe(before + 1);
       return status().textContent();
     };
 
-    expect(await upload(key, { name: 'notes.jpg', mimeType: 'image/jpeg', buffer: Buffer.from('not a photo at all') })).toMatch(/^This file cannot be used: .+\.$/);
+    expect(
+      await upload(key, { name: 'notes.jpg', mimeType: 'image/jpeg', buffer: Buffer.from('not a photo at all') }),
+    ).toMatch(/^This file cannot be used: .+\.$/);
     expect(await balance(server.url, key)).toMatchObject({ total: 5 });
-    expect(await upload('rmbg_wrong_key', join(SAMPLES, 'rocket.jpg'))).toBe('The API key was refused. Check the key (it is shown once, by rmbg keys create).');
+    expect(await upload('rmbg_wrong_key', join(SAMPLES, 'rocket.jpg'))).toBe(
+      'The API key was refused. Check the key (it is shown once, by rmbg keys create).',
+    );
     expect(await upload(broke, join(SAMPLES, 'rocket.jpg'))).toMatch(/^Out of credits/);
-    for (let i = 0; i < RATE_LIMIT; i += 1) await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': busy } });
-    expect(await upload(busy, join(SAMPLES, 'rocket.jpg'))).toMatch(/^Too many requests for this key\. Wait \d+ seconds? and try again\.$/);
+    for (let i = 0; i < RATE_LIMIT; i += 1)
+      await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': busy } });
+    expect(await upload(busy, join(SAMPLES, 'rocket.jpg'))).toMatch(
+      /^Too many requests for this key\. Wait \d+ seconds? and try again\.$/,
+    );
     expect(await balance(server.url, busy).catch(() => undefined)).toBeUndefined();
     await page.screenshot({ path: join(SCREENSHOTS, 'web-page-errors.png'), fullPage: true });
     await page.context().close();

@@ -31,7 +31,16 @@ beforeAll(async () => {
   dataDir = tempDataDir();
   // Nothing may be charged: a key without credits (a valid request ends at 402) and a free-plan key (403).
   // Limits are lifted so the fuzzer meets the parsers, not the throttles.
-  server = await startServe(dataDir, ['--rate-limit', '100000000', '--max-auth-failures', '100000000', '--max-in-flight-per-key', '1000', '--body-timeout', '3']);
+  server = await startServe(dataDir, [
+    '--rate-limit',
+    '100000000',
+    '--max-auth-failures',
+    '100000000',
+    '--max-in-flight-per-key',
+    '1000',
+    '--body-timeout',
+    '3',
+  ]);
   keys = [(await createKey(dataDir, 0)).key, (await createKey(dataDir, 0, 'free')).key];
 }, 120_000);
 
@@ -94,7 +103,8 @@ describe(`fuzzing POST /v1.0/removebg (${RUNS} requests, seed ${SEED})`, () => {
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
-    for (const key of keys.slice(0, 1)) expect(await balance(server.url, key)).toEqual({ total: 0, subscription: 0, payg: 0 });
+    for (const key of keys.slice(0, 1))
+      expect(await balance(server.url, key)).toEqual({ total: 0, subscription: 0, payg: 0 });
     const db = new Database(join(dataDir, STORE_FILE), { readonly: true });
     try {
       expect(db.prepare("SELECT COUNT(*) AS n FROM credit_ledger WHERE kind != 'grant'").get()).toEqual({ n: 0 });
@@ -102,8 +112,11 @@ describe(`fuzzing POST /v1.0/removebg (${RUNS} requests, seed ${SEED})`, () => {
       db.close();
     }
     if (process.env.FUZZ_RUNS) {
-      const show = (map: Map<unknown, number>) => JSON.stringify(Object.fromEntries([...map].sort((a, b) => b[1] - a[1])));
-      process.stdout.write(`fuzz: ${RUNS} requests, seed ${SEED}\n  inputs: ${show(kinds)}\n  statuses: ${show(statuses)}\n  codes: ${show(codes)}\n  slowest answer: ${Math.round(slowest)} ms\n`);
+      const show = (map: Map<unknown, number>) =>
+        JSON.stringify(Object.fromEntries([...map].sort((a, b) => b[1] - a[1])));
+      process.stdout.write(
+        `fuzz: ${RUNS} requests, seed ${SEED}\n  inputs: ${show(kinds)}\n  statuses: ${show(statuses)}\n  codes: ${show(codes)}\n  slowest answer: ${Math.round(slowest)} ms\n`,
+      );
     }
   });
 });

@@ -13,7 +13,8 @@ const BUILT = path.join(ROOT, 'dist/cli/main.js');
 
 /** dist/ is built by the run's globalSetup (test/global-setup.ts); this only says so if it is missing. */
 export function ensureBuilt(): void {
-  if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run the tests with vitest, whose globalSetup builds dist/`);
+  if (!existsSync(BUILT))
+    throw new Error(`${BUILT} is missing: run the tests with vitest, whose globalSetup builds dist/`);
 }
 
 const made: string[] = [];
@@ -27,7 +28,8 @@ export function removeTempDirs(): void {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-export interface RunOptions extends Pick<Options, 'cwd' | 'input' | 'inputFile' | 'timeout' | 'stdout' | 'stdin' | 'encoding' | 'nodeOptions'> {
+export interface RunOptions
+  extends Pick<Options, 'cwd' | 'input' | 'inputFile' | 'timeout' | 'stdout' | 'stdin' | 'encoding' | 'nodeOptions'> {
   env?: Record<string, string | undefined>;
   /** Extra node flags before bin/rmbg.js, e.g. ['--import', hook]. */
   nodeArgs?: string[];

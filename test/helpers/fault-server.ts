@@ -60,12 +60,24 @@ export interface FaultServer {
 
 // ---- steps ----
 
-export function respond(status: number, options: { headers?: Record<string, string>; body?: Buffer | string; delayMs?: number } = {}): FaultStep {
+export function respond(
+  status: number,
+  options: { headers?: Record<string, string>; body?: Buffer | string; delayMs?: number } = {},
+): FaultStep {
   return { kind: 'respond', status, ...options };
 }
 
-export function json(status: number, value: unknown, headers: Record<string, string> = {}, delayMs?: number): FaultStep {
-  return respond(status, { headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(value), ...(delayMs ? { delayMs } : {}) });
+export function json(
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+  delayMs?: number,
+): FaultStep {
+  return respond(status, {
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(value),
+    ...(delayMs ? { delayMs } : {}),
+  });
 }
 
 /** The spec's error body. */
@@ -88,7 +100,11 @@ export function proxy(delayMs?: number): FaultStep {
 /** A small real PNG (RGBA, a red square on transparency) made with sharp. */
 export async function makePng(width = 40, height = 40): Promise<Buffer> {
   const inner = Math.max(1, Math.floor(Math.min(width, height) / 2));
-  const square = await sharp({ create: { width: inner, height: inner, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
+  const square = await sharp({
+    create: { width: inner, height: inner, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 1 } },
+  })
+    .png()
+    .toBuffer();
   return sharp({ create: { width, height, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
     .composite([{ input: square, top: Math.floor((height - inner) / 2), left: Math.floor((width - inner) / 2) }])
     .png()
@@ -96,7 +112,12 @@ export async function makePng(width = 40, height = 40): Promise<Buffer> {
 }
 
 /** A successful removal answer with the spec's headers; `headers` adds or overrides. */
-export function imageResult(png: Buffer, width: number, height: number, headers: Record<string, string> = {}): FaultStep {
+export function imageResult(
+  png: Buffer,
+  width: number,
+  height: number,
+  headers: Record<string, string> = {},
+): FaultStep {
   return respond(200, {
     headers: {
       'content-type': 'image/png',
@@ -124,7 +145,10 @@ export async function createFaultServer(options: FaultServerOptions = {}): Promi
   const requests: RecordedRequest[] = [];
   const upstream = options.upstream ? new URL(options.upstream) : undefined;
   const fallback: FaultStep =
-    options.fallback ?? (upstream ? proxy() : apiError(500, 'internal_error', 'fault server: script used up, no answer scripted for this request'));
+    options.fallback ??
+    (upstream
+      ? proxy()
+      : apiError(500, 'internal_error', 'fault server: script used up, no answer scripted for this request'));
 
   const server = http.createServer((req, res) => {
     const arrivedAt = Date.now();
@@ -199,7 +223,13 @@ function forward(upstream: URL, recorded: RecordedRequest, res: http.ServerRespo
   const headers = { ...recorded.headers, host: upstream.host };
   return new Promise((resolve, reject) => {
     const outgoing = http.request(
-      { hostname: upstream.hostname, port: upstream.port, path: `${prefix}${recorded.path}`, method: recorded.method, headers },
+      {
+        hostname: upstream.hostname,
+        port: upstream.port,
+        path: `${prefix}${recorded.path}`,
+        method: recorded.method,
+        headers,
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -215,7 +245,10 @@ function forward(upstream: URL, recorded: RecordedRequest, res: http.ServerRespo
   });
 }
 
-async function parseMultipart(headers: IncomingHttpHeaders, body: Buffer): Promise<Pick<RecordedRequest, 'fields' | 'files'>> {
+async function parseMultipart(
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+): Promise<Pick<RecordedRequest, 'fields' | 'files'>> {
   const fields: Record<string, string> = {};
   const files: Record<string, ReceivedFile> = {};
   const contentType = headers['content-type'];

@@ -11,7 +11,9 @@ function isLoopback(address: string): boolean {
 }
 
 function refusal(address: string): Error {
-  return Object.assign(new Error(`loopback-only test network: refused a connection to ${address}`), { code: 'ETESTNONLOOPBACK' });
+  return Object.assign(new Error(`loopback-only test network: refused a connection to ${address}`), {
+    code: 'ETESTNONLOOPBACK',
+  });
 }
 
 /** Wraps a lookup so every address it yields is checked before the socket may connect to it. */
@@ -19,7 +21,9 @@ function guardedLookup(inner: LookupFunction): LookupFunction {
   return (hostname, options, callback) => {
     inner(hostname, options, ((error: NodeJS.ErrnoException | null, address: unknown, family?: number) => {
       if (error) return callback(error, '', 0);
-      const list = Array.isArray(address) ? (address as Array<{ address: string }>).map((a) => a.address) : [address as string];
+      const list = Array.isArray(address)
+        ? (address as Array<{ address: string }>).map((a) => a.address)
+        : [address as string];
       const outside = list.find((a) => !isLoopback(a));
       if (outside !== undefined) return callback(refusal(outside), '', 0);
       return (callback as (...a: unknown[]) => void)(null, address, family);
@@ -54,7 +58,9 @@ export function installLoopbackOnlyNetwork(): () => void {
     holder[0] = {
       ...options,
       host: literal ? 'literal-address.invalid' : host,
-      lookup: guardedLookup(literal ? literalLookup(host) : (options.lookup ?? (dnsLookup as unknown as LookupFunction))),
+      lookup: guardedLookup(
+        literal ? literalLookup(host) : (options.lookup ?? (dnsLookup as unknown as LookupFunction)),
+      ),
     };
     return original.apply(this, args);
   };

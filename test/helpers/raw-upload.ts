@@ -13,7 +13,10 @@ export interface UploadAnswer {
 }
 
 /** POSTs `totalBytes` (`prefix`, then filler) to `url`, honouring backpressure; stops sending at the first answer byte. */
-export function uploadUntilAnswered(url: string, options: { headers: Record<string, string>; prefix: string; totalBytes: number }): Promise<UploadAnswer> {
+export function uploadUntilAnswered(
+  url: string,
+  options: { headers: Record<string, string>; prefix: string; totalBytes: number },
+): Promise<UploadAnswer> {
   const { hostname, port, pathname } = new URL(url);
   const started = performance.now();
   const filler = Buffer.alloc(64 * 1024, 'A');
@@ -22,7 +25,11 @@ export function uploadUntilAnswered(url: string, options: { headers: Record<stri
     let text = '';
     let elapsedMs = -1;
     let sent = 0;
-    const head = Object.entries({ host: `${hostname}:${port}`, ...options.headers, 'content-length': String(options.totalBytes) })
+    const head = Object.entries({
+      host: `${hostname}:${port}`,
+      ...options.headers,
+      'content-length': String(options.totalBytes),
+    })
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
     socket.on('data', (chunk: Buffer) => {

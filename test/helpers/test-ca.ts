@@ -34,12 +34,33 @@ export function createTestCa(names: readonly string[] = ['localhost', '127.0.0.1
   const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
   openssl(
-    'req', '-x509', ...ecKey, '-keyout', path('ca.key'), '-out', path('ca.crt'), '-days', '2',
-    '-subj', '/CN=rmbg throwaway test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    ...ecKey,
+    '-keyout',
+    path('ca.key'),
+    '-out',
+    path('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=rmbg throwaway test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   );
-  openssl('req', '-new', ...ecKey, '-keyout', path('server.key'), '-out', path('server.csr'), '-subj', `/CN=${names[0] ?? 'localhost'}`);
+  openssl(
+    'req',
+    '-new',
+    ...ecKey,
+    '-keyout',
+    path('server.key'),
+    '-out',
+    path('server.csr'),
+    '-subj',
+    `/CN=${names[0] ?? 'localhost'}`,
+  );
   const altNames = names.map((name) => (isIP(name) ? `IP:${name}` : `DNS:${name}`)).join(',');
   writeFileSync(
     path('server.ext'),
@@ -51,8 +72,23 @@ export function createTestCa(names: readonly string[] = ['localhost', '127.0.0.1
     ].join('\n'),
   );
   openssl(
-    'x509', '-req', '-in', path('server.csr'), '-CA', path('ca.crt'), '-CAkey', path('ca.key'),
-    '-set_serial', String(Date.now()), '-days', '2', '-sha256', '-extfile', path('server.ext'), '-out', path('server.crt'),
+    'x509',
+    '-req',
+    '-in',
+    path('server.csr'),
+    '-CA',
+    path('ca.crt'),
+    '-CAkey',
+    path('ca.key'),
+    '-set_serial',
+    String(Date.now()),
+    '-days',
+    '2',
+    '-sha256',
+    '-extfile',
+    path('server.ext'),
+    '-out',
+    path('server.crt'),
   );
 
   return {

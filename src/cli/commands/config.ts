@@ -12,12 +12,17 @@ import { readSecretFromStdin } from '../read-secret.js';
 const CONNECTION_SETTINGS = { 'api-url': 'apiUrl', 'api-key': 'apiKey', device: 'device' } as const;
 type ConnectionName = keyof typeof CONNECTION_SETTINGS;
 // type, type_level and channels accept one value that changes nothing: not worth a setting.
-const OPTION_NAMES: readonly string[] = OPTION_FIELDS.filter((field) => field.kind !== 'enum' || field.values.length > 1).map((field) => field.name);
+const OPTION_NAMES: readonly string[] = OPTION_FIELDS.filter(
+  (field) => field.kind !== 'enum' || field.values.length > 1,
+).map((field) => field.name);
 
 function known(name: string): 'connection' | 'option' {
   if (Object.hasOwn(CONNECTION_SETTINGS, name)) return 'connection';
   if (OPTION_NAMES.includes(name)) return 'option';
-  throw new RmbgError('usage_error', `unknown setting '${name}'; settings: ${[...Object.keys(CONNECTION_SETTINGS), ...OPTION_NAMES].join(', ')}`);
+  throw new RmbgError(
+    'usage_error',
+    `unknown setting '${name}'; settings: ${[...Object.keys(CONNECTION_SETTINGS), ...OPTION_NAMES].join(', ')}`,
+  );
 }
 
 export async function run(_opts: Record<string, unknown>, args: string[]): Promise<number> {
@@ -29,7 +34,12 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     return EXIT.ok;
   }
   if (action === 'get') {
-    const view = { 'api-url': settings.apiUrl, 'api-key': settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : undefined, device: settings.device, ...settings.defaults };
+    const view = {
+      'api-url': settings.apiUrl,
+      'api-key': settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : undefined,
+      device: settings.device,
+      ...settings.defaults,
+    };
     if (name) {
       known(name);
       process.stdout.write(`${(view as Record<string, unknown>)[name] ?? ''}\n`);
@@ -38,12 +48,14 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     }
     return EXIT.ok;
   }
-  if (action !== 'set' && action !== 'unset') throw new RmbgError('usage_error', `unknown action '${action}'; use set, get, unset or path`);
+  if (action !== 'set' && action !== 'unset')
+    throw new RmbgError('usage_error', `unknown action '${action}'; use set, get, unset or path`);
   if (!name) throw new RmbgError('usage_error', `rmbg config ${action} needs a setting name`);
   const kind = known(name);
   // The key is read from stdin when not given: on the command line it would show in `ps` and the shell's history.
   if (action === 'set' && value === undefined && name === 'api-key') value = await readSecretFromStdin('API key');
-  if (action === 'set' && value === undefined) throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);
+  if (action === 'set' && value === undefined)
+    throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);
   if (kind === 'connection') {
     if (action === 'set' && name === 'device') parseDevice(value);
     writeUserSetting(CONNECTION_SETTINGS[name as ConnectionName], action === 'set' ? value : undefined);

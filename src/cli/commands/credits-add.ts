@@ -27,10 +27,17 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
     throw new RmbgError('usage_error', `credits to add must be a whole number of at least 1; got '${text}'`);
   }
   const pool = flags.subscription ? 'subscription' : 'payg';
-  if (flags.key !== undefined && flags.keyId !== undefined) throw new RmbgError('usage_error', 'give --key or --key-id, not both');
-  const apiKey = flags.keyId === undefined ? ((await secretOrStdin(flags.key, 'API key')) ?? nonEmpty(process.env.RMBG_API_KEY)) : undefined;
+  if (flags.key !== undefined && flags.keyId !== undefined)
+    throw new RmbgError('usage_error', 'give --key or --key-id, not both');
+  const apiKey =
+    flags.keyId === undefined
+      ? ((await secretOrStdin(flags.key, 'API key')) ?? nonEmpty(process.env.RMBG_API_KEY))
+      : undefined;
   if (flags.keyId === undefined && apiKey === undefined) {
-    throw new RmbgError('usage_error', 'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY');
+    throw new RmbgError(
+      'usage_error',
+      'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY',
+    );
   }
   const balance = await withLocalStore(flags, async (store) => {
     if (apiKey !== undefined) return store.addCredits({ apiKey }, amount, pool);
@@ -38,6 +45,8 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
     if (!key) throw new RmbgError('usage_error', `no API key has the id '${flags.keyId}'; see \`rmbg keys list\``);
     return store.addCredits({ accountId: key.accountId }, amount, pool);
   });
-  process.stdout.write(`added ${amount} ${pool} credits; balance ${balance.total} (subscription ${balance.subscription}, payg ${balance.payg})\n`);
+  process.stdout.write(
+    `added ${amount} ${pool} credits; balance ${balance.total} (subscription ${balance.subscription}, payg ${balance.payg})\n`,
+  );
   return EXIT.ok;
 }

@@ -30,7 +30,10 @@ async function gpuReport(): Promise<GpuReport> {
   const environment = gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   // Both views at once: as `gpu` sees the machine, and as `auto` does (software adapters hidden).
-  const [asked, asAuto] = await Promise.all([probeGpu('allowed', environment), hardware ? probeGpu('hidden', environment) : undefined]);
+  const [asked, asAuto] = await Promise.all([
+    probeGpu('allowed', environment),
+    hardware ? probeGpu('hidden', environment) : undefined,
+  ]);
   const auto: GpuReport['auto'] = !hardware
     ? { device: 'cpu', reason: 'no GPU device found; auto never uses a software adapter' }
     : asAuto?.ok
@@ -85,16 +88,28 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     providers: backends,
     device,
     gpu,
-    models: models.map((model) => ({ name: model.name, default: model.default, status: model.status, bytes: model.bytes, path: model.path })),
+    models: models.map((model) => ({
+      name: model.name,
+      default: model.default,
+      status: model.status,
+      bytes: model.bytes,
+      path: model.path,
+    })),
     dataDir: { path: dataDir, exists: existsSync(dataDir) },
     // A PostgreSQL URL may hold a password: only its host and database are shown.
-    store: target.engine === 'sqlite' ? { engine: 'sqlite', path: target.path, exists: existsSync(target.path) } : { engine: 'postgres', at: redactedUrl(target.url) },
+    store:
+      target.engine === 'sqlite'
+        ? { engine: 'sqlite', path: target.path, exists: existsSync(target.path) }
+        : { engine: 'postgres', at: redactedUrl(target.url) },
     settingsFile: config.settingsPath,
   };
   // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
   // the default model not usable. A wrong device setting is shown, not thrown: this is where one looks for it.
   const wanted = DEVICES.find((value) => value === device.value);
-  const broken = wanted === undefined || (wanted === 'gpu' && !gpu.works) || models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
+  const broken =
+    wanted === undefined ||
+    (wanted === 'gpu' && !gpu.works) ||
+    models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
   process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : text(report));
   return broken ? EXIT.failed : EXIT.ok;
 }
@@ -116,14 +131,19 @@ function text(report: DoctorReport): string {
     `device setting: ${report.device.value} (${report.device.source === 'default' ? 'the default' : `from ${report.device.source}`})${(DEVICES as readonly (string | undefined)[]).includes(report.device.value) ? '' : `: not one of ${DEVICES.join(', ')}`}`,
     '',
     'GPU (WebGPU)',
-    gpu.works ? `  works: yes${gpu.software ? ', on a software adapter (lavapipe or SwiftShader): far slower than the CPU' : ''}` : `  works: no: ${gpu.error}`,
+    gpu.works
+      ? `  works: yes${gpu.software ? ', on a software adapter (lavapipe or SwiftShader): far slower than the CPU' : ''}`
+      : `  works: no: ${gpu.error}`,
     `  auto uses: the ${gpu.auto.device === 'gpu' ? 'GPU' : 'CPU'} (${gpu.auto.reason})`,
     `  seen: ${gpu.seen}`,
     ...(gpu.fix ? [`  fix: ${gpu.fix}`] : []),
     ...(gpu.log.length ? ['  the Vulkan loader and Dawn said:', ...gpu.log.map((line) => `    ${line}`)] : []),
     '',
     'Models',
-    ...report.models.map((model) => `  ${model.name}${model.default ? ' (default)' : ''}  ${(model.bytes / 1e6).toFixed(1)} MB  ${model.status}  ${model.path}`),
+    ...report.models.map(
+      (model) =>
+        `  ${model.name}${model.default ? ' (default)' : ''}  ${(model.bytes / 1e6).toFixed(1)} MB  ${model.status}  ${model.path}`,
+    ),
     '',
     `data directory: ${report.dataDir.path}${report.dataDir.exists ? '' : ' (not created yet)'}`,
     `store: ${report.store.engine === 'sqlite' ? `SQLite ${report.store.path}${report.store.exists ? '' : ' (not created yet)'}` : `PostgreSQL ${report.store.at}`}`,

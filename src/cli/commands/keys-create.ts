@@ -20,7 +20,9 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
     return { created, credits: (await store.balance(created.accountId)).total, path: store.path };
   });
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ key: created.key, account: created.accountId, plan: created.plan, credits })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ key: created.key, account: created.accountId, plan: created.plan, credits })}\n`,
+    );
   } else {
     process.stdout.write(`${created.key}\n`);
     process.stderr.write(
@@ -29,7 +31,9 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
     );
   }
   if (created.plan === 'free') {
-    process.stderr.write("rmbg: warning: the free plan has no API access; this key's requests will get 403 plan_without_api_access\n");
+    process.stderr.write(
+      "rmbg: warning: the free plan has no API access; this key's requests will get 403 plan_without_api_access\n",
+    );
   }
   return EXIT.ok;
 }

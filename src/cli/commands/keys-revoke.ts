@@ -16,11 +16,16 @@ export async function run(opts: Record<string, unknown>, args: string[]): Promis
     const before = (await store.listKeys()).find((key) => key.id === id);
     return { before, after: await store.revokeKey(id) };
   });
-  if (!outcome.after) throw new RmbgError('usage_error', `no API key has the id '${id}'; see \`rmbg keys list\` for ids`);
+  if (!outcome.after)
+    throw new RmbgError('usage_error', `no API key has the id '${id}'; see \`rmbg keys list\` for ids`);
   if (outcome.before?.revokedAt != null) {
-    process.stderr.write(`rmbg: key ${id} (${outcome.after.keyPrefix}…) was already revoked at ${new Date(outcome.before.revokedAt).toISOString()}\n`);
+    process.stderr.write(
+      `rmbg: key ${id} (${outcome.after.keyPrefix}…) was already revoked at ${new Date(outcome.before.revokedAt).toISOString()}\n`,
+    );
   } else {
-    process.stderr.write(`rmbg: revoked key ${id} (${outcome.after.keyPrefix}…) of account ${outcome.after.accountId}\n`);
+    process.stderr.write(
+      `rmbg: revoked key ${id} (${outcome.after.keyPrefix}…) of account ${outcome.after.accountId}\n`,
+    );
   }
   return EXIT.ok;
 }

@@ -14,21 +14,37 @@ import { EXIT } from '../exit-codes.js';
 
 export async function run(opts: Record<string, unknown>, positional: string[]): Promise<number> {
   const [name = '', file = ''] = positional;
-  if (!USER_MODEL_NAME.test(name)) throw new RmbgError('usage_error', `model name '${name}' must be 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
-  if (readManifest().models.some((m) => m.name === name)) throw new RmbgError('usage_error', `'${name}' is a built-in model; choose another name`);
+  if (!USER_MODEL_NAME.test(name))
+    throw new RmbgError(
+      'usage_error',
+      `model name '${name}' must be 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
+  if (readManifest().models.some((m) => m.name === name))
+    throw new RmbgError('usage_error', `'${name}' is a built-in model; choose another name`);
   const path = resolve(file);
-  if (!existsSync(path) || !statSync(path).isFile()) throw new RmbgError('usage_error', `model file ${path} does not exist`);
+  if (!existsSync(path) || !statSync(path).isFile())
+    throw new RmbgError('usage_error', `model file ${path} does not exist`);
   const { preset, ...contract } = contractFromFlags(opts as ContractFlags);
 
   // Loading it once proves onnxruntime can read it and that the tensors the contract names exist.
-  const session = await ModelSession.load({ name, contract, path, fix: 'check the file and the flags' }, { threads: 1 });
+  const session = await ModelSession.load(
+    { name, contract, path, fix: 'check the file and the flags' },
+    { threads: 1 },
+  );
   const problems = session.contractMismatches();
   await session.release();
-  if (problems.length) throw new RmbgError('usage_error', `model file ${path} does not fit the contract: ${problems.join('; ')}; name the tensors with --input/--output`);
+  if (problems.length)
+    throw new RmbgError(
+      'usage_error',
+      `model file ${path} does not fit the contract: ${problems.join('; ')}; name the tensors with --input/--output`,
+    );
 
   const dir = userModelsDirOf(dataDirOf(opts.dataDir as string | undefined));
   const added = await addUserModel(dir, { name, ...contract, ...(preset ? { preset } : {}), addedFrom: path }, path);
   if (opts.json) process.stdout.write(`${JSON.stringify(added, null, 2)}\n`);
-  else process.stdout.write(`added model ${name} (${(added.bytes / 1e6).toFixed(1)} MB, sha256 ${added.sha256.slice(0, 12)}…) to ${dir}\nuse it with: rmbg remove PHOTO --local --model ${name}\n`);
+  else
+    process.stdout.write(
+      `added model ${name} (${(added.bytes / 1e6).toFixed(1)} MB, sha256 ${added.sha256.slice(0, 12)}…) to ${dir}\nuse it with: rmbg remove PHOTO --local --model ${name}\n`,
+    );
   return EXIT.ok;
 }

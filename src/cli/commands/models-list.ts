@@ -20,7 +20,9 @@ export async function modelRows(dataDir: string | undefined) {
       bytes: entry.bytes,
       status: await checkWeights(model),
       path: model.path,
-      source: entry.derivedFrom ? `derived at install from ${entry.derivedFrom.model} (${entry.derivedFrom.transform})` : `${entry.source.package}@${entry.source.version} ${entry.source.resource}`,
+      source: entry.derivedFrom
+        ? `derived at install from ${entry.derivedFrom.model} (${entry.derivedFrom.transform})`
+        : `${entry.source.package}@${entry.source.version} ${entry.source.resource}`,
       licence: entry.licence,
     };
   });
@@ -50,10 +52,17 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   }
   for (const row of rows) {
     const size = `${(row.bytes / 1e6).toFixed(1)} MB`;
-    process.stdout.write(`${row.name}${row.default ? ' (default)' : ''}${row.kind === 'user' ? ' (yours)' : ''}  ${size}  ${row.status}\n  source:  ${row.source}\n`);
+    process.stdout.write(
+      `${row.name}${row.default ? ' (default)' : ''}${row.kind === 'user' ? ' (yours)' : ''}  ${size}  ${row.status}\n  source:  ${row.source}\n`,
+    );
     if ('licence' in row) process.stdout.write(`  licence: ${row.licence}\n`);
     if ('contract' in row) process.stdout.write(`  contract: ${row.contract}\n`);
-    if (row.status === 'missing') process.stdout.write(row.kind === 'user' ? `  add it again: rmbg models add ${row.name} FILE\n` : `  install: npm run models -- ${row.name}\n`);
+    if (row.status === 'missing')
+      process.stdout.write(
+        row.kind === 'user'
+          ? `  add it again: rmbg models add ${row.name} FILE\n`
+          : `  install: npm run models -- ${row.name}\n`,
+      );
   }
   return EXIT.ok;
 }

@@ -8,7 +8,8 @@ import { EXIT } from '../exit-codes.js';
 export async function run(opts: Record<string, unknown>, positional: string[]): Promise<number> {
   const [name = ''] = positional;
   const dir = userModelsDirOf(dataDirOf(opts.dataDir as string | undefined));
-  if (!removeUserModel(dir, name)) throw new RmbgError('usage_error', `no model '${name}' was added in ${dir} (built-in models cannot be removed)`);
+  if (!removeUserModel(dir, name))
+    throw new RmbgError('usage_error', `no model '${name}' was added in ${dir} (built-in models cannot be removed)`);
   process.stdout.write(`removed model ${name}\n`);
   return EXIT.ok;
 }

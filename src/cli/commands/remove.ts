@@ -64,7 +64,10 @@ async function readStdin(): Promise<Buffer> {
 /** --watch: the input folders to watch (files named on the command line are processed once). */
 async function watchedFolders(inputs: string[], flags: RemoveFlags): Promise<string[]> {
   if (flags.dryRun || flags.confirmOver !== undefined) {
-    throw new RmbgError('usage_error', '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance');
+    throw new RmbgError(
+      'usage_error',
+      '--watch cannot be combined with --dry-run or --confirm-over: photos that land later cannot be counted in advance',
+    );
   }
   const { foldersToWatch } = await import('../../batch/watch-inputs.js');
   return foldersToWatch(inputs);
@@ -76,11 +79,17 @@ function watchNote(folders: string[]): string {
 
 /** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
 async function removeStdin(remover: Remover, options: RemoveOptions): Promise<number> {
-  if (process.stdout.isTTY) throw new RmbgError('usage_error', 'refusing to write image bytes to a terminal; redirect stdout (rmbg remove - … > out.png)');
+  if (process.stdout.isTTY)
+    throw new RmbgError(
+      'usage_error',
+      'refusing to write image bytes to a terminal; redirect stdout (rmbg remove - … > out.png)',
+    );
   const image = await readStdin();
   try {
     const result = await remover.remove(image, options, { filename: 'stdin' });
-    await new Promise<void>((resolve, reject) => process.stdout.write(result.data, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      process.stdout.write(result.data, (error) => (error ? reject(error) : resolve())),
+    );
     return EXIT.ok;
   } catch (error) {
     reportError(toRmbgError(error), 'stdin');
@@ -92,7 +101,10 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
  * After a batch that stopped early, says why and how to resume on stderr: JSON lines carry it only in
  * fields a person may never look at. Out of credits, it asks the server for the balance (a GET, free).
  */
-async function reportStop(summary: BatchSummary, context: { json: boolean; message: string | undefined; remover: Remover }): Promise<void> {
+async function reportStop(
+  summary: BatchSummary,
+  context: { json: boolean; message: string | undefined; remover: Remover },
+): Promise<void> {
   if (!summary.stoppedBy) return;
   const creditsLeft = policyOf(summary.stoppedBy).reportsBalance ? await context.remover.creditsLeft?.() : undefined;
   const { stopHint } = await import('../render-progress.js');
@@ -101,7 +113,10 @@ async function reportStop(summary: BatchSummary, context: { json: boolean; messa
 }
 
 async function closeUnused(early: Promise<Remover> | undefined): Promise<void> {
-  await early?.then((remover) => remover.close(), () => undefined);
+  await early?.then(
+    (remover) => remover.close(),
+    () => undefined,
+  );
 }
 
 /**
@@ -112,7 +127,10 @@ async function closeUnused(early: Promise<Remover> | undefined): Promise<void> {
  */
 function takeOverSignals(handler: () => void): () => void {
   const signals = ['SIGINT', 'SIGTERM'] as const;
-  const setAside = signals.map((signal) => ({ signal, listeners: process.rawListeners(signal) as Array<(...args: unknown[]) => void> }));
+  const setAside = signals.map((signal) => ({
+    signal,
+    listeners: process.rawListeners(signal) as Array<(...args: unknown[]) => void>,
+  }));
   for (const signal of signals) {
     process.removeAllListeners(signal);
     process.on(signal, handler);
@@ -127,14 +145,19 @@ function takeOverSignals(handler: () => void): () => void {
 
 export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
   const typed = opts as unknown as RemoveFlags;
-  if (typed.apiKey === '-' && inputs.includes('-')) throw new RmbgError('usage_error', "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead");
+  if (typed.apiKey === '-' && inputs.includes('-'))
+    throw new RmbgError(
+      'usage_error',
+      "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead",
+    );
   const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: await secretOrStdin(typed.apiKey, 'API key') });
   const local = runsLocally(typed, config);
   if (local && !typed.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
   const flags: RemoveFlags = { ...typed, local };
   const options = optionsFrom(flags, command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
-  if (!stdinMode && inputs.includes('-')) throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
+  if (!stdinMode && inputs.includes('-'))
+    throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
@@ -144,8 +167,14 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
   let items: InputItem[];
   try {
     watched = flags.watch ? await watchedFolders(inputs, flags) : [];
-    items = stdinMode ? [] : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-    if (!stdinMode && items.length === 0 && !flags.watch) throw new RmbgError('usage_error', `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`);
+    items = stdinMode
+      ? []
+      : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
+    if (!stdinMode && items.length === 0 && !flags.watch)
+      throw new RmbgError(
+        'usage_error',
+        `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`,
+      );
     const planned = await planBatch({ flags, items, options });
     if (planned !== undefined) {
       await closeUnused(early);
@@ -165,7 +194,8 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
     // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
     const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
     const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
-    const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
+    const render: (event: BatchEvent) => void =
+      progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
     // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
     const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
     const stop = new AbortController();
@@ -191,15 +221,27 @@ export async function run(opts: Record<string, unknown>, inputs: string[], comma
         retryFailed: Boolean(flags.retryFailed),
         stop: stop.signal,
         abort: abort.signal,
-        arrivals: watchInputs ? (ended) => watchInputs(watched, ended, { recursive: Boolean(flags.recursive), outputDir: flags.output, onReady: () => note(watchNote(watched)) }) : undefined,
+        arrivals: watchInputs
+          ? (ended) =>
+              watchInputs(watched, ended, {
+                recursive: Boolean(flags.recursive),
+                outputDir: flags.output,
+                onReady: () => note(watchNote(watched)),
+              })
+          : undefined,
       });
       for await (const event of events) {
-        if (event.type === 'file' && event.error && !firstErrors.has(event.error.code)) firstErrors.set(event.error.code, event.error.message);
+        if (event.type === 'file' && event.error && !firstErrors.has(event.error.code))
+          firstErrors.set(event.error.code, event.error.message);
         if (event.type === 'summary') summary = event;
         render(event);
       }
       if (!summary) throw new Error('the batch ended without a summary');
-      await reportStop(summary, { json, message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined, remover });
+      await reportStop(summary, {
+        json,
+        message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined,
+        remover,
+      });
       // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
       if (stop.signal.aborted && (!flags.watch || summary.stoppedBy === 'interrupted')) return EXIT.interrupted;
       // Files skipped because they failed before still have no output: a re-run must not report success.

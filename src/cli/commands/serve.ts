@@ -26,7 +26,9 @@ function untilSignal(): Promise<NodeJS.Signals> {
 
 /** How `rmbg keys create` names the same store (the PostgreSQL URL is not repeated: it may hold a password). */
 function storeFlagOf(service: { store: { engine: string }; dataDir: string }): string {
-  return service.store.engine === 'postgres' ? '--store <the same URL>' : `--data-dir ${JSON.stringify(service.dataDir)}`;
+  return service.store.engine === 'postgres'
+    ? '--store <the same URL>'
+    : `--data-dir ${JSON.stringify(service.dataDir)}`;
 }
 
 export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
@@ -36,10 +38,14 @@ export async function run(opts: Record<string, unknown>, _args: string[]): Promi
   const service = await startLocalService(flags);
   try {
     if (flags.allowPrivateUrls) {
-      process.stderr.write('rmbg: WARNING: --allow-private-urls lets image_url reach this machine and its private network; use it for local testing only\n');
+      process.stderr.write(
+        'rmbg: WARNING: --allow-private-urls lets image_url reach this machine and its private network; use it for local testing only\n',
+      );
     }
     if (!(await service.store.listKeys()).some((key) => key.revokedAt === null)) {
-      process.stderr.write(`rmbg: no API keys yet; create one with: rmbg keys create ${storeFlagOf(service)} --credits 100\n`);
+      process.stderr.write(
+        `rmbg: no API keys yet; create one with: rmbg keys create ${storeFlagOf(service)} --credits 100\n`,
+      );
     }
     process.stdout.write(`rmbg: listening on ${service.url} (the model is ${describeDevice(service.device)})\n`);
     if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);

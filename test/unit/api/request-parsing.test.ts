@@ -19,7 +19,11 @@ async function multipart(build: (form: FormData) => void): Promise<IncomingBody>
   build(form);
   const request = new Request('http://127.0.0.1/', { method: 'POST', body: form });
   const body = Buffer.from(await request.arrayBuffer());
-  return { contentType: request.headers.get('content-type') ?? undefined, contentLength: body.length, body: Readable.from([body]) };
+  return {
+    contentType: request.headers.get('content-type') ?? undefined,
+    contentLength: body.length,
+    body: Readable.from([body]),
+  };
 }
 
 function json(value: unknown, contentType = 'application/json'): IncomingBody {
@@ -72,7 +76,9 @@ describe('content types', () => {
   });
 
   it('accepts media types case-insensitively and with parameters', async () => {
-    const parsed = await parseRemoveRequest(json({ image_url: 'https://example.com/a.png' }, 'Application/JSON; charset=utf-8'));
+    const parsed = await parseRemoveRequest(
+      json({ image_url: 'https://example.com/a.png' }, 'Application/JSON; charset=utf-8'),
+    );
     expect(parsed.source).toEqual({ kind: 'url', url: 'https://example.com/a.png' });
   });
 });
@@ -93,7 +99,12 @@ describe('multipart/form-data', () => {
     );
     expect(parsed.source.kind).toBe('file');
     expect(parsed.source.kind === 'file' && parsed.source.data.equals(image)).toBe(true);
-    expect(parsed.options).toEqual({ size: 'small', format: 'webp', crop: true, bgColor: { r: 0x81, g: 0xd4, b: 0xfa, alpha: 1 } });
+    expect(parsed.options).toEqual({
+      size: 'small',
+      format: 'webp',
+      crop: true,
+      bgColor: { r: 0x81, g: 0xd4, b: 0xfa, alpha: 1 },
+    });
   });
 
   it('applies the defaults when no option is sent', async () => {
@@ -102,7 +113,9 @@ describe('multipart/form-data', () => {
   });
 
   it('accepts image_url and image_file_b64 as text parts', async () => {
-    const byUrl = await parseRemoveRequest(await multipart((form) => form.append('image_url', 'https://example.com/a.jpg')));
+    const byUrl = await parseRemoveRequest(
+      await multipart((form) => form.append('image_url', 'https://example.com/a.jpg')),
+    );
     expect(byUrl.source).toEqual({ kind: 'url', url: 'https://example.com/a.jpg' });
     const byB64 = await parseRemoveRequest(await multipart((form) => form.append('image_file_b64', imageB64)));
     expect(byB64.source.kind === 'base64' && byB64.source.data.equals(image)).toBe(true);
@@ -194,7 +207,11 @@ describe('multipart/form-data', () => {
   });
 
   it('rejects a multipart body without boundary, and a truncated one', async () => {
-    const noBoundary = await failure({ contentType: 'multipart/form-data', contentLength: 4, body: Readable.from([Buffer.from('abcd')]) });
+    const noBoundary = await failure({
+      contentType: 'multipart/form-data',
+      contentLength: 4,
+      body: Readable.from([Buffer.from('abcd')]),
+    });
     expect(noBoundary.code).toBe('invalid_request');
     const whole = await multipart((form) => imageFile(form));
     const cut = (await readAll(whole.body)).subarray(0, 5000);
@@ -204,9 +221,15 @@ describe('multipart/form-data', () => {
 
   it('stops reading an image_file part past 22 MiB when no Content-Length was sent', async () => {
     const boundary = 'XyZboundary';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="big.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="big.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+    );
     const { body, pulled } = countingBody(28 * MiB, head);
-    const error = await failure({ contentType: `multipart/form-data; boundary=${boundary}`, contentLength: undefined, body });
+    const error = await failure({
+      contentType: `multipart/form-data; boundary=${boundary}`,
+      contentLength: undefined,
+      body,
+    });
     expect(error.code).toBe('file_too_large');
     expect(error.status).toBe(400);
     expect(pulled()).toBeLessThan(LIMITS.maxImageBytes + 3 * MiB);
@@ -221,7 +244,9 @@ describe('multipart/form-data', () => {
 
 describe('application/json', () => {
   it('reads image_file_b64 and options, crop as a JSON boolean', async () => {
-    const parsed = await parseRemoveRequest(json({ image_file_b64: imageB64, size: 'medium', crop: true, format: 'png' }));
+    const parsed = await parseRemoveRequest(
+      json({ image_file_b64: imageB64, size: 'medium', crop: true, format: 'png' }),
+    );
     expect(parsed.source.kind === 'base64' && parsed.source.data.equals(image)).toBe(true);
     expect(parsed.options).toMatchObject({ size: 'medium', crop: true, format: 'png' });
   });
@@ -246,7 +271,9 @@ describe('application/json', () => {
   });
 
   it('is not confused by keys inside string values or nested objects', async () => {
-    const parsed = await parseRemoveRequest(json('{"image_url":"https://a.example/\\"size\\",x.png","size":"small","roi":null}'));
+    const parsed = await parseRemoveRequest(
+      json('{"image_url":"https://a.example/\\"size\\",x.png","size":"small","roi":null}'),
+    );
     expect(parsed.source).toEqual({ kind: 'url', url: 'https://a.example/"size",x.png' });
     const nested = await failure(json('{"image_url":"https://a.example/x.png","scale":{"size":"small","size":"hd"}}'));
     expect(nested.code).toBe('unsupported_parameter'); // the nested duplicate is not a top-level field
@@ -280,7 +307,11 @@ describe('application/json', () => {
       const parsed = await parseRemoveRequest(json({ image_url: 'https://a.example/x.png', [name]: '' }));
       expect(parsed.source.kind).toBe('url');
     }
-    for (const [name, value] of [['type', 'person'], ['type_level', '1'], ['channels', 'alpha']]) {
+    for (const [name, value] of [
+      ['type', 'person'],
+      ['type_level', '1'],
+      ['channels', 'alpha'],
+    ]) {
       const error = await failure(json({ image_url: 'https://a.example/x.png', [name as string]: value }));
       expect(error.code, name).toBe('unsupported_parameter');
       expect(error.message).toContain(name);
@@ -351,7 +382,9 @@ describe('image_file_b64', () => {
 
 describe('application/x-www-form-urlencoded', () => {
   it('reads percent-encoded base64 and options', async () => {
-    const parsed = await parseRemoveRequest(urlencoded(new URLSearchParams({ image_file_b64: imageB64, size: 'hd', crop: '1' }).toString()));
+    const parsed = await parseRemoveRequest(
+      urlencoded(new URLSearchParams({ image_file_b64: imageB64, size: 'hd', crop: '1' }).toString()),
+    );
     expect(parsed.source.kind === 'base64' && parsed.source.data.equals(image)).toBe(true);
     expect(parsed.options).toMatchObject({ size: 'hd', crop: true });
   });
@@ -364,10 +397,16 @@ describe('application/x-www-form-urlencoded', () => {
 
   it('refuses image_file, duplicates, unknown and unsupported fields', async () => {
     expect((await failure(urlencoded('image_file=abc'))).code).toBe('invalid_request');
-    expect((await failure(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&format=png&format=jpg'))).code).toBe('invalid_request');
+    expect((await failure(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&format=png&format=jpg'))).code).toBe(
+      'invalid_request',
+    );
     expect((await failure(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&foo=1'))).code).toBe('unknown_field');
-    expect((await failure(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&shadow=1'))).code).toBe('unsupported_parameter');
-    const parsed = await parseRemoveRequest(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&shadow=&crop_margin='));
+    expect((await failure(urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&shadow=1'))).code).toBe(
+      'unsupported_parameter',
+    );
+    const parsed = await parseRemoveRequest(
+      urlencoded('image_url=https%3A%2F%2Fa.example%2Fx.png&shadow=&crop_margin='),
+    );
     expect(parsed.source).toEqual({ kind: 'url', url: 'https://a.example/x.png' });
   });
 
@@ -382,7 +421,12 @@ describe('interrupted bodies', () => {
     const stalled = new PassThrough();
     stalled.write('{"image_url":');
     const controller = new AbortController();
-    const pending = parseRemoveRequest({ contentType: 'application/json', contentLength: 100, body: stalled, signal: controller.signal });
+    const pending = parseRemoveRequest({
+      contentType: 'application/json',
+      contentLength: 100,
+      body: stalled,
+      signal: controller.signal,
+    });
     setTimeout(() => controller.abort(new RmbgError('request_timeout', 'body not received within 1 s')), 20);
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RmbgError);
@@ -392,7 +436,11 @@ describe('interrupted bodies', () => {
   it('rejects with invalid_request when the stream closes before its end', async () => {
     const cut = new PassThrough();
     cut.write('--b\r\nContent-Disposition: form-data; name="size"\r\n\r\nsmall');
-    const pending = parseRemoveRequest({ contentType: 'multipart/form-data; boundary=b', contentLength: 1000, body: cut });
+    const pending = parseRemoveRequest({
+      contentType: 'multipart/form-data; boundary=b',
+      contentLength: 1000,
+      body: cut,
+    });
     setTimeout(() => cut.destroy(), 20);
     const error = await pending.catch((e: unknown) => e);
     expect((error as RmbgError).code).toBe('invalid_request');

@@ -15,8 +15,14 @@ describe('addOutputSlot', () => {
     const slots = assignOutputSlots([first], OUT, 'png');
     const taken = new Set([...slots.values()].map((slot) => slot.base));
     expect(slots.get(first)?.base).toBe('/out/photo');
-    expect(addOutputSlot(item('photo.png'), taken, OUT, 'png')).toEqual({ base: '/out/photo.png', extensions: ['.png'] });
-    expect(addOutputSlot(item('sub/photo.png'), taken, OUT, 'auto')).toEqual({ base: '/out/sub/photo', extensions: ['.png', '.jpg'] });
+    expect(addOutputSlot(item('photo.png'), taken, OUT, 'png')).toEqual({
+      base: '/out/photo.png',
+      extensions: ['.png'],
+    });
+    expect(addOutputSlot(item('sub/photo.png'), taken, OUT, 'auto')).toEqual({
+      base: '/out/sub/photo',
+      extensions: ['.png', '.jpg'],
+    });
     expect(addOutputSlot(item('photo.png'), taken, OUT, 'png').base).toBe('/out/photo.png-2');
     expect(slots.get(first)?.base).toBe('/out/photo');
   });
@@ -27,11 +33,21 @@ describe('watchedItem', () => {
   it('takes images at the top of the folder, and in subfolders only when recursive', () => {
     expect(watchedItem('/in/a.JPG', '/in', rules)).toEqual({ path: '/in/a.JPG', relativePath: 'a.JPG' });
     expect(watchedItem('/in/sub/a.webp', '/in', rules)).toBeUndefined();
-    expect(watchedItem('/in/sub/a.webp', '/in', { ...rules, recursive: true })).toEqual({ path: '/in/sub/a.webp', relativePath: 'sub/a.webp' });
+    expect(watchedItem('/in/sub/a.webp', '/in', { ...rules, recursive: true })).toEqual({
+      path: '/in/sub/a.webp',
+      relativePath: 'sub/a.webp',
+    });
   });
   it('leaves out other files, hidden files and folders, and the output folder', () => {
     const recursive = { ...rules, recursive: true };
-    for (const path of ['/in/notes.txt', '/in/a.gif', '/in/.a.jpg', '/in/.cache/a.jpg', '/in/out/a.png', '/elsewhere/a.jpg']) {
+    for (const path of [
+      '/in/notes.txt',
+      '/in/a.gif',
+      '/in/.a.jpg',
+      '/in/.cache/a.jpg',
+      '/in/out/a.png',
+      '/elsewhere/a.jpg',
+    ]) {
       expect(watchedItem(path, '/in', recursive), path).toBeUndefined();
     }
   });

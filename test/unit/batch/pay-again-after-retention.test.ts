@@ -36,7 +36,13 @@ async function setUp(sentHoursAgo: number) {
   const sentAt = new Date(Date.now() - sentHoursAgo * HOUR).toISOString();
   // What a run killed while waiting for the answer leaves: the key sent, no result.
   const killed: JournalRecord = {
-    input, state: 'sent', contentHash: createHash('sha256').update(png).digest('hex'), options: canonicalOptions(options), token, sentAt, at: sentAt,
+    input,
+    state: 'sent',
+    contentHash: createHash('sha256').update(png).digest('hex'),
+    options: canonicalOptions(options),
+    token,
+    sentAt,
+    at: sentAt,
   };
   writeFileSync(join(output, JOURNAL_NAME), `${JSON.stringify(killed)}\n`);
   const server = await createFaultServer({ fallback: imageResult(png, 40, 40, { 'x-credits-charged': '1' }) });
@@ -60,7 +66,9 @@ async function run(output: string, input: string, server: FaultServer, retryFail
 }
 
 function lastRecord(output: string): JournalRecord {
-  return JSON.parse(readFileSync(join(output, JOURNAL_NAME), 'utf8').trim().split('\n').pop() as string) as JournalRecord;
+  return JSON.parse(
+    readFileSync(join(output, JOURNAL_NAME), 'utf8').trim().split('\n').pop() as string,
+  ) as JournalRecord;
 }
 
 describe('an unfinished key older than the server keeps keys', () => {

@@ -24,7 +24,12 @@ import {
 
 const KEY = 'test-key-123';
 const ACCOUNT = {
-  data: { attributes: { credits: { total: 120, subscription: 100, payg: 20, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
+  data: {
+    attributes: {
+      credits: { total: 120, subscription: 100, payg: 20, enterprise: 0 },
+      api: { free_calls: 0, sizes: 'all' },
+    },
+  },
 };
 
 let png: Buffer;
@@ -33,7 +38,9 @@ let server: FaultServer | undefined;
 
 beforeAll(async () => {
   png = await makePng(40, 30);
-  input = await sharp({ create: { width: 50, height: 40, channels: 3, background: '#336699' } }).jpeg().toBuffer();
+  input = await sharp({ create: { width: 50, height: 40, channels: 3, background: '#336699' } })
+    .jpeg()
+    .toBuffer();
 });
 
 afterEach(async () => {
@@ -68,11 +75,15 @@ async function start(script: FaultStep[], clientOptions: Partial<ApiClientOption
   return { server, client, retries };
 }
 
-
 describe('removeBackground: request', () => {
   it('POSTs multipart with image_file and the option fields to {base}/v1.0/removebg, with X-API-Key and Idempotency-Key', async () => {
     const { server, client } = await start([imageResult(png, 40, 30)], {}, '/api');
-    const options: RemoveOptions = { size: 'hd', format: 'png', crop: true, bgColor: { r: 255, g: 0, b: 128, alpha: 1 } };
+    const options: RemoveOptions = {
+      size: 'hd',
+      format: 'png',
+      crop: true,
+      bgColor: { r: 255, g: 0, b: 128, alpha: 1 },
+    };
     await client.removeBackground(input, options, { idempotencyKey: 'rmbg-abc', filename: 'photo.jpg' });
 
     expect(server.requests).toHaveLength(1);
@@ -98,7 +109,9 @@ describe('removeBackground: request', () => {
 
   it('refuses an invalid Idempotency-Key before sending anything', async () => {
     const { server, client } = await start([]);
-    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }));
+    const error = await rejectionOf(
+      client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }),
+    );
     expect(error.code).toBe('invalid_idempotency_key');
     expect(server.requests).toHaveLength(0);
   });
@@ -126,7 +139,13 @@ describe('removeBackground: result', () => {
   it('reports a replay, and leaves the optional headers undefined when absent', async () => {
     const { client } = await start([
       respond(200, {
-        headers: { 'content-type': 'image/png', 'x-width': '40', 'x-height': '30', 'x-credits-charged': '1', 'x-idempotent-replayed': 'true' },
+        headers: {
+          'content-type': 'image/png',
+          'x-width': '40',
+          'x-height': '30',
+          'x-credits-charged': '1',
+          'x-idempotent-replayed': 'true',
+        },
         body: png,
       }),
     ]);
@@ -162,11 +181,19 @@ describe('error mapping', () => {
 
   it('prefers detail over title, and maps an unknown code to upstream_error with the status kept', async () => {
     const { client } = await start([
-      json(400, { errors: [{ title: 'Invalid option value', code: 'invalid_option', detail: "size must be one of …; got 'huge'" }] }),
+      json(400, {
+        errors: [
+          { title: 'Invalid option value', code: 'invalid_option', detail: "size must be one of …; got 'huge'" },
+        ],
+      }),
       json(418, { errors: [{ title: 'I am a teapot', code: 'teapot' }] }),
     ]);
     const detailed = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
-    expect([detailed.code, detailed.status, detailed.message]).toEqual(['invalid_option', 400, "size must be one of …; got 'huge'"]);
+    expect([detailed.code, detailed.status, detailed.message]).toEqual([
+      'invalid_option',
+      400,
+      "size must be one of …; got 'huge'",
+    ]);
     const unknown = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(unknown.code).toBe('upstream_error');
     expect(unknown.status).toBe(418);
@@ -174,7 +201,9 @@ describe('error mapping', () => {
   });
 
   it('maps a non-JSON error body to upstream_error with the status and a quote of the body', async () => {
-    const { client } = await start([respond(502, { headers: { 'content-type': 'text/html' }, body: '<h1>Bad Gateway</h1>' })]);
+    const { client } = await start([
+      respond(502, { headers: { 'content-type': 'text/html' }, body: '<h1>Bad Gateway</h1>' }),
+    ]);
     const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('upstream_error');
     expect(error.status).toBe(502);
@@ -193,7 +222,14 @@ describe('error mapping', () => {
   });
 
   it('keeps Retry-After and X-RateLimit-* of an error that is not retried', async () => {
-    const { client } = await start([apiError(429, 'rate_limited', 'Too many requests', { 'retry-after': '30', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '30' })]);
+    const { client } = await start([
+      apiError(429, 'rate_limited', 'Too many requests', {
+        'retry-after': '30',
+        'x-ratelimit-limit': '60',
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': '30',
+      }),
+    ]);
     const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('rate_limited');
     expect(error.retryAfterSeconds).toBe(30);
@@ -219,7 +255,10 @@ describe('getAccount', () => {
 
 describe('retries', () => {
   it('obeys Retry-After: 1 on a 429 (real time: the next request arrives at least 1 s later)', async () => {
-    const { server, client, retries } = await start([apiError(429, 'rate_limited', 'slow down', { 'retry-after': '1' }), json(200, ACCOUNT)]);
+    const { server, client, retries } = await start([
+      apiError(429, 'rate_limited', 'slow down', { 'retry-after': '1' }),
+      json(200, ACCOUNT),
+    ]);
     expect(await client.getAccount()).toEqual(ACCOUNT);
     expect(server.requests).toHaveLength(2);
     expect(server.requests[1]!.arrivedAt - server.requests[0]!.arrivedAt).toBeGreaterThanOrEqual(1000);
@@ -241,7 +280,13 @@ describe('retries', () => {
   it('backs off exponentially with full jitter on 500, 502, 503, 504, each wait capped', async () => {
     const time = fakeTime(0.5);
     const { server, client, retries } = await start(
-      [apiError(500, 'internal_error'), apiError(502, 'processing_failed'), apiError(503, 'service_unavailable'), apiError(504, 'processing_timeout'), json(200, ACCOUNT)],
+      [
+        apiError(500, 'internal_error'),
+        apiError(502, 'processing_failed'),
+        apiError(503, 'service_unavailable'),
+        apiError(504, 'processing_timeout'),
+        json(200, ACCOUNT),
+      ],
       { retry: { ...time.retry, baseDelayMs: 400, maxDelayMs: 1000 } },
     );
     await client.getAccount();
@@ -257,7 +302,11 @@ describe('retries', () => {
   });
 
   it('does not retry a POST without Idempotency-Key, even on a transient error', async () => {
-    for (const step of [apiError(503, 'service_busy', 'busy', { 'retry-after': '0' }), apiError(500, 'internal_error'), drop()]) {
+    for (const step of [
+      apiError(503, 'service_busy', 'busy', { 'retry-after': '0' }),
+      apiError(500, 'internal_error'),
+      drop(),
+    ]) {
       const time = fakeTime();
       const { server, client, retries } = await start([step, imageResult(png, 40, 30)], { retry: time.retry });
       await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
@@ -270,7 +319,9 @@ describe('retries', () => {
 
   it('retries a POST with Idempotency-Key after a dropped connection and a 503, with the same key and image', async () => {
     const time = fakeTime();
-    const { server, client, retries } = await start([drop(), apiError(503, 'service_busy'), imageResult(png, 40, 30)], { retry: time.retry });
+    const { server, client, retries } = await start([drop(), apiError(503, 'service_busy'), imageResult(png, 40, 30)], {
+      retry: time.retry,
+    });
     const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-same' });
     expect(result.data.equals(png)).toBe(true);
     expect(server.requests).toHaveLength(3);
@@ -282,9 +333,12 @@ describe('retries', () => {
 
   it('waits and retries 409 idempotency_in_progress with the same key', async () => {
     const time = fakeTime();
-    const { server, client } = await start([apiError(409, 'idempotency_in_progress'), imageResult(png, 40, 30, { 'x-idempotent-replayed': 'true' })], {
-      retry: time.retry,
-    });
+    const { server, client } = await start(
+      [apiError(409, 'idempotency_in_progress'), imageResult(png, 40, 30, { 'x-idempotent-replayed': 'true' })],
+      {
+        retry: time.retry,
+      },
+    );
     const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
     expect(result.replayed).toBe(true);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(['rmbg-k', 'rmbg-k']);
@@ -294,9 +348,12 @@ describe('retries', () => {
   it('answers "in progress" do not use up the attempts: a dropped connection after them is retried too', async () => {
     const time = fakeTime();
     const inProgress = Array.from({ length: 4 }, () => apiError(409, 'idempotency_in_progress'));
-    const { server, client } = await start([...inProgress, drop(), imageResult(png, 40, 30, { 'x-idempotent-replayed': 'true' })], {
-      retry: { ...time.retry, maxAttempts: 5 },
-    });
+    const { server, client } = await start(
+      [...inProgress, drop(), imageResult(png, 40, 30, { 'x-idempotent-replayed': 'true' })],
+      {
+        retry: { ...time.retry, maxAttempts: 5 },
+      },
+    );
     const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
     expect(result.replayed).toBe(true);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(Array.from({ length: 6 }, () => 'rmbg-k'));
@@ -320,9 +377,12 @@ describe('retries', () => {
 
   it('stops at the attempt bound and says how many attempts were made', async () => {
     const time = fakeTime();
-    const { server, client } = await start(Array.from({ length: 6 }, () => apiError(500, 'internal_error', 'boom')), {
-      retry: { ...time.retry, maxAttempts: 3 },
-    });
+    const { server, client } = await start(
+      Array.from({ length: 6 }, () => apiError(500, 'internal_error', 'boom')),
+      {
+        retry: { ...time.retry, maxAttempts: 3 },
+      },
+    );
     const error = await rejectionOf(client.getAccount());
     expect(server.requests).toHaveLength(3);
     expect([error.code, error.status]).toEqual(['internal_error', 500]);
@@ -331,9 +391,12 @@ describe('retries', () => {
 
   it('stops when the next wait would cross the total-time bound', async () => {
     const time = fakeTime(1);
-    const { server, client } = await start(Array.from({ length: 6 }, () => apiError(503, 'service_busy')), {
-      retry: { ...time.retry, baseDelayMs: 1000, maxDelayMs: 60_000, maxTotalMs: 2500 },
-    });
+    const { server, client } = await start(
+      Array.from({ length: 6 }, () => apiError(503, 'service_busy')),
+      {
+        retry: { ...time.retry, baseDelayMs: 1000, maxDelayMs: 60_000, maxTotalMs: 2500 },
+      },
+    );
     await rejectionOf(client.getAccount());
     // waits 1000 (elapsed 1000), then 2000 would reach 3000 > 2500
     expect(time.slept).toEqual([1000]);
@@ -342,9 +405,12 @@ describe('retries', () => {
 
   it('does not wait for a Retry-After beyond the cap: the error carries it to the caller', async () => {
     const time = fakeTime();
-    const { server, client } = await start([apiError(429, 'rate_limited', 'later', { 'retry-after': '3600' }), json(200, ACCOUNT)], {
-      retry: { ...time.retry, maxRetryAfterMs: 60_000 },
-    });
+    const { server, client } = await start(
+      [apiError(429, 'rate_limited', 'later', { 'retry-after': '3600' }), json(200, ACCOUNT)],
+      {
+        retry: { ...time.retry, maxRetryAfterMs: 60_000 },
+      },
+    );
     const error = await rejectionOf(client.getAccount());
     expect(error.retryAfterSeconds).toBe(3600);
     expect(server.requests).toHaveLength(1);
@@ -366,7 +432,10 @@ describe('timeouts and cancellation', () => {
 
   it('retries a timed-out POST that has an Idempotency-Key', async () => {
     const time = fakeTime();
-    const { server, client, retries } = await start([hang(), imageResult(png, 40, 30)], { timeoutMs: 300, retry: { sleep: time.retry.sleep } });
+    const { server, client, retries } = await start([hang(), imageResult(png, 40, 30)], {
+      timeoutMs: 300,
+      retry: { sleep: time.retry.sleep },
+    });
     const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-t' });
     expect(result.width).toBe(40);
     expect(server.requests).toHaveLength(2);
@@ -383,7 +452,10 @@ describe('timeouts and cancellation', () => {
   });
 
   it('stops waiting for a Retry-After when the caller cancels', async () => {
-    const { server, client } = await start([apiError(503, 'service_busy', 'busy', { 'retry-after': '30' }), json(200, ACCOUNT)]);
+    const { server, client } = await start([
+      apiError(503, 'service_busy', 'busy', { 'retry-after': '30' }),
+      json(200, ACCOUNT),
+    ]);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = Date.now();
@@ -396,10 +468,15 @@ describe('timeouts and cancellation', () => {
 
 describe('through the fault server as a transparent proxy', () => {
   it('forwards to the real upstream after the scripted faults, keeping path, headers and body', async () => {
-    const upstream = await createFaultServer({ script: [imageResult(png, 40, 30, { 'x-request-id': 'from-upstream' })] });
+    const upstream = await createFaultServer({
+      script: [imageResult(png, 40, 30, { 'x-request-id': 'from-upstream' })],
+    });
     try {
       const time = fakeTime();
-      server = await createFaultServer({ upstream: `${upstream.url}/base`, script: [apiError(503, 'service_busy'), proxy()] });
+      server = await createFaultServer({
+        upstream: `${upstream.url}/base`,
+        script: [apiError(503, 'service_busy'), proxy()],
+      });
       const viaProxy = createApiClient({ baseUrl: server.url, apiKey: KEY, retry: time.retry });
       const result = await viaProxy.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-p' });
       expect(result.requestId).toBe('from-upstream');

@@ -22,7 +22,8 @@ describe('the API client', () => {
     createApiClient({ baseUrl: 'http://api.example.test', apiKey: 'k', warn });
     createApiClient({ baseUrl: 'http://api.example.test/v1.0', apiKey: 'k', warn });
     createApiClient({ baseUrl: 'https://api.example.test', apiKey: 'k', warn });
-    for (const local of ['http://127.0.0.1:5000', 'http://localhost:5000', 'http://[::1]:5000']) createApiClient({ baseUrl: local, apiKey: 'k', warn });
+    for (const local of ['http://127.0.0.1:5000', 'http://localhost:5000', 'http://[::1]:5000'])
+      createApiClient({ baseUrl: local, apiKey: 'k', warn });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/unencrypted over http:\/\/ to api\.example\.test/);
   });
@@ -30,16 +31,31 @@ describe('the API client', () => {
   it('refuses an answer larger than its cap with upstream_error, and reads one within it', async () => {
     const png = await makePng(40, 40);
     server = await createFaultServer({ script: [imageResult(png, 40, 40), imageResult(png, 40, 40)] });
-    const capped = createApiClient({ baseUrl: server.url, apiKey: 'k', maxResponseBytes: 64, retry: { maxAttempts: 1 } });
+    const capped = createApiClient({
+      baseUrl: server.url,
+      apiKey: 'k',
+      maxResponseBytes: 64,
+      retry: { maxAttempts: 1 },
+    });
     const refused = await rejectionOf(capped.removeBackground(png, DEFAULT_OPTIONS));
-    expect([refused.code, refused.message]).toEqual(['upstream_error', expect.stringContaining(`declares ${png.length} bytes`)]);
-    const roomy = createApiClient({ baseUrl: server.url, apiKey: 'k', maxResponseBytes: png.length, retry: { maxAttempts: 1 } });
+    expect([refused.code, refused.message]).toEqual([
+      'upstream_error',
+      expect.stringContaining(`declares ${png.length} bytes`),
+    ]);
+    const roomy = createApiClient({
+      baseUrl: server.url,
+      apiKey: 'k',
+      maxResponseBytes: png.length,
+      retry: { maxAttempts: 1 },
+    });
     expect((await roomy.removeBackground(png, DEFAULT_OPTIONS)).data).toEqual(png);
   });
 
   it('strips escape sequences and control characters from the server text it reports', async () => {
     const hostile = 'bad \u001b[2J\u001b[31mred\u001b[0m \u001b]0;owned\u0007bell\u0007 line\r\nnext\u0000';
-    server = await createFaultServer({ script: [json(400, { errors: [{ title: `T\u001b[1m`, code: 'invalid_option', detail: hostile }] })] });
+    server = await createFaultServer({
+      script: [json(400, { errors: [{ title: `T\u001b[1m`, code: 'invalid_option', detail: hostile }] })],
+    });
     const client = createApiClient({ baseUrl: server.url, apiKey: 'k', retry: { maxAttempts: 1 } });
     const error = await rejectionOf(client.removeBackground(Buffer.from('x'), DEFAULT_OPTIONS));
     expect(error.code).toBe('invalid_option');

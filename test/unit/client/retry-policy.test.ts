@@ -4,10 +4,21 @@ import { RmbgError } from '../../../src/api/errors.js';
 import { parseRetryAfter } from '../../../src/client/retry-after.js';
 import { decideRetry, resolveRetryPolicy } from '../../../src/client/retry-policy.js';
 
-const policy = resolveRetryPolicy({ maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 3000, maxRetryAfterMs: 60_000, maxTotalMs: 100_000, random: () => 1 });
+const policy = resolveRetryPolicy({
+  maxAttempts: 5,
+  baseDelayMs: 500,
+  maxDelayMs: 3000,
+  maxRetryAfterMs: 60_000,
+  maxTotalMs: 100_000,
+  random: () => 1,
+});
 const ctx = { attempt: 1, elapsedMs: 0, repeatable: true };
 
-function httpError(status: number, code: ConstructorParameters<typeof RmbgError>[0] = 'upstream_error', retryAfterSeconds?: number) {
+function httpError(
+  status: number,
+  code: ConstructorParameters<typeof RmbgError>[0] = 'upstream_error',
+  retryAfterSeconds?: number,
+) {
   return new RmbgError(code, 'x', { status, retryAfterSeconds });
 }
 
@@ -32,17 +43,26 @@ describe('decideRetry', () => {
 
   it('retries 409 idempotency_in_progress and network errors', () => {
     expect(decideRetry(httpError(409, 'idempotency_in_progress'), ctx, policy).retry).toBe(true);
-    const network = new RmbgError('network_error', 'reset', { cause: Object.assign(new Error('x'), { code: 'ECONNRESET' }) });
+    const network = new RmbgError('network_error', 'reset', {
+      cause: Object.assign(new Error('x'), { code: 'ECONNRESET' }),
+    });
     expect(decideRetry(network, ctx, policy)).toMatchObject({ retry: true, reason: 'network error ECONNRESET' });
   });
 
   it('keeps waiting for a request in progress past maxAttempts, bounded by maxInProgressWaitMs', () => {
     const inProgress = httpError(409, 'idempotency_in_progress', 2);
     const bounded = resolveRetryPolicy({ ...policy, maxInProgressWaitMs: 60_000 });
-    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 30_000 }, bounded)).toMatchObject({ retry: true, delayMs: 2000 });
-    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 60_000 }, bounded)).toMatchObject({ retry: false });
+    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 30_000 }, bounded)).toMatchObject({
+      retry: true,
+      delayMs: 2000,
+    });
+    expect(decideRetry(inProgress, { ...ctx, attempt: 12, elapsedMs: 60_000 }, bounded)).toMatchObject({
+      retry: false,
+    });
     // Other transient errors still stop at maxAttempts.
-    expect(decideRetry(httpError(503, 'service_busy', 2), { ...ctx, attempt: 5, elapsedMs: 30_000 }, bounded)).toMatchObject({ retry: false });
+    expect(
+      decideRetry(httpError(503, 'service_busy', 2), { ...ctx, attempt: 5, elapsedMs: 30_000 }, bounded),
+    ).toMatchObject({ retry: false });
   });
 
   it('never repeats a call that is not repeatable (a POST without Idempotency-Key)', () => {
@@ -73,7 +93,9 @@ describe('decideRetry', () => {
   it('stops at the attempt bound and at the total-time bound', () => {
     expect(decideRetry(httpError(500), { ...ctx, attempt: 5 }, policy)).toMatchObject({ retry: false });
     expect(decideRetry(httpError(500), { ...ctx, attempt: 4 }, policy).retry).toBe(true);
-    expect(decideRetry(httpError(429, 'rate_limited', 5), { ...ctx, elapsedMs: 95_000 }, policy)).toMatchObject({ retry: false });
+    expect(decideRetry(httpError(429, 'rate_limited', 5), { ...ctx, elapsedMs: 95_000 }, policy)).toMatchObject({
+      retry: false,
+    });
     expect(decideRetry(httpError(429, 'rate_limited', 5), { ...ctx, elapsedMs: 94_000 }, policy).retry).toBe(true);
   });
 

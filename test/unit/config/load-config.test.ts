@@ -37,7 +37,10 @@ describe('loadConfig precedence', () => {
   it('takes the flag over the environment over the settings file', () => {
     writeUserSetting('apiUrl', 'http://from-config', env);
     writeUserSetting('apiKey', 'key-config', env);
-    const withAll = loadConfig({ apiUrl: 'http://from-flag', apiKey: 'key-flag' }, { ...env, RMBG_API_URL: 'http://from-env', RMBG_API_KEY: 'key-env' });
+    const withAll = loadConfig(
+      { apiUrl: 'http://from-flag', apiKey: 'key-flag' },
+      { ...env, RMBG_API_URL: 'http://from-env', RMBG_API_KEY: 'key-env' },
+    );
     expect(withAll.apiUrl).toEqual({ value: 'http://from-flag', source: 'flag' });
     expect(withAll.apiKey).toEqual({ value: 'key-flag', source: 'flag' });
 
@@ -52,7 +55,10 @@ describe('loadConfig precedence', () => {
 
   it('treats empty flags and empty variables as not given', () => {
     writeUserSetting('apiKey', 'key-config', env);
-    expect(loadConfig({ apiKey: '' }, { ...env, RMBG_API_KEY: '' }).apiKey).toEqual({ value: 'key-config', source: 'config' });
+    expect(loadConfig({ apiKey: '' }, { ...env, RMBG_API_KEY: '' }).apiKey).toEqual({
+      value: 'key-config',
+      source: 'config',
+    });
   });
 
   it('reports unset API settings, and the platform data dir as the built-in default', () => {
@@ -60,7 +66,10 @@ describe('loadConfig precedence', () => {
     expect(config.apiUrl).toEqual({ value: undefined, source: 'unset' });
     expect(config.apiKey).toEqual({ value: undefined, source: 'unset' });
     expect(config.dataDir).toEqual({ value: envPaths('rmbg', { suffix: '' }).data, source: 'default' });
-    expect(loadConfig({ dataDir: '/tmp/d1' }, { ...env, RMBG_DATA_DIR: '/tmp/d2' }).dataDir).toEqual({ value: '/tmp/d1', source: 'flag' });
+    expect(loadConfig({ dataDir: '/tmp/d1' }, { ...env, RMBG_DATA_DIR: '/tmp/d2' }).dataDir).toEqual({
+      value: '/tmp/d1',
+      source: 'flag',
+    });
     expect(loadConfig({}, { ...env, RMBG_DATA_DIR: '/tmp/d2' }).dataDir).toEqual({ value: '/tmp/d2', source: 'env' });
   });
 
@@ -89,7 +98,10 @@ describe('settings file', () => {
 
   it('rejects invalid defaults, wrong types and broken JSON with a message naming the file', () => {
     writeUserSetting('defaults', { size: 'huge' }, env);
-    expectUsageError(() => loadConfig({}, env), /'defaults' in .*config\.json is invalid: size must be one of preview, small/);
+    expectUsageError(
+      () => loadConfig({}, env),
+      /'defaults' in .*config\.json is invalid: size must be one of preview, small/,
+    );
 
     writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ apiUrl: 42 }));
     expectUsageError(() => loadConfig({}, env), /setting 'apiUrl' in .*config\.json must be a string; got 42/);
@@ -102,7 +114,10 @@ describe('settings file', () => {
 describe('requireSetting', () => {
   it('names every way to give a missing setting', () => {
     const config = loadConfig({}, env);
-    expectUsageError(() => requireSetting(config, 'apiKey'), /no API key given: pass --api-key or set RMBG_API_KEY, or 'apiKey' in .*config\.json/);
+    expectUsageError(
+      () => requireSetting(config, 'apiKey'),
+      /no API key given: pass --api-key or set RMBG_API_KEY, or 'apiKey' in .*config\.json/,
+    );
     expect(requireSetting(loadConfig({ apiKey: 'k' }, env), 'apiKey')).toBe('k');
   });
 });

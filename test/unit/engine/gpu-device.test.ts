@@ -22,7 +22,10 @@ const options = parseRemoveOptions({ size: 'preview', format: 'png' });
 let photo: Buffer;
 
 beforeAll(async () => {
-  photo = await sharp(readFileSync(join(import.meta.dirname, '../../../samples/chelsea.png'))).resize(320).png().toBuffer();
+  photo = await sharp(readFileSync(join(import.meta.dirname, '../../../samples/chelsea.png')))
+    .resize(320)
+    .png()
+    .toBuffer();
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -44,7 +47,10 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     try {
       expect(gpu.device).toMatchObject({ requested: 'gpu', device: 'gpu' });
       expect(cpu.device).toMatchObject({ requested: 'cpu', device: 'cpu' });
-      const [onGpu, onCpu] = await Promise.all([gpu.removeBackground(photo, options), cpu.removeBackground(photo, options)]);
+      const [onGpu, onCpu] = await Promise.all([
+        gpu.removeBackground(photo, options),
+        cpu.removeBackground(photo, options),
+      ]);
       expect([onGpu.width, onGpu.height]).toEqual([onCpu.width, onCpu.height]);
       const [gpuAlpha, cpuAlpha] = await Promise.all([alphaOf(onGpu.data), alphaOf(onCpu.data)]);
       expect(maxDifference(gpuAlpha, cpuAlpha)).toBeLessThanOrEqual(1);
@@ -56,16 +62,22 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
   });
 
   it('runs two models on the GPU side by side in one process (one GPU queue)', async () => {
-    const [a, b] = await Promise.all([createEngine({ model: red, device: 'gpu' }), createEngine({ model: redBrighter, device: 'gpu' })]);
+    const [a, b] = await Promise.all([
+      createEngine({ model: red, device: 'gpu' }),
+      createEngine({ model: redBrighter, device: 'gpu' }),
+    ]);
     try {
       const cpu = await createEngine({ model: red, device: 'cpu', graphCache: false });
       const reference = await alphaOf((await cpu.removeBackground(photo, options)).data);
       await cpu.close();
       // Many runs of both at once: without the queue, Dawn aborts the process within the first few.
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? b : a).removeBackground(photo, options)));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? b : a).removeBackground(photo, options)),
+      );
       for (const [i, result] of results.entries()) {
         const alpha = await alphaOf(result.data);
-        if (i % 2) expect(alpha.reduce((sum, v) => sum + v, 0)).toBeGreaterThan(reference.reduce((sum, v) => sum + v, 0));
+        if (i % 2)
+          expect(alpha.reduce((sum, v) => sum + v, 0)).toBeGreaterThan(reference.reduce((sum, v) => sum + v, 0));
         else expect(maxDifference(alpha, reference)).toBeLessThanOrEqual(1);
       }
     } finally {
@@ -78,13 +90,22 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     const sha256 = 'a'.repeat(64);
     const model = { name: 'red', bytes: readFileSync(red).length, sha256 };
     // A CPU graph in the cache under this model's hash, unreadable on purpose: a session that loads it fails.
-    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../../node_modules/onnxruntime-common/package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(
+      readFileSync(join(import.meta.dirname, '../../../node_modules/onnxruntime-common/package.json'), 'utf8'),
+    ) as { version: string };
     const cpuEntry = cachedGraph(cache, sha256, version, 'cpu');
     const cpuFile = cpuEntry.saveTo?.replace(/\.\d+\.tmp$/, '') as string;
     writeFileSync(cpuFile, 'a CPU-optimised graph');
     const { WorkerSession } = await import('../../../src/engine/inference-worker.js');
-    const contract = { input: { name: 'input', shape: [1, 3, 1024, 1024] as [number, number, number, number] }, output: 'output', normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
-    const session = await WorkerSession.load({ name: 'red', contract, path: red, expected: model, fix: 'none' }, { provider: 'webgpu', graphCache: cache });
+    const contract = {
+      input: { name: 'input', shape: [1, 3, 1024, 1024] as [number, number, number, number] },
+      output: 'output',
+      normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] },
+    };
+    const session = await WorkerSession.load(
+      { name: 'red', contract, path: red, expected: model, fix: 'none' },
+      { provider: 'webgpu', graphCache: cache },
+    );
     const plane = await session.run(new Float32Array(3 * 1024 * 1024).fill(0.5));
     await session.release();
     expect(plane.data[0]).toBeCloseTo(0.8, 5);
@@ -100,22 +121,26 @@ describe('--device auto', () => {
     const engine = await createEngine({ model: red, environment, graphCache: false });
     try {
       expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
-      expect(engine.device.reason).toBe("the GPU failed (Failed to get a WebGPU adapter: No supported adapters); 'rmbg doctor' tells why");
+      expect(engine.device.reason).toBe(
+        "the GPU failed (Failed to get a WebGPU adapter: No supported adapters); 'rmbg doctor' tells why",
+      );
     } finally {
       await engine.close();
     }
   });
 
-
-  it.runIf(gpuEnvironment().devices.length === 0)('ignores the software adapter: runs on the CPU and says why', async () => {
-    const engine = await createEngine({ model: red, graphCache: false });
-    try {
-      expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
-      expect(engine.device.reason).toMatch(/^no GPU device found \(GPU devices: none;.*lvp_icd.*\(software\)/);
-      const result = await engine.removeBackground(photo, options);
-      expect(result.format).toBe('png');
-    } finally {
-      await engine.close();
-    }
-  });
+  it.runIf(gpuEnvironment().devices.length === 0)(
+    'ignores the software adapter: runs on the CPU and says why',
+    async () => {
+      const engine = await createEngine({ model: red, graphCache: false });
+      try {
+        expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
+        expect(engine.device.reason).toMatch(/^no GPU device found \(GPU devices: none;.*lvp_icd.*\(software\)/);
+        const result = await engine.removeBackground(photo, options);
+        expect(result.format).toBe('png');
+      } finally {
+        await engine.close();
+      }
+    },
+  );
 });

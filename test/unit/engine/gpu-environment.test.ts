@@ -2,7 +2,12 @@
 // the variables it sets for new and old loaders, and that overlapping loads give the user's own values back.
 
 import { describe, expect, it } from 'vitest';
-import { softwareDriversHidden, userEnvironment, withSoftwareAdaptersHidden, type GpuEnvironment } from '../../../src/engine/gpu-environment.js';
+import {
+  softwareDriversHidden,
+  userEnvironment,
+  withSoftwareAdaptersHidden,
+  type GpuEnvironment,
+} from '../../../src/engine/gpu-environment.js';
 import { probeGpu } from '../../../src/engine/gpu-probe.js';
 
 const drivers = [
@@ -10,12 +15,22 @@ const drivers = [
   { manifest: 'nvidia_icd.json', path: '/usr/share/vulkan/icd.d/nvidia_icd.json', software: false },
   { manifest: 'radeon_icd.json', path: '/usr/share/vulkan/icd.d/radeon_icd.json', software: false },
 ];
-const environment = (loaderVersion: number[]): GpuEnvironment => ({ platform: 'linux', devices: [], drivers, loader: true, loaderVersion });
+const environment = (loaderVersion: number[]): GpuEnvironment => ({
+  platform: 'linux',
+  devices: [],
+  drivers,
+  loader: true,
+  loaderVersion,
+});
 
 describe('softwareDriversHidden', () => {
   it("disables them by name for a loader that knows VK_LOADER_DRIVERS_DISABLE, keeping the user's own globs", () => {
-    expect(softwareDriversHidden({}, environment([1, 3, 239]))).toEqual({ VK_LOADER_DRIVERS_DISABLE: '*lvp*,*swiftshader*' });
-    expect(softwareDriversHidden({ VK_LOADER_DRIVERS_DISABLE: '*intel*' }, environment([1, 3, 234]))).toEqual({ VK_LOADER_DRIVERS_DISABLE: '*intel*,*lvp*,*swiftshader*' });
+    expect(softwareDriversHidden({}, environment([1, 3, 239]))).toEqual({
+      VK_LOADER_DRIVERS_DISABLE: '*lvp*,*swiftshader*',
+    });
+    expect(softwareDriversHidden({ VK_LOADER_DRIVERS_DISABLE: '*intel*' }, environment([1, 3, 234]))).toEqual({
+      VK_LOADER_DRIVERS_DISABLE: '*intel*,*lvp*,*swiftshader*',
+    });
   });
 
   it('lists the other drivers for an older loader, which ignores that variable', () => {
@@ -40,7 +55,13 @@ describe('withSoftwareAdaptersHidden', () => {
     releaseFirst();
     await first;
     seen.push(process.env[name]);
-    expect(seen).toEqual(['*mine*,*lvp*,*swiftshader*', '*mine*', '*mine*,*lvp*,*swiftshader*', '*mine*,*lvp*,*swiftshader*', '*mine*']);
+    expect(seen).toEqual([
+      '*mine*,*lvp*,*swiftshader*',
+      '*mine*',
+      '*mine*,*lvp*,*swiftshader*',
+      '*mine*,*lvp*,*swiftshader*',
+      '*mine*',
+    ]);
     delete process.env[name];
   });
 });

@@ -66,20 +66,45 @@ describe('probeImage accepts and describes', () => {
   });
 
   it('a PNG and a WebP, by their content', async () => {
-    expect(await probeImage(await pngPhoto(200, 100))).toMatchObject({ format: 'png', width: 200, height: 100, hasAlpha: false });
-    const webp = await sharp(await jpegPhoto(120, 90)).webp().toBuffer();
+    expect(await probeImage(await pngPhoto(200, 100))).toMatchObject({
+      format: 'png',
+      width: 200,
+      height: 100,
+      hasAlpha: false,
+    });
+    const webp = await sharp(await jpegPhoto(120, 90))
+      .webp()
+      .toBuffer();
     expect(await probeImage(webp)).toMatchObject({ format: 'webp', width: 120, height: 90, hasAlpha: false });
-    const webpWithAlpha = await sharp(await palettePngWithTrns()).webp({ lossless: true }).toBuffer();
+    const webpWithAlpha = await sharp(await palettePngWithTrns())
+      .webp({ lossless: true })
+      .toBuffer();
     expect(await probeImage(webpWithAlpha)).toMatchObject({ format: 'webp', hasAlpha: true, channels: 4 });
   });
 
   it('a CMYK JPEG, a greyscale JPEG, a 16-bit PNG and a palette PNG with tRNS', async () => {
-    expect(await probeImage(await cmykJpeg())).toMatchObject({ format: 'jpeg', space: 'cmyk', channels: 4, hasAlpha: false });
+    expect(await probeImage(await cmykJpeg())).toMatchObject({
+      format: 'jpeg',
+      space: 'cmyk',
+      channels: 4,
+      hasAlpha: false,
+    });
     expect(await probeImage(await greyscaleJpeg())).toMatchObject({ format: 'jpeg', space: 'b-w', channels: 1 });
-    expect(await probeImage(await png16bit())).toMatchObject({ format: 'png', depth: 'ushort', space: 'rgb16', channels: 3 });
+    expect(await probeImage(await png16bit())).toMatchObject({
+      format: 'png',
+      depth: 'ushort',
+      space: 'rgb16',
+      channels: 3,
+    });
     const palette = await palettePngWithTrns();
     expect([...pngChunks(palette)].map((c) => c.type)).toContain('tRNS');
-    expect(await probeImage(palette)).toMatchObject({ format: 'png', isPalette: true, hasAlpha: true, width: 96, height: 96 });
+    expect(await probeImage(palette)).toMatchObject({
+      format: 'png',
+      isPalette: true,
+      hasAlpha: true,
+      width: 96,
+      height: 96,
+    });
   });
 
   it('images exactly at each limit', async () => {
@@ -112,31 +137,101 @@ describe('probeImage accepts and describes', () => {
 describe('probeImage refuses', () => {
   const cases: Array<[string, () => Buffer | Promise<Buffer>, string, RegExp]> = [
     ['empty data', () => Buffer.alloc(0), 'corrupt_image', /empty \(0 bytes\).*JPG, PNG or WebP/],
-    ['a JPEG one byte over 22 MiB', oversizedJpeg, 'file_too_large', /23,068,673 bytes; at most 23,068,672 bytes \(22 MiB\)/],
+    [
+      'a JPEG one byte over 22 MiB',
+      oversizedJpeg,
+      'file_too_large',
+      /23,068,673 bytes; at most 23,068,672 bytes \(22 MiB\)/,
+    ],
     ['a GIF', gif, 'unsupported_image_format', /GIF; JPG, PNG or WebP only/],
     ['a TIFF', tiff, 'unsupported_image_format', /TIFF.*JPG, PNG or WebP only/],
     ['an SVG', svg, 'unsupported_image_format', /SVG; JPG, PNG or WebP only/],
     ['an AVIF', avifOrHeif, 'unsupported_image_format', /AVIF; JPG, PNG or WebP only/],
     ['a BMP', () => bmp(), 'unsupported_image_format', /BMP; JPG, PNG or WebP only/],
-    ['an HTML page', () => Buffer.from('<!DOCTYPE html><html><body>nope</body></html>'), 'unsupported_image_format', /HTML/],
-    ['plain text', () => Buffer.from('hello world, not an image'), 'unsupported_image_format', /not a recognizable image \(it starts with bytes 68 65 6c 6c 6f 20 77 6f\); JPG, PNG or WebP only/],
+    [
+      'an HTML page',
+      () => Buffer.from('<!DOCTYPE html><html><body>nope</body></html>'),
+      'unsupported_image_format',
+      /HTML/,
+    ],
+    [
+      'plain text',
+      () => Buffer.from('hello world, not an image'),
+      'unsupported_image_format',
+      /not a recognizable image \(it starts with bytes 68 65 6c 6c 6f 20 77 6f\); JPG, PNG or WebP only/,
+    ],
     ['an animated PNG (APNG)', () => apng(2), 'animated_image', /APNG, 2 frames.*still JPG, PNG or WebP/],
     ['an animated WebP', () => animatedWebp(2), 'animated_image', /animated WebP \(2 frames\)/],
     ['an animated WebP of 3 frames', () => animatedWebp(3), 'animated_image', /animated WebP \(3 frames\)/],
-    ['a 32x32 PNG', () => tinyPng(32, 32), 'image_dimensions_out_of_range', /32x32 pixels; each side must be 33 to 9999 pixels/],
-    ['a 10000x40 PNG', () => widePng(10000, 40), 'image_dimensions_out_of_range', /10000x40 pixels; each side must be 33 to 9999/],
-    ['a PNG bomb claiming 20000x20000', () => pngBombHeader(20000, 20000), 'image_dimensions_out_of_range', /20000x20000/],
-    ['a JPEG bomb claiming 20000x20000', () => jpegBombHeader(20000, 20000), 'image_dimensions_out_of_range', /20000x20000/],
-    ['a PNG claiming 7072x7071', () => pngBombHeader(7072, 7071), 'image_too_many_pixels', /7072x7071 = 50,006,112 pixels; at most 50,000,000 pixels/],
+    [
+      'a 32x32 PNG',
+      () => tinyPng(32, 32),
+      'image_dimensions_out_of_range',
+      /32x32 pixels; each side must be 33 to 9999 pixels/,
+    ],
+    [
+      'a 10000x40 PNG',
+      () => widePng(10000, 40),
+      'image_dimensions_out_of_range',
+      /10000x40 pixels; each side must be 33 to 9999/,
+    ],
+    [
+      'a PNG bomb claiming 20000x20000',
+      () => pngBombHeader(20000, 20000),
+      'image_dimensions_out_of_range',
+      /20000x20000/,
+    ],
+    [
+      'a JPEG bomb claiming 20000x20000',
+      () => jpegBombHeader(20000, 20000),
+      'image_dimensions_out_of_range',
+      /20000x20000/,
+    ],
+    [
+      'a PNG claiming 7072x7071',
+      () => pngBombHeader(7072, 7071),
+      'image_too_many_pixels',
+      /7072x7071 = 50,006,112 pixels; at most 50,000,000 pixels/,
+    ],
     ['a JPEG claiming 9000x9000', () => jpegBombHeader(9000, 9000), 'image_too_many_pixels', /81,000,000 pixels/],
-    ['a PNG with a wrong CRC on its first IDAT', () => pngWithBadCrc('first'), 'corrupt_image', /"IDAT" chunk at byte \d+ has a wrong CRC; send a complete, undamaged/],
-    ['a PNG with a wrong CRC on its last IDAT', () => pngWithBadCrc('last'), 'corrupt_image', /"IDAT" chunk at byte \d+ has a wrong CRC/],
-    ['a truncated PNG', truncatedPng, 'corrupt_image', /"IDAT" chunk .* runs past the end of the data \(truncated file\)/],
+    [
+      'a PNG with a wrong CRC on its first IDAT',
+      () => pngWithBadCrc('first'),
+      'corrupt_image',
+      /"IDAT" chunk at byte \d+ has a wrong CRC; send a complete, undamaged/,
+    ],
+    [
+      'a PNG with a wrong CRC on its last IDAT',
+      () => pngWithBadCrc('last'),
+      'corrupt_image',
+      /"IDAT" chunk at byte \d+ has a wrong CRC/,
+    ],
+    [
+      'a truncated PNG',
+      truncatedPng,
+      'corrupt_image',
+      /"IDAT" chunk .* runs past the end of the data \(truncated file\)/,
+    ],
     ['a truncated WebP', truncatedWebp, 'corrupt_image', /WebP is corrupt.*truncated/],
     ['a PNG signature alone', () => PNG_SIGNATURE, 'corrupt_image', /no chunks/],
-    ['a PNG whose first chunk is not IHDR', () => Buffer.concat([PNG_SIGNATURE, pngChunk('IEND')]), 'corrupt_image', /first chunk is "IEND", not IHDR/],
-    ['a JPEG start followed by garbage', () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(200, 7)]), 'corrupt_image', /JPEG header cannot be read/],
-    ['a RIFF/WEBP header with no image chunk', () => Buffer.from('RIFF\x04\x00\x00\x00WEBP', 'latin1'), 'corrupt_image', /WEBP header cannot be read/],
+    [
+      'a PNG whose first chunk is not IHDR',
+      () => Buffer.concat([PNG_SIGNATURE, pngChunk('IEND')]),
+      'corrupt_image',
+      /first chunk is "IEND", not IHDR/,
+    ],
+    [
+      'a JPEG start followed by garbage',
+      () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(200, 7)]),
+      'corrupt_image',
+      /JPEG header cannot be read/,
+    ],
+    [
+      'a RIFF/WEBP header with no image chunk',
+      () => Buffer.from('RIFF\x04\x00\x00\x00WEBP', 'latin1'),
+      'corrupt_image',
+      /WEBP header cannot be read/,
+    ],
   ];
 
   it.each(cases)('%s', async (_name, make, code, message) => {
@@ -177,11 +272,18 @@ describe('fixtures are what they claim', () => {
     const animation = await apng(2);
     const chunks = [...pngChunks(animation)];
     expect(chunks.map((c) => c.type)).toEqual(['IHDR', 'acTL', 'fcTL', 'IDAT', 'fcTL', 'fdAT', 'IEND']);
-    expect(chunks.filter((c) => ['fcTL', 'fdAT'].includes(c.type)).map((c) => c.data.readUInt32BE(0))).toEqual([0, 1, 2]);
+    expect(chunks.filter((c) => ['fcTL', 'fdAT'].includes(c.type)).map((c) => c.data.readUInt32BE(0))).toEqual([
+      0, 1, 2,
+    ]);
     // sharp alone would take it as a still image: the reason the probe walks the chunk list.
     expect((await sharp(animation).metadata()).pages).toBeUndefined();
     const [ihdr, , , , , fdAT] = chunks;
-    const frame2 = Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr!.data), pngChunk('IDAT', fdAT!.data.subarray(4)), pngChunk('IEND')]);
+    const frame2 = Buffer.concat([
+      PNG_SIGNATURE,
+      pngChunk('IHDR', ihdr!.data),
+      pngChunk('IDAT', fdAT!.data.subarray(4)),
+      pngChunk('IEND'),
+    ]);
     const { data } = await sharp(frame2).raw().toBuffer({ resolveWithObject: true });
     expect([...data.subarray(0, 3)]).toEqual([0x22, 0x22, 0xdd]);
   });
@@ -192,7 +294,9 @@ describe('fixtures are what they claim', () => {
   });
 
   it('the photo has an orange disc in the middle of a pale background', async () => {
-    const { data, info } = await sharp(await jpegPhoto(320, 240)).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(await jpegPhoto(320, 240))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const at = (x: number, y: number) => [...data.subarray((y * info.width + x) * 3, (y * info.width + x) * 3 + 3)];
     const [r, g, b] = at(160, 120) as [number, number, number];
     expect(r).toBeGreaterThan(g + 80);
@@ -212,31 +316,37 @@ describe('EXIF orientation', () => {
     return [...data.subarray(at, at + 3)];
   }
 
-  it.each([1, 2, 3, 4, 5, 6, 7, 8])('orientation %i: reported, sides swapped for 5-8, upright once oriented', async (orientation) => {
-    const [width, height] = [160, 120];
-    const jpeg = await jpegWithOrientation(orientation, width, height);
-    const stored = orientation >= 5 ? [height, width] : [width, height];
-    expect(await probeImage(jpeg)).toMatchObject({
-      orientation,
-      width: stored[0],
-      height: stored[1],
-      orientedWidth: width,
-      orientedHeight: height,
-    });
+  it.each([1, 2, 3, 4, 5, 6, 7, 8])(
+    'orientation %i: reported, sides swapped for 5-8, upright once oriented',
+    async (orientation) => {
+      const [width, height] = [160, 120];
+      const jpeg = await jpegWithOrientation(orientation, width, height);
+      const stored = orientation >= 5 ? [height, width] : [width, height];
+      expect(await probeImage(jpeg)).toMatchObject({
+        orientation,
+        width: stored[0],
+        height: stored[1],
+        orientedWidth: width,
+        orientedHeight: height,
+      });
 
-    const { size, topLeft, topRight } = markerBoxes(width, height);
-    const centre = (box: { left: number; top: number }) => [box.left + size / 2, box.top + size / 2] as const;
-    expect(near(await pixelAt(sharp(jpeg).autoOrient(), ...centre(topLeft)), MARKER_COLOURS.topLeft)).toBe(true);
-    expect(near(await pixelAt(sharp(jpeg).autoOrient(), ...centre(topRight)), MARKER_COLOURS.topRight)).toBe(true);
-    expect(near(await pixelAt(sharp(jpeg).autoOrient(), width / 2, height - 5), MARKER_COLOURS.background)).toBe(true);
-    // Without the tag the picture is not upright (except for 1): the fixture really depends on it.
-    const storedBoxes = markerBoxes(stored[0]!, stored[1]!);
-    const storedCentre = (box: { left: number; top: number }) => [box.left + storedBoxes.size / 2, box.top + storedBoxes.size / 2] as const;
-    const uprightWithoutTag =
-      near(await pixelAt(sharp(jpeg), ...storedCentre(storedBoxes.topLeft)), MARKER_COLOURS.topLeft) &&
-      near(await pixelAt(sharp(jpeg), ...storedCentre(storedBoxes.topRight)), MARKER_COLOURS.topRight);
-    expect(uprightWithoutTag).toBe(orientation === 1);
-  });
+      const { size, topLeft, topRight } = markerBoxes(width, height);
+      const centre = (box: { left: number; top: number }) => [box.left + size / 2, box.top + size / 2] as const;
+      expect(near(await pixelAt(sharp(jpeg).autoOrient(), ...centre(topLeft)), MARKER_COLOURS.topLeft)).toBe(true);
+      expect(near(await pixelAt(sharp(jpeg).autoOrient(), ...centre(topRight)), MARKER_COLOURS.topRight)).toBe(true);
+      expect(near(await pixelAt(sharp(jpeg).autoOrient(), width / 2, height - 5), MARKER_COLOURS.background)).toBe(
+        true,
+      );
+      // Without the tag the picture is not upright (except for 1): the fixture really depends on it.
+      const storedBoxes = markerBoxes(stored[0]!, stored[1]!);
+      const storedCentre = (box: { left: number; top: number }) =>
+        [box.left + storedBoxes.size / 2, box.top + storedBoxes.size / 2] as const;
+      const uprightWithoutTag =
+        near(await pixelAt(sharp(jpeg), ...storedCentre(storedBoxes.topLeft)), MARKER_COLOURS.topLeft) &&
+        near(await pixelAt(sharp(jpeg), ...storedCentre(storedBoxes.topRight)), MARKER_COLOURS.topRight);
+      expect(uprightWithoutTag).toBe(orientation === 1);
+    },
+  );
 });
 
 /**
@@ -250,16 +360,27 @@ describe('EXIF orientation', () => {
 describe('sharp failOn levels on damaged data', () => {
   const LEVELS = ['none', 'truncated', 'error', 'warning'] as const;
   const decodes = async (input: Buffer, failOn: (typeof LEVELS)[number]) =>
-    sharp(input, { failOn }).raw().toBuffer().then(
-      () => true,
-      () => false,
-    );
+    sharp(input, { failOn })
+      .raw()
+      .toBuffer()
+      .then(
+        () => true,
+        () => false,
+      );
 
   it.each([
     ['a truncated JPEG', truncatedJpeg, { none: true, truncated: false, error: false, warning: false }],
     ['a truncated PNG', truncatedPng, { none: false, truncated: false, error: false, warning: false }],
-    ['a PNG with a wrong CRC on its first IDAT', () => pngWithBadCrc('first'), { none: true, truncated: true, error: false, warning: false }],
-    ['a PNG with a wrong CRC on its last IDAT', () => pngWithBadCrc('last'), { none: true, truncated: true, error: true, warning: true }],
+    [
+      'a PNG with a wrong CRC on its first IDAT',
+      () => pngWithBadCrc('first'),
+      { none: true, truncated: true, error: false, warning: false },
+    ],
+    [
+      'a PNG with a wrong CRC on its last IDAT',
+      () => pngWithBadCrc('last'),
+      { none: true, truncated: true, error: true, warning: true },
+    ],
     ['a truncated WebP', truncatedWebp, { none: false, truncated: false, error: false, warning: false }],
   ] as const)('%s', async (_name, make, expected) => {
     const input = await make();

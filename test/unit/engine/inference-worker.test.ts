@@ -21,7 +21,11 @@ writeRedChannelModel(path, { width, height, bias: 0.25 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function redModel(overrides: Partial<ResolvedModel> = {}, output = 'mask'): ResolvedModel {
-  const contract = { input: { name: 'pixels', shape: [1, 3, height, width] as [number, number, number, number] }, output, normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
+  const contract = {
+    input: { name: 'pixels', shape: [1, 3, height, width] as [number, number, number, number] },
+    output,
+    normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] },
+  };
   return { name: 'red', contract, path, fix: 'none', ...overrides };
 }
 
@@ -33,7 +37,10 @@ function tensor(): Float32Array {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<RmbgError> {
-  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(RmbgError);
   return error as RmbgError;
 }
@@ -47,7 +54,9 @@ describe('WorkerSession', () => {
     const input = tensor();
     const plane = await session.run(input);
     expect([plane.width, plane.height]).toEqual([width, height]);
-    expect(Array.from(plane.data, (v) => Math.round(v * 100) / 100)).toEqual([0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95]);
+    expect(Array.from(plane.data, (v) => Math.round(v * 100) / 100)).toEqual([
+      0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95,
+    ]);
     expect(input.length).toBe(0); // transferred: detached on this thread
     await session.release();
   });
@@ -87,8 +96,17 @@ describe('WorkerSession', () => {
     // 16 squarings of a 1024² matrix: seconds of work on this machine, against a limit of 100 ms.
     const slow = join(dir, 'slow.onnx');
     writeSlowModel(slow, 1024, 16);
-    const contract = { input: { name: 'input', shape: [1, 1, 1024, 1024] as [number, number, number, number] }, output: 'output', normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] } };
-    const session = await WorkerSession.load({ name: 'slow', contract, path: slow, fix: 'none' }, { graphCache: false }, Promise.resolve(), { runTimeoutMs: 100 });
+    const contract = {
+      input: { name: 'input', shape: [1, 1, 1024, 1024] as [number, number, number, number] },
+      output: 'output',
+      normalization: { mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] },
+    };
+    const session = await WorkerSession.load(
+      { name: 'slow', contract, path: slow, fix: 'none' },
+      { graphCache: false },
+      Promise.resolve(),
+      { runTimeoutMs: 100 },
+    );
     const stuck = await workerOf(session);
     const exited = new Promise((resolve) => stuck.once('exit', resolve));
     const error = await rejection(session.run(new Float32Array(1024 * 1024).fill(1.0001)));

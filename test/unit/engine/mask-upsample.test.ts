@@ -52,14 +52,19 @@ describe('upsampleMask', () => {
       const ours = upsampleMask(src, { width: sw, height: sh }, { width: dw, height: dh });
       const reference = exact(src, sw, sh, dw, dh);
       let worst = 0;
-      for (let i = 0; i < reference.length; i++) worst = Math.max(worst, Math.abs((ours[i] as number) - (reference[i] as number)));
+      for (let i = 0; i < reference.length; i++)
+        worst = Math.max(worst, Math.abs((ours[i] as number) - (reference[i] as number)));
       expect(worst, `${sw}×${sh} → ${dw}×${dh}`).toBeLessThanOrEqual(1);
     }
   });
 
   it('keeps a flat mask exactly flat (all 255 stays opaque, all 0 stays clear)', () => {
     for (const value of [0, 255, 77]) {
-      const out = upsampleMask(new Uint8Array(64 * 48).fill(value), { width: 64, height: 48 }, { width: 1001, height: 777 });
+      const out = upsampleMask(
+        new Uint8Array(64 * 48).fill(value),
+        { width: 64, height: 48 },
+        { width: 1001, height: 777 },
+      );
       expect(out.every((v) => v === value)).toBe(true);
     }
   });
@@ -68,19 +73,26 @@ describe('upsampleMask', () => {
     const [W, H] = [1825, 1369];
     const truth = Buffer.alloc(W * H);
     const [cx, cy] = [900.3, 700.7];
-    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) truth[y * W + x] = Math.hypot((x + 0.5 - cx) / 600, (y + 0.5 - cy) / 450) <= 1 ? 255 : 0;
-    const small = await sharp(truth, { raw: { width: W, height: H, channels: 1 } }).resize(512, 512, { fit: 'fill' }).toColourspace('b-w').raw().toBuffer();
+    for (let y = 0; y < H; y++)
+      for (let x = 0; x < W; x++)
+        truth[y * W + x] = Math.hypot((x + 0.5 - cx) / 600, (y + 0.5 - cy) / 450) <= 1 ? 255 : 0;
+    const small = await sharp(truth, { raw: { width: W, height: H, channels: 1 } })
+      .resize(512, 512, { fit: 'fill' })
+      .toColourspace('b-w')
+      .raw()
+      .toBuffer();
     const back = upsampleMask(small, { width: 512, height: 512 }, { width: W, height: H });
     const centroid = (img: Uint8Array): [number, number] => {
       let sx = 0;
       let sy = 0;
       let m = 0;
-      for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
-        const v = img[y * W + x] as number;
-        sx += v * x;
-        sy += v * y;
-        m += v;
-      }
+      for (let y = 0; y < H; y++)
+        for (let x = 0; x < W; x++) {
+          const v = img[y * W + x] as number;
+          sx += v * x;
+          sy += v * y;
+          m += v;
+        }
       return [sx / m, sy / m];
     };
     const [tx, ty] = centroid(truth);
@@ -91,6 +103,8 @@ describe('upsampleMask', () => {
 
   it('refuses to shrink (that needs a wider filter: the pipeline uses sharp for it)', () => {
     expect(isUpsizing({ width: 10, height: 10 }, { width: 20, height: 9 })).toBe(false);
-    expect(() => upsampleMask(new Uint8Array(100), { width: 10, height: 10 }, { width: 20, height: 9 })).toThrow(RangeError);
+    expect(() => upsampleMask(new Uint8Array(100), { width: 10, height: 10 }, { width: 20, height: 9 })).toThrow(
+      RangeError,
+    );
   });
 });

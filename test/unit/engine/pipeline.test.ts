@@ -109,7 +109,10 @@ describe('cutout', () => {
     const half = await engine.removeBackground(await jpegPhoto(400, 300), opts({ bg_color: '#00ff0080' }));
     expect(half.format).toBe('png');
     expect(await pixelAt(half.data, 2, 2)).toEqual({ r: 0, g: 255, b: 0, a: 128 });
-    const named = await engine.removeBackground(await jpegPhoto(400, 300), opts({ bg_color: 'rebeccapurple', format: 'png' }));
+    const named = await engine.removeBackground(
+      await jpegPhoto(400, 300),
+      opts({ bg_color: 'rebeccapurple', format: 'png' }),
+    );
     expect(await pixelAt(named.data, 2, 2)).toEqual({ r: 102, g: 51, b: 153, a: 255 });
   });
 

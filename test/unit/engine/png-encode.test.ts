@@ -98,7 +98,9 @@ describe('encodePng', () => {
     await expect(failing).rejects.toThrow(/^no rows at \d+$/);
     await expect(encodePng(10, 0, () => ({ pixels: Buffer.alloc(0), channels: 4 }))).rejects.toThrow(RangeError);
     // A band of the wrong length would shift every row after it: refused, not encoded.
-    await expect(encodePng(10, 2, () => ({ pixels: Buffer.alloc(40), channels: 4 }))).rejects.toThrow(/expected 2 rows/);
+    await expect(encodePng(10, 2, () => ({ pixels: Buffer.alloc(40), channels: 4 }))).rejects.toThrow(
+      /expected 2 rows/,
+    );
   });
 
   it("rejects with a band's deflate error, and leaves nothing unhandled while the encoder waits on another band", async () => {
@@ -107,14 +109,21 @@ describe('encodePng', () => {
     // rejection.
     const deflate = zlib.deflate;
     let calls = 0;
-    const secondFails = ((data: Buffer, options: zlib.ZlibOptions, callback: (error: Error | null, result: Buffer) => void) => {
+    const secondFails = ((
+      data: Buffer,
+      options: zlib.ZlibOptions,
+      callback: (error: Error | null, result: Buffer) => void,
+    ) => {
       calls++;
       if (calls === 2) setImmediate(() => callback(new Error('deflate failed'), Buffer.alloc(0)));
       else deflate(data, options, callback);
     }) as unknown as typeof zlib.deflate;
     vi.spyOn(zlib, 'deflate').mockImplementation(secondFails);
     const pixels = image(1000, 5000, 4, 5); // ten bands: more than the encoder keeps in flight
-    const encoding = encodePng(1000, 5000, (top, count) => ({ pixels: pixels.subarray(top * 4000, (top + count) * 4000), channels: 4 }));
+    const encoding = encodePng(1000, 5000, (top, count) => ({
+      pixels: pixels.subarray(top * 4000, (top + count) * 4000),
+      channels: 4,
+    }));
     await expect(encoding).rejects.toThrow('deflate failed');
     expect(calls).toBeGreaterThan(4); // the failure came while the encoder waited and made more bands
   });

@@ -22,24 +22,59 @@ describe('workerExecArgv', () => {
 
   it('under --input-type, keeps the flags a worker takes, with their values, and drops the rest', () => {
     const parent = [
-      '--import', './hook.mjs', '--input-type=module', '-r', './setup.cjs', '--loader=data:,', '--experimental-loader', './loader.mjs',
-      '--max-old-space-size=300', '--stack-size=2000', '--title', 'rmbg', '-C', 'development', '--conditions=custom',
-      '--enable-source-maps', '--no-warnings', '--no-opt', '--expose_gc', '--require=./other.cjs', '-e', 'import "rmbg"',
+      '--import',
+      './hook.mjs',
+      '--input-type=module',
+      '-r',
+      './setup.cjs',
+      '--loader=data:,',
+      '--experimental-loader',
+      './loader.mjs',
+      '--max-old-space-size=300',
+      '--stack-size=2000',
+      '--title',
+      'rmbg',
+      '-C',
+      'development',
+      '--conditions=custom',
+      '--enable-source-maps',
+      '--no-warnings',
+      '--no-opt',
+      '--expose_gc',
+      '--require=./other.cjs',
+      '-e',
+      'import "rmbg"',
     ];
     expect(workerExecArgv(parent)).toEqual([
-      '--import', './hook.mjs', '-r', './setup.cjs', '--loader=data:,', '--experimental-loader', './loader.mjs',
-      '-C', 'development', '--conditions=custom', '--enable-source-maps', '--no-warnings', '--require=./other.cjs',
+      '--import',
+      './hook.mjs',
+      '-r',
+      './setup.cjs',
+      '--loader=data:,',
+      '--experimental-loader',
+      './loader.mjs',
+      '-C',
+      'development',
+      '--conditions=custom',
+      '--enable-source-maps',
+      '--no-warnings',
+      '--require=./other.cjs',
     ]);
     // Every spelling of the string input goes, code and all: -p, -pe, --print, --eval=, --input_type.
     expect(workerExecArgv(['--input_type', 'module', '-p', '1'])).toEqual([]);
-    expect(workerExecArgv(['-pe', '1', '--input-type=commonjs', '--print', '2', '--eval=3', '--trace-warnings'])).toEqual(['--trace-warnings']);
+    expect(
+      workerExecArgv(['-pe', '1', '--input-type=commonjs', '--print', '2', '--eval=3', '--trace-warnings']),
+    ).toEqual(['--trace-warnings']);
   });
 
   it('a worker started with them under `node --input-type=module --import … --max-old-space-size=… -e` runs the --import hook and has the heap limit', async () => {
     ensureBuilt();
     const dir = tempDir();
     const hook = path.join(dir, 'hook.mjs');
-    writeFileSync(hook, "globalThis.hooked = (await import('node:worker_threads')).isMainThread ? 'main' : 'worker';\n");
+    writeFileSync(
+      hook,
+      "globalThis.hooked = (await import('node:worker_threads')).isMainThread ? 'main' : 'worker';\n",
+    );
     const worker = path.join(dir, 'worker.mjs');
     writeFileSync(
       worker,
@@ -55,9 +90,16 @@ describe('workerExecArgv', () => {
       const seen = await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
       console.log(JSON.stringify({ seen, mainHeapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20) }));
       await worker.terminate();`;
-    const run = await execa(process.execPath, ['--import', hook, '--max-old-space-size=300', '--input-type=module', '-e', script], { reject: false });
+    const run = await execa(
+      process.execPath,
+      ['--import', hook, '--max-old-space-size=300', '--input-type=module', '-e', script],
+      { reject: false },
+    );
     expect(run.stderr).toBe('');
-    const { seen, mainHeapLimitMb } = JSON.parse(run.stdout) as { seen: { hooked: string; heapLimitMb: number }; mainHeapLimitMb: number };
+    const { seen, mainHeapLimitMb } = JSON.parse(run.stdout) as {
+      seen: { hooked: string; heapLimitMb: number };
+      mainHeapLimitMb: number;
+    };
     expect(mainHeapLimitMb).toBeLessThan(1000); // the flag took: Node's own default here is above 2 GB
     expect(seen).toEqual({ hooked: 'worker', heapLimitMb: mainHeapLimitMb });
   });

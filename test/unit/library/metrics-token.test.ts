@@ -23,7 +23,9 @@ function file(content: string): string {
 
 describe('metricsTokenOf', () => {
   it('reads the file (surrounding whitespace ignored), else the flag, else RMBG_METRICS_TOKEN; an empty variable is unset', () => {
-    expect(metricsTokenOf({ metricsTokenFile: file('  s3cret-from-file\n') }, { RMBG_METRICS_TOKEN: 'from-env' })).toBe('s3cret-from-file');
+    expect(metricsTokenOf({ metricsTokenFile: file('  s3cret-from-file\n') }, { RMBG_METRICS_TOKEN: 'from-env' })).toBe(
+      's3cret-from-file',
+    );
     expect(metricsTokenOf({ metricsToken: 'from-flag' }, { RMBG_METRICS_TOKEN: 'from-env' })).toBe('from-flag');
     expect(metricsTokenOf({}, { RMBG_METRICS_TOKEN: 'from-env' })).toBe('from-env');
     expect(metricsTokenOf({}, { RMBG_METRICS_TOKEN: '' })).toBeUndefined();
@@ -32,7 +34,11 @@ describe('metricsTokenOf', () => {
 
   it('refuses with usage_error: both flags, a missing or empty file, a token of several lines, an empty flag', () => {
     const cases: Array<[Parameters<typeof metricsTokenOf>[0], NodeJS.ProcessEnv, RegExp]> = [
-      [{ metricsToken: 'a', metricsTokenFile: file('b') }, {}, /give --metrics-token or --metrics-token-file, not both/],
+      [
+        { metricsToken: 'a', metricsTokenFile: file('b') },
+        {},
+        /give --metrics-token or --metrics-token-file, not both/,
+      ],
       [{ metricsTokenFile: join(dir, 'absent') }, {}, /--metrics-token-file: cannot read .*absent \(ENOENT\)/],
       [{ metricsTokenFile: file(' \n') }, {}, /the metrics token is empty/],
       [{ metricsTokenFile: file('one\ntwo\n') }, {}, /more than one line/],

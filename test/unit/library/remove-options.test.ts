@@ -20,7 +20,15 @@ const ALLOWED = 'allowed options: size, format, crop, bgColor, model, device, ap
 
 describe('parseImageOptions', () => {
   it('reads the camelCase options into the engine options, the CLI defaults for the rest', () => {
-    expect(parseImageOptions({ size: 'hd', crop: true, bgColor: 'fff', model: 'isnet-medium', signal: new AbortController().signal })).toEqual({
+    expect(
+      parseImageOptions({
+        size: 'hd',
+        crop: true,
+        bgColor: 'fff',
+        model: 'isnet-medium',
+        signal: new AbortController().signal,
+      }),
+    ).toEqual({
       ...CALLER_DEFAULT_OPTIONS,
       size: 'hd',
       crop: true,
@@ -30,18 +38,31 @@ describe('parseImageOptions', () => {
 
   it("refuses a bad value with the API schema's own message", () => {
     const schema = failure(() => parseRemoveOptions({ bg_color: 'nope' }));
-    expect(failure(() => parseImageOptions({ bgColor: 'nope' }))).toEqual({ code: 'invalid_option', message: schema.message });
+    expect(failure(() => parseImageOptions({ bgColor: 'nope' }))).toEqual({
+      code: 'invalid_option',
+      message: schema.message,
+    });
     expect(schema.message).toContain("got 'nope'");
   });
 
   it('refuses a misspelt option and an API field name, naming the options there are', () => {
-    expect(failure(() => parseImageOptions({ sise: 'hd' }))).toEqual({ code: 'unknown_field', message: `unknown option 'sise'; ${ALLOWED}` });
+    expect(failure(() => parseImageOptions({ sise: 'hd' }))).toEqual({
+      code: 'unknown_field',
+      message: `unknown option 'sise'; ${ALLOWED}`,
+    });
     // The API's spelling of an option, and its image source fields, are not options of the library.
-    expect(failure(() => parseImageOptions({ bg_color: 'red' }))).toEqual({ code: 'unknown_field', message: `unknown option 'bg_color'; ${ALLOWED}` });
-    expect(failure(() => parseImageOptions({ image_url: 'https://example.com/cat.jpg' })).message).toMatch(/^unknown option 'image_url'/);
+    expect(failure(() => parseImageOptions({ bg_color: 'red' }))).toEqual({
+      code: 'unknown_field',
+      message: `unknown option 'bg_color'; ${ALLOWED}`,
+    });
+    expect(failure(() => parseImageOptions({ image_url: 'https://example.com/cat.jpg' })).message).toMatch(
+      /^unknown option 'image_url'/,
+    );
     // The batch's options belong to removeBackgrounds() only.
     expect(failure(() => parseImageOptions({ outDir: 'out' })).message).toMatch(/^unknown option 'outDir'/);
     expect(parseImageOptions({ outDir: 'out', watch: true }, ['outDir', 'watch'])).toEqual(CALLER_DEFAULT_OPTIONS);
-    expect(failure(() => parseImageOptions({ outdir: 'out' }, ['outDir'])).message).toBe(`unknown option 'outdir'; ${ALLOWED}, outDir`);
+    expect(failure(() => parseImageOptions({ outdir: 'out' }, ['outDir'])).message).toBe(
+      `unknown option 'outdir'; ${ALLOWED}, outDir`,
+    );
   });
 });

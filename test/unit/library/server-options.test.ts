@@ -10,9 +10,29 @@ import { ROOT } from '../../helpers/cli.js';
 
 // Every key of ServerOptions, checked by the compiler both ways (a missing or an extra key does not compile).
 const SERVER_OPTION_NAMES = Object.keys({
-  host: true, port: true, dataDir: true, store: true, leaseTime: true, metricsToken: true, metricsTokenFile: true, trustProxy: true, creditsPerImage: true, rateLimit: true,
-  maxQueue: true, processingTimeout: true, bodyTimeout: true, headersTimeout: true, maxConnections: true, maxUploads: true,
-  maxUrlFetches: true, maxInFlightPerKey: true, maxAuthFailures: true, model: true, device: true, ui: true, allowPrivateUrls: true,
+  host: true,
+  port: true,
+  dataDir: true,
+  store: true,
+  leaseTime: true,
+  metricsToken: true,
+  metricsTokenFile: true,
+  trustProxy: true,
+  creditsPerImage: true,
+  rateLimit: true,
+  maxQueue: true,
+  processingTimeout: true,
+  bodyTimeout: true,
+  headersTimeout: true,
+  maxConnections: true,
+  maxUploads: true,
+  maxUrlFetches: true,
+  maxInFlightPerKey: true,
+  maxAuthFailures: true,
+  model: true,
+  device: true,
+  ui: true,
+  allowPrivateUrls: true,
 } satisfies Record<keyof ServerOptions, true>).sort();
 
 describe('createServer options', () => {

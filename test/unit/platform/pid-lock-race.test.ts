@@ -41,7 +41,9 @@ describe('acquirePidLock under racing starts', () => {
       dirs.push(dir);
       const lock = join(dir, 'serve.lock');
       writeFileSync(lock, String(await deadPid()));
-      const racers = Array.from({ length: RACERS }, () => execa('node', ['--input-type=module', '-e', RACER, lock], { reject: false }));
+      const racers = Array.from({ length: RACERS }, () =>
+        execa('node', ['--input-type=module', '-e', RACER, lock], { reject: false }),
+      );
       const said = await Promise.all(
         racers.map(
           (racer) =>
@@ -57,7 +59,10 @@ describe('acquirePidLock under racing starts', () => {
       );
       for (const racer of racers) racer.stdin?.end();
       await Promise.all(racers);
-      expect(said.filter((word) => word === 'got'), `round ${round}: ${said.join(', ')}`).toHaveLength(1);
+      expect(
+        said.filter((word) => word === 'got'),
+        `round ${round}: ${said.join(', ')}`,
+      ).toHaveLength(1);
       expect(said.filter((word) => word !== 'got' && word !== 'busy')).toEqual([]);
     }
   });

@@ -17,15 +17,18 @@ afterAll(async () => {
 });
 
 describe('readFileParallel', () => {
-  it.each([0, 1, 3, 4, 5, 4096 * 3 + 7, 3 * 1024 * 1024 + 1])('returns the exact bytes of a %i-byte file', async (size) => {
-    const next = seededRandom(size + 1);
-    const bytes = Buffer.from(Array.from({ length: size }, () => Math.floor(next() * 256)));
-    const file = join(dir, `file-${size}`);
-    await writeFile(file, bytes);
-    const read = await readFileParallel(file);
-    expect(read.length).toBe(size);
-    expect(read.equals(bytes)).toBe(true);
-  });
+  it.each([0, 1, 3, 4, 5, 4096 * 3 + 7, 3 * 1024 * 1024 + 1])(
+    'returns the exact bytes of a %i-byte file',
+    async (size) => {
+      const next = seededRandom(size + 1);
+      const bytes = Buffer.from(Array.from({ length: size }, () => Math.floor(next() * 256)));
+      const file = join(dir, `file-${size}`);
+      await writeFile(file, bytes);
+      const read = await readFileParallel(file);
+      expect(read.length).toBe(size);
+      expect(read.equals(bytes)).toBe(true);
+    },
+  );
 
   it('rejects a missing file with its ENOENT', async () => {
     await expect(readFileParallel(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });

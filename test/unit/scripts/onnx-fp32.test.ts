@@ -28,8 +28,17 @@ describe('convertToFp32', () => {
     const file = path.join(tempDir(), 'fp16.onnx');
     writeFp16ConvModel(file);
     const source = readFileSync(file);
-    const { bytes, stats } = convertToFp32(source, { keepOutputs: ['output'], sourceSha256: 'abc' }) as { bytes: Buffer; stats: Record<string, number> };
-    expect(stats).toMatchObject({ nodesBefore: 5, nodes: 1, castsRemoved: 3, convertedInitializers: 2, initializers: 2 });
+    const { bytes, stats } = convertToFp32(source, { keepOutputs: ['output'], sourceSha256: 'abc' }) as {
+      bytes: Buffer;
+      stats: Record<string, number>;
+    };
+    expect(stats).toMatchObject({
+      nodesBefore: 5,
+      nodes: 1,
+      castsRemoved: 3,
+      convertedInitializers: 2,
+      initializers: 2,
+    });
     expect(bytes.includes(Buffer.from('Cast'))).toBe(false);
     expect(bytes.includes(Buffer.from('side'))).toBe(false);
     expect(convertToFp32(source, { keepOutputs: ['output'], sourceSha256: 'abc' }).bytes.equals(bytes)).toBe(true);
@@ -47,6 +56,8 @@ describe('convertToFp32', () => {
   it('refuses to keep an output the graph does not have', () => {
     const file = path.join(tempDir(), 'fp16.onnx');
     writeFp16ConvModel(file);
-    expect(() => convertToFp32(readFileSync(file), { keepOutputs: ['mask'] })).toThrow('the graph lacks output(s) mask');
+    expect(() => convertToFp32(readFileSync(file), { keepOutputs: ['mask'] })).toThrow(
+      'the graph lacks output(s) mask',
+    );
   });
 });

@@ -18,7 +18,13 @@ import { KEEP_ALIVE_MS } from '../../../src/server/build-app.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type Behaviour, type TestEngine, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
+import {
+  testEngine,
+  testImage,
+  type Behaviour,
+  type TestEngine,
+  TEST_SERVICE_LIMITS,
+} from '../service/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;
@@ -31,7 +37,9 @@ let image: Buffer;
 /** Lines the server logged (level warn and up), when a test asked start() for them. */
 let logged: string[] = [];
 
-async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bodyTimeoutMs?: number; log?: boolean } = {}): Promise<void> {
+async function start(
+  options: Partial<ServiceDeps> & { behaviour?: Behaviour; bodyTimeoutMs?: number; log?: boolean } = {},
+): Promise<void> {
   engine = testEngine(options.behaviour);
   service = await createService({
     store,
@@ -40,8 +48,19 @@ async function start(options: Partial<ServiceDeps> & { behaviour?: Behaviour; bo
     ...options,
   });
   logged = [];
-  const logger = options.log ? { level: 'warn', stream: { write: (line: string) => void logged.push(line) } } : undefined;
-  server = await startServer({ host: '127.0.0.1', port: 0, service, bodyTimeoutMs: options.bodyTimeoutMs ?? 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, ...(logger ? { logger } : {}) });
+  const logger = options.log
+    ? { level: 'warn', stream: { write: (line: string) => void logged.push(line) } }
+    : undefined;
+  server = await startServer({
+    host: '127.0.0.1',
+    port: 0,
+    service,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? 5000,
+    headersTimeoutMs: 5000,
+    maxConnections: 100,
+    maxUploads: 16,
+    ...(logger ? { logger } : {}),
+  });
 }
 
 beforeEach(async () => {
@@ -66,7 +85,11 @@ function form(fields: Record<string, string> = {}, file: Buffer | null = image):
 }
 
 async function post(body: FormData | string, headers: Record<string, string> = {}) {
-  const response = await fetch(`${server.url}/v1.0/removebg`, { method: 'POST', body, headers: { 'X-API-Key': key, ...headers } });
+  const response = await fetch(`${server.url}/v1.0/removebg`, {
+    method: 'POST',
+    body,
+    headers: { 'X-API-Key': key, ...headers },
+  });
   return { status: response.status, headers: response.headers, body: Buffer.from(await response.arrayBuffer()) };
 }
 
@@ -129,16 +152,37 @@ describe('success', () => {
     const json = JSON.parse(response.body.toString()) as { data: Record<string, unknown> };
     expect(Object.keys(json)).toEqual(['data']);
     expect(Object.keys(json.data).sort()).toEqual(
-      ['credits_charged', 'foreground_height', 'foreground_left', 'foreground_top', 'foreground_width', 'result_b64', 'result_height', 'result_width'].sort(),
+      [
+        'credits_charged',
+        'foreground_height',
+        'foreground_left',
+        'foreground_top',
+        'foreground_width',
+        'result_b64',
+        'result_height',
+        'result_width',
+      ].sort(),
     );
-    expect(json.data).toMatchObject({ result_width: 64, result_height: 48, credits_charged: 1, foreground_top: 1, foreground_left: 2, foreground_width: 62, foreground_height: 47 });
+    expect(json.data).toMatchObject({
+      result_width: 64,
+      result_height: 48,
+      credits_charged: 1,
+      foreground_top: 1,
+      foreground_left: 2,
+      foreground_width: 62,
+      foreground_height: 47,
+    });
     const meta = await sharp(Buffer.from(json.data.result_b64 as string, 'base64')).metadata();
     expect([meta.format, meta.width]).toEqual(['png', 64]);
     expect(response.headers.get('x-width')).toBe('64');
   });
 
   it('gives image bytes to Accept: */* and to browsers', async () => {
-    for (const accept of ['*/*', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'application/json;q=0']) {
+    for (const accept of [
+      '*/*',
+      'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
+      'application/json;q=0',
+    ]) {
       const response = await post(form(), { Accept: accept });
       expect(response.headers.get('content-type'), accept).toBe('image/png');
     }
@@ -170,10 +214,17 @@ describe('errors', () => {
     for (const contentType of ['text/plain', 'application/octet-stream', 'image/jpeg']) {
       const response = await post('hello', { 'Content-Type': contentType });
       expect(response.status, contentType).toBe(415);
-      expect(errorOf(response.body)).toMatchObject({ code: 'unsupported_content_type', title: ERRORS.unsupported_content_type.title });
+      expect(errorOf(response.body)).toMatchObject({
+        code: 'unsupported_content_type',
+        title: ERRORS.unsupported_content_type.title,
+      });
       expect(response.headers.get('x-request-id')).toBeTruthy();
     }
-    const missing = await request(`${server.url}/v1.0/removebg`, { method: 'POST', body: 'hello', headers: { 'x-api-key': key } });
+    const missing = await request(`${server.url}/v1.0/removebg`, {
+      method: 'POST',
+      body: 'hello',
+      headers: { 'x-api-key': key },
+    });
     expect(missing.statusCode).toBe(415);
     expect(errorOf(Buffer.from(await missing.body.arrayBuffer())).code).toBe('unsupported_content_type');
     expect((await post(form())).status).toBe(200);
@@ -187,10 +238,14 @@ describe('errors', () => {
 
   it('answers parsing and schema errors with 400 and their codes', async () => {
     expect(errorOf((await post(form({}, null))).body).code).toBe('missing_image_source');
-    expect(errorOf((await post(form({ image_url: 'https://example.com/a.png' }))).body).code).toBe('multiple_image_sources');
+    expect(errorOf((await post(form({ image_url: 'https://example.com/a.png' }))).body).code).toBe(
+      'multiple_image_sources',
+    );
     expect(errorOf((await post(form({ shadow: '1' }))).body).code).toBe('unsupported_parameter');
     expect(errorOf((await post(form({ colour: 'red' }))).body).code).toBe('unknown_field');
-    const b64 = await post(JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${image.toString('base64')}` }), { 'Content-Type': 'application/json' });
+    const b64 = await post(JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${image.toString('base64')}` }), {
+      'Content-Type': 'application/json',
+    });
     expect([b64.status, errorOf(b64.body).code]).toEqual([400, 'invalid_base64']);
     expect(await balance()).toBe(10);
   });
@@ -252,7 +307,9 @@ describe('errors', () => {
     const answer = await rawExchange('BLAH /v1.0/removebg HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 400/);
     expect(answer).toMatch(/X-Request-ID: [0-9a-f-]{36}/i);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ errors: [{ code: 'invalid_request' }] });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      errors: [{ code: 'invalid_request' }],
+    });
     expect((await post(form())).status).toBe(200);
   });
 
@@ -323,9 +380,12 @@ describe('limits and load', () => {
   it('aborts the service request when the client disconnects, which refunds it', async () => {
     await start({ behaviour: { kind: 'hang' } });
     const controller = new AbortController();
-    const pending = fetch(`${server.url}/v1.0/removebg`, { method: 'POST', body: form(), headers: { 'X-API-Key': key }, signal: controller.signal }).catch(
-      (error: unknown) => error,
-    );
+    const pending = fetch(`${server.url}/v1.0/removebg`, {
+      method: 'POST',
+      body: form(),
+      headers: { 'X-API-Key': key },
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
     await engine.started(1);
     expect(engine.running).toBe(1);
     controller.abort();
@@ -394,9 +454,29 @@ describe('kept-alive connections', () => {
 
 describe('internal text stays in the log', () => {
   const cases: Array<[string, unknown, number, string]> = [
-    ['onnxruntime text', new Error("onnxruntime: Non-zero status code returned while running Conv node. Name:'/stage1/conv' /opt/rmbg/models/isnet.onnx"), 502, 'processing_failed'],
-    ['libvips text', new RmbgError('corrupt_image', 'the image could not be decoded (truncated or corrupt): VipsJpeg: Premature end of input file /tmp/rmbg-upload-1'), 400, 'corrupt_image'],
-    ['a file path of io_error', new RmbgError('io_error', "EACCES: permission denied, open '/var/lib/rmbg/secret/rmbg.sqlite'"), 500, 'internal_error'],
+    [
+      'onnxruntime text',
+      new Error(
+        "onnxruntime: Non-zero status code returned while running Conv node. Name:'/stage1/conv' /opt/rmbg/models/isnet.onnx",
+      ),
+      502,
+      'processing_failed',
+    ],
+    [
+      'libvips text',
+      new RmbgError(
+        'corrupt_image',
+        'the image could not be decoded (truncated or corrupt): VipsJpeg: Premature end of input file /tmp/rmbg-upload-1',
+      ),
+      400,
+      'corrupt_image',
+    ],
+    [
+      'a file path of io_error',
+      new RmbgError('io_error', "EACCES: permission denied, open '/var/lib/rmbg/secret/rmbg.sqlite'"),
+      500,
+      'internal_error',
+    ],
   ];
   for (const [label, error, status, code] of cases) {
     it(`answers ${label} with the table's stable detail; the log has the text and the request id`, async () => {
@@ -416,7 +496,13 @@ describe('internal text stays in the log', () => {
 });
 
 describe('the OpenAPI document declares what the server sends', () => {
-  type Doc = { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }> }>>; components: { responses: Record<string, { headers?: Record<string, unknown> }> } };
+  type Doc = {
+    paths: Record<
+      string,
+      Record<string, { responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }> }>
+    >;
+    components: { responses: Record<string, { headers?: Record<string, unknown> }> };
+  };
 
   function declaredHeaders(doc: Doc, status: number): string[] {
     const response = doc.paths['/v1.0/removebg']!.post!.responses[String(status)];
@@ -454,7 +540,12 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
     const response = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
-      data: { attributes: { credits: { total: 10, subscription: 0, payg: 10, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
+      data: {
+        attributes: {
+          credits: { total: 10, subscription: 0, payg: 10, enterprise: 0 },
+          api: { free_calls: 0, sizes: 'all' },
+        },
+      },
     });
     expect(response.headers.get('x-ratelimit-limit')).toBe('60');
     expect(response.headers.get('x-request-id')).toBeTruthy();
@@ -466,17 +557,29 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
     const doc = (await response.json()) as {
       openapi: string;
       info: { version: string };
-      components: { schemas: Record<string, { properties: Record<string, unknown> }>; responses: Record<string, unknown> };
+      components: {
+        schemas: Record<string, { properties: Record<string, unknown> }>;
+        responses: Record<string, unknown>;
+      };
     };
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
     const multipart = Object.keys(doc.components.schemas.RemoveRequest_multipart!.properties);
     const json = Object.keys(doc.components.schemas.RemoveRequest_json!.properties);
-    for (const name of [...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name), ...UNSUPPORTED_FIELDS]) expect(multipart).toContain(name);
+    for (const name of [...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name), ...UNSUPPORTED_FIELDS])
+      expect(multipart).toContain(name);
     expect(json).not.toContain('image_file');
     const text = JSON.stringify(doc);
-    for (const code of ['insufficient_credits', 'request_timeout', 'idempotency_key_failed', 'unsupported_content_type', 'processing_timeout']) expect(text).toContain(code);
+    for (const code of [
+      'insufficient_credits',
+      'request_timeout',
+      'idempotency_key_failed',
+      'unsupported_content_type',
+      'processing_timeout',
+    ])
+      expect(text).toContain(code);
     expect(text).not.toContain('usage_error');
-    for (const status of [400, 402, 403, 408, 409, 415, 429, 502, 503, 504]) expect(Object.keys(doc.components.responses)).toContain(`Error${status}`);
+    for (const status of [400, 402, 403, 408, 409, 415, 429, 502, 503, 504])
+      expect(Object.keys(doc.components.responses)).toContain(`Error${status}`);
   });
 });

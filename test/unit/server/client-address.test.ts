@@ -26,9 +26,23 @@ let image: Buffer;
 
 async function start(trustProxy?: string[]): Promise<void> {
   const metrics = createMetrics();
-  service = await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, maxAuthFailures: MAX_AUTH_FAILURES, observer: metrics.observer });
+  service = await createService({
+    store,
+    engine: testEngine(),
+    ...TEST_SERVICE_LIMITS,
+    maxAuthFailures: MAX_AUTH_FAILURES,
+    observer: metrics.observer,
+  });
   metrics.status = () => service.status();
-  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, metrics, ...(trustProxy ? { trustProxy } : {}) });
+  app = buildApp({
+    service,
+    bodyTimeoutMs: 5000,
+    headersTimeoutMs: 5000,
+    maxConnections: 100,
+    maxUploads: 16,
+    metrics,
+    ...(trustProxy ? { trustProxy } : {}),
+  });
 }
 
 beforeEach(async () => {
@@ -63,12 +77,20 @@ function account(from: string, apiKey: string | undefined, forwardedFor?: string
   return app.inject({
     url: '/v1.0/account',
     remoteAddress: from,
-    headers: { ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }), ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) },
+    headers: {
+      ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
+      ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }),
+    },
   });
 }
 
 function codeOf(response: { statusCode: number; body: string }): [number, string] {
-  return [response.statusCode, response.statusCode === 200 ? 'ok' : (JSON.parse(response.body) as { errors: Array<{ code: string }> }).errors[0]!.code];
+  return [
+    response.statusCode,
+    response.statusCode === 200
+      ? 'ok'
+      : (JSON.parse(response.body) as { errors: Array<{ code: string }> }).errors[0]!.code,
+  ];
 }
 
 async function balance(): Promise<number> {
@@ -79,7 +101,8 @@ describe('the throttle of failed keys', () => {
   it('never refuses a valid key, even from an address flooded with bad ones; missing and bad keys from it get 429 with Retry-After', async () => {
     await start();
     const flooded = '10.0.0.9';
-    for (let i = 0; i < MAX_AUTH_FAILURES; i += 1) expect(codeOf(await removeBackground(flooded, `rmbg_bad${i}`))).toEqual([403, 'invalid_api_key']);
+    for (let i = 0; i < MAX_AUTH_FAILURES; i += 1)
+      expect(codeOf(await removeBackground(flooded, `rmbg_bad${i}`))).toEqual([403, 'invalid_api_key']);
     const refused = await removeBackground(flooded, 'rmbg_bad-again');
     expect(codeOf(refused)).toEqual([429, 'rate_limited']);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
@@ -106,14 +129,18 @@ describe('the throttle of failed keys', () => {
     expect(codeOf(await removeBackground(proxy, key, '198.51.100.20'))).toEqual([200, 'ok']);
     expect(codeOf(await account(proxy, key, '198.51.100.21'))).toEqual([200, 'ok']);
     // A client's own X-Forwarded-For before nginx's entry names nobody: the proxy's rightmost entry counts.
-    expect(codeOf(await removeBackground(proxy, 'rmbg_flood', '198.51.100.99, 203.0.113.7'))).toEqual([429, 'rate_limited']);
+    expect(codeOf(await removeBackground(proxy, 'rmbg_flood', '198.51.100.99, 203.0.113.7'))).toEqual([
+      429,
+      'rate_limited',
+    ]);
     expect(await balance()).toBe(9);
   });
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy: the peer is the client', async () => {
     await start(['10.0.0.1']);
     const untrusted = '10.0.0.66';
-    for (let i = 0; i < MAX_AUTH_FAILURES; i += 1) expect(codeOf(await removeBackground(untrusted, 'rmbg_bad', `192.0.2.${i}`))).toEqual([403, 'invalid_api_key']);
+    for (let i = 0; i < MAX_AUTH_FAILURES; i += 1)
+      expect(codeOf(await removeBackground(untrusted, 'rmbg_bad', `192.0.2.${i}`))).toEqual([403, 'invalid_api_key']);
     // A fresh forwarded address does not give it a fresh count.
     expect(codeOf(await removeBackground(untrusted, 'rmbg_bad', '192.0.2.200'))).toEqual([429, 'rate_limited']);
     // Through the trusted proxy, that forwarded address is somebody else, not throttled.
@@ -128,7 +155,8 @@ describe('the throttle of failed keys', () => {
 });
 
 describe('/metrics and proxies', () => {
-  const scrape = (from: string, headers: Record<string, string> = {}) => app.inject({ url: '/metrics', remoteAddress: from, headers });
+  const scrape = (from: string, headers: Record<string, string> = {}) =>
+    app.inject({ url: '/metrics', remoteAddress: from, headers });
 
   it('is refused (404) to a request through a trusted proxy on loopback, whatever address it forwards', async () => {
     await start(['127.0.0.1', '10.0.0.0/8']);
@@ -147,7 +175,9 @@ describe('/metrics and proxies', () => {
   it('is refused to a loopback peer that forwards for someone, when no proxy is declared', async () => {
     await start();
     for (const header of ['x-forwarded-for', 'forwarded', 'x-real-ip']) {
-      expect(codeOf(await scrape('127.0.0.1', { [header]: header === 'forwarded' ? 'for=198.51.100.7' : '198.51.100.7' }))).toEqual([404, 'not_found']);
+      expect(
+        codeOf(await scrape('127.0.0.1', { [header]: header === 'forwarded' ? 'for=198.51.100.7' : '198.51.100.7' })),
+      ).toEqual([404, 'not_found']);
     }
     expect(codeOf(await scrape('127.0.0.1'))).toEqual([200, 'ok']);
   });
@@ -156,8 +186,14 @@ describe('/metrics and proxies', () => {
 describe('--trust-proxy entries', () => {
   it('takes addresses and CIDR blocks of both families, and refuses anything else with usage_error naming it', () => {
     const proxies = trustedProxies(['10.0.0.5', '10.1.0.0/16', 'fd00::/8', '::1']);
-    expect(['10.0.0.5', '::ffff:10.0.0.5', '10.1.200.3', 'fd12::1', '::1'].map((address) => proxies.trusts(address))).toEqual([true, true, true, true, true]);
-    expect(['10.0.0.6', '10.2.0.1', 'fe80::1', '127.0.0.1', 'not-an-ip', undefined].map((address) => proxies.trusts(address))).toEqual([false, false, false, false, false, false]);
+    expect(
+      ['10.0.0.5', '::ffff:10.0.0.5', '10.1.200.3', 'fd12::1', '::1'].map((address) => proxies.trusts(address)),
+    ).toEqual([true, true, true, true, true]);
+    expect(
+      ['10.0.0.6', '10.2.0.1', 'fe80::1', '127.0.0.1', 'not-an-ip', undefined].map((address) =>
+        proxies.trusts(address),
+      ),
+    ).toEqual([false, false, false, false, false, false]);
     for (const bad of ['10.0.0.0/33', 'fd00::/129', '10.0.0', 'nginx', '10.0.0.0/8/1', '10.0.0.0/x', '']) {
       expect(() => trustedProxies([bad])).toThrow(RmbgError);
       expect(() => trustedProxies([bad])).toThrow(/--trust-proxy: '.*' is not an IP address or a CIDR block/);

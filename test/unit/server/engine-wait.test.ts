@@ -43,7 +43,10 @@ async function post(image: Buffer) {
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
     payload: JSON.stringify({ image_file_b64: image.toString('base64') }),
   });
-  return { status: response.statusCode, error: (response.json() as { errors: Array<{ code: string; detail: string }> }).errors[0]! };
+  return {
+    status: response.statusCode,
+    error: (response.json() as { errors: Array<{ code: string; detail: string }> }).errors[0]!,
+  };
 }
 
 async function balance(): Promise<number> {

@@ -28,7 +28,16 @@ async function start(metricsToken?: string): Promise<void> {
   metrics.status = () => service.status();
   logged = [];
   const logger = { level: 'warn', stream: { write: (line: string) => void logged.push(line) } };
-  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, metrics, metricsToken, logger });
+  app = buildApp({
+    service,
+    bodyTimeoutMs: 5000,
+    headersTimeoutMs: 5000,
+    maxConnections: 100,
+    maxUploads: 16,
+    metrics,
+    metricsToken,
+    logger,
+  });
 }
 
 beforeEach(async () => {
@@ -45,11 +54,18 @@ afterEach(async () => {
 async function removeBackground() {
   const boundary = randomUUID();
   const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="image_file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`,
+    ),
     await testImage(64, 48),
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
-  return app.inject({ method: 'POST', url: '/v1.0/removebg', headers: { 'x-api-key': key, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+  return app.inject({
+    method: 'POST',
+    url: '/v1.0/removebg',
+    headers: { 'x-api-key': key, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body,
+  });
 }
 
 describe('health and readiness', () => {
@@ -65,7 +81,10 @@ describe('health and readiness', () => {
     const ready = await app.inject('/readyz');
     expect([ready.statusCode, ready.json().errors[0].code]).toEqual([503, 'service_unavailable']);
     expect(Number(ready.headers['retry-after'])).toBeGreaterThan(0);
-    for (const answer of [await removeBackground(), await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': key } })]) {
+    for (const answer of [
+      await removeBackground(),
+      await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': key } }),
+    ]) {
       expect([answer.statusCode, answer.json().errors[0].code]).toEqual([503, 'service_unavailable']);
       expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0);
     }
@@ -122,8 +141,24 @@ describe('metrics', () => {
 
   it('with --metrics-token: any address with the bearer token, nobody without it (loopback included)', async () => {
     await start('s3cret-token');
-    expect((await app.inject({ url: '/metrics', remoteAddress: '10.1.2.3', headers: { authorization: 'Bearer s3cret-token' } })).statusCode).toBe(200);
-    expect((await app.inject({ url: '/metrics', remoteAddress: '10.1.2.3', headers: { authorization: 'Bearer s3cret-tokex' } })).statusCode).toBe(404);
+    expect(
+      (
+        await app.inject({
+          url: '/metrics',
+          remoteAddress: '10.1.2.3',
+          headers: { authorization: 'Bearer s3cret-token' },
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await app.inject({
+          url: '/metrics',
+          remoteAddress: '10.1.2.3',
+          headers: { authorization: 'Bearer s3cret-tokex' },
+        })
+      ).statusCode,
+    ).toBe(404);
     expect((await app.inject({ url: '/metrics', remoteAddress: '127.0.0.1' })).statusCode).toBe(404);
   });
 });

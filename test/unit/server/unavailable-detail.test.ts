@@ -14,7 +14,8 @@ import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
 import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
 
-const DATABASE_TEXT = 'the database is unreachable (password authentication failed for user "rmbg_owner" at db.internal:5432); retry shortly';
+const DATABASE_TEXT =
+  'the database is unreachable (password authentication failed for user "rmbg_owner" at db.internal:5432); retry shortly';
 
 let dir: string;
 let store: Store;
@@ -59,7 +60,12 @@ it("answers /readyz and the API with 503, Retry-After and the table's fixed deta
   down = true;
   const answers = [
     await app.inject('/readyz'),
-    await app.inject({ method: 'POST', url: '/v1.0/removebg', headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: JSON.stringify({ image_file_b64: image.toString('base64') }) }),
+    await app.inject({
+      method: 'POST',
+      url: '/v1.0/removebg',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      payload: JSON.stringify({ image_file_b64: image.toString('base64') }),
+    }),
     await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': key } }),
     // A caller with no valid key learns nothing about the database either.
     await app.inject({ url: '/v1.0/account', headers: { 'x-api-key': 'rmbg_guess' } }),

@@ -106,8 +106,14 @@ describe('checkResolvedAddresses', () => {
 
   it('refuses a host when ANY of its addresses is non-public, naming that address and its class', () => {
     for (const addresses of [
-      [{ address: '1.1.1.1', family: 4 as const }, { address: '10.1.2.3', family: 4 as const }],
-      [{ address: '10.1.2.3', family: 4 as const }, { address: '1.1.1.1', family: 4 as const }],
+      [
+        { address: '1.1.1.1', family: 4 as const },
+        { address: '10.1.2.3', family: 4 as const },
+      ],
+      [
+        { address: '10.1.2.3', family: 4 as const },
+        { address: '1.1.1.1', family: 4 as const },
+      ],
     ]) {
       const error = refusal(() => checkResolvedAddresses('images.example', addresses));
       expect(error.code).toBe('invalid_image_url');
@@ -133,7 +139,9 @@ describe('checkResolvedAddresses', () => {
   });
 
   it('treats a host with no address as unreachable, even with allowPrivate', () => {
-    expect(refusal(() => checkResolvedAddresses('images.example', [], { allowPrivate: true })).code).toBe('image_url_unreachable');
+    expect(refusal(() => checkResolvedAddresses('images.example', [], { allowPrivate: true })).code).toBe(
+      'image_url_unreachable',
+    );
     const error = refusal(() => checkResolvedAddresses('images.example', []));
     expect(error.code).toBe('image_url_unreachable');
     expect(error.message).toContain('resolved to no address');

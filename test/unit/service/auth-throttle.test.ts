@@ -27,7 +27,9 @@ describe('AuthThrottle', () => {
     expect(throttle.size).toBe(MAX_THROTTLED_ADDRESSES);
     // The newest are still refused; the oldest were forgotten and count afresh.
     const last = addresses - 1;
-    expect(throttle.refusal(`10.${(last >> 16) & 255}.${(last >> 8) & 255}.${last & 255}`, addresses)).toMatchObject({ code: 'rate_limited' });
+    expect(throttle.refusal(`10.${(last >> 16) & 255}.${(last >> 8) & 255}.${last & 255}`, addresses)).toMatchObject({
+      code: 'rate_limited',
+    });
     expect(throttle.refusal('10.0.0.0', addresses)).toBeUndefined();
   });
 

@@ -137,7 +137,10 @@ describe('EngineScheduler', () => {
       () => undefined,
       (error: unknown) => error as RmbgError,
     );
-    expect(failure).toMatchObject({ code: 'processing_timeout', message: expect.stringMatching(/waited 0\.1 s for the model/) });
+    expect(failure).toMatchObject({
+      code: 'processing_timeout',
+      message: expect.stringMatching(/waited 0\.1 s for the model/),
+    });
     expect(started).toBe(false);
     // Its place in line is given back: only the stuck job is still admitted.
     expect(short.admitted).toBe(1);

@@ -176,14 +176,20 @@ describe('fetchImageUrl: success', () => {
 
 describe('fetchImageUrl: TLS is verified against the hostname', () => {
   it('refuses a certificate from a CA that is not trusted', async () => {
-    const error = await refusal(fetchImageUrl(`${server.origin}/image.png`, local({ ca: undefined })), 'image_url_unreachable');
+    const error = await refusal(
+      fetchImageUrl(`${server.origin}/image.png`, local({ ca: undefined })),
+      'image_url_unreachable',
+    );
     expect(error.message).toMatch(/certificate/i);
     expect(seen).toEqual([]);
   });
 
   it('refuses a certificate that does not name the host, even though it names the connected IP', async () => {
     const lookup = scriptedLookup(['127.0.0.1']);
-    const error = await refusal(fetchImageUrl('https://other.rmbg.test/image.png', local({ lookup })), 'image_url_unreachable');
+    const error = await refusal(
+      fetchImageUrl('https://other.rmbg.test/image.png', local({ lookup })),
+      'image_url_unreachable',
+    );
     expect(error.message).toMatch(/other\.rmbg\.test/);
     expect(error.message).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
     expect(seen).toEqual([]);
@@ -237,7 +243,9 @@ describe('fetchImageUrl: private networks are refused by default', () => {
       fetchImageUrl('https://images.rmbg.test/image.png', local({ allowPrivate: false, lookup })),
       'invalid_image_url',
     );
-    expect(error.message).toContain('image_url host images.rmbg.test resolves to 127.0.0.1, which is not public: loopback');
+    expect(error.message).toContain(
+      'image_url host images.rmbg.test resolves to 127.0.0.1, which is not public: loopback',
+    );
     expect(lookup.calls).toEqual(['images.rmbg.test']);
     expect(seen).toEqual([]);
   });
@@ -253,8 +261,13 @@ describe('fetchImageUrl: private networks are refused by default', () => {
   });
 
   it('refuses the real name localhost through the system resolver', async () => {
-    const error = await refusal(fetchImageUrl('https://localhost/image.png', local({ allowPrivate: false })), 'invalid_image_url');
-    expect(error.message).toMatch(/^image_url host localhost resolves to (127\.0\.0\.1|::1), which is not public: loopback/);
+    const error = await refusal(
+      fetchImageUrl('https://localhost/image.png', local({ allowPrivate: false })),
+      'invalid_image_url',
+    );
+    expect(error.message).toMatch(
+      /^image_url host localhost resolves to (127\.0\.0\.1|::1), which is not public: loopback/,
+    );
     expect(seen).toEqual([]);
   });
 
@@ -290,7 +303,10 @@ describe('fetchImageUrl: DNS rebinding', () => {
 
   it('refuses on the first (checked) answer even if a later lookup would say otherwise', async () => {
     const lookup = scriptedLookup(['127.0.0.1'], ['203.0.113.10']);
-    await refusal(fetchImageUrl('https://images.rmbg.test/image.png', local({ allowPrivate: false, lookup })), 'invalid_image_url');
+    await refusal(
+      fetchImageUrl('https://images.rmbg.test/image.png', local({ allowPrivate: false, lookup })),
+      'invalid_image_url',
+    );
     expect(lookup.calls).toEqual(['images.rmbg.test']);
     expect(seen).toEqual([]);
   });
@@ -307,7 +323,9 @@ describe('fetchImageUrl: answers that are not the image', () => {
 
   it('reports a 404 as unreachable, with the status', async () => {
     const error = await refusal(fetchImageUrl(`${server.origin}/missing`, local()), 'image_url_unreachable');
-    expect(error.message).toBe('image_url on 127.0.0.1 answered HTTP 404; only a 2xx answer carrying the image is accepted');
+    expect(error.message).toBe(
+      'image_url on 127.0.0.1 answered HTTP 404; only a 2xx answer carrying the image is accepted',
+    );
   });
 
   it('reports a connection cut before the whole body as unreachable', async () => {
@@ -319,7 +337,10 @@ describe('fetchImageUrl: answers that are not the image', () => {
 describe('fetchImageUrl: size limit', () => {
   it('refuses a Content-Length above the limit from the header alone', async () => {
     const started = Date.now();
-    const error = await refusal(fetchImageUrl(`${server.origin}/declares-1-GiB`, local({ timeoutMs: 20_000 })), 'file_too_large');
+    const error = await refusal(
+      fetchImageUrl(`${server.origin}/declares-1-GiB`, local({ timeoutMs: 20_000 })),
+      'file_too_large',
+    );
     expect(error.message).toBe(
       'image_url on 127.0.0.1 declares 1073741824 bytes (Content-Length); image data may be at most 22 MiB',
     );
@@ -328,7 +349,10 @@ describe('fetchImageUrl: size limit', () => {
 
   it('stops reading a chunked body at the limit and hangs up', async () => {
     flood = { written: 0, closedEarly: false };
-    const error = await refusal(fetchImageUrl(`${server.origin}/chunked-flood`, local({ maxBytes: MiB })), 'file_too_large');
+    const error = await refusal(
+      fetchImageUrl(`${server.origin}/chunked-flood`, local({ maxBytes: MiB })),
+      'file_too_large',
+    );
     expect(error.message).toBe(`image_url on 127.0.0.1 sent more than ${MiB} bytes; image data may be at most 1 MiB`);
     await expect.poll(() => flood.closedEarly, { timeout: 10_000 }).toBe(true);
     expect(flood.written).toBeLessThan(64 * MiB);
@@ -338,13 +362,21 @@ describe('fetchImageUrl: size limit', () => {
 describe('fetchImageUrl: time limit and cancellation', () => {
   it('gives up on a server that never answers', async () => {
     const started = Date.now();
-    const error = await refusal(fetchImageUrl(`${server.origin}/stall-headers`, local({ timeoutMs: 400 })), 'image_url_unreachable');
-    expect(error.message).toBe('image_url on 127.0.0.1 did not deliver the image within 0.4 s; give a URL that answers promptly');
+    const error = await refusal(
+      fetchImageUrl(`${server.origin}/stall-headers`, local({ timeoutMs: 400 })),
+      'image_url_unreachable',
+    );
+    expect(error.message).toBe(
+      'image_url on 127.0.0.1 did not deliver the image within 0.4 s; give a URL that answers promptly',
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('gives up on a body that stalls halfway: the deadline covers the body too', async () => {
-    const error = await refusal(fetchImageUrl(`${server.origin}/stall-body`, local({ timeoutMs: 400 })), 'image_url_unreachable');
+    const error = await refusal(
+      fetchImageUrl(`${server.origin}/stall-body`, local({ timeoutMs: 400 })),
+      'image_url_unreachable',
+    );
     expect(error.message).toContain('did not deliver the image within 0.4 s');
   });
 
@@ -352,6 +384,8 @@ describe('fetchImageUrl: time limit and cancellation', () => {
     const controller = new AbortController();
     const reason = new Error('client went away');
     setTimeout(() => controller.abort(reason), 200);
-    await expect(fetchImageUrl(`${server.origin}/stall-headers`, local({ signal: controller.signal }))).rejects.toBe(reason);
+    await expect(fetchImageUrl(`${server.origin}/stall-headers`, local({ signal: controller.signal }))).rejects.toBe(
+      reason,
+    );
   });
 });

@@ -46,7 +46,13 @@ function faultyStore(real: Store): Store {
 }
 
 async function request(idempotencyKey: string): Promise<RemoveRequest> {
-  return { apiKey: key, idempotencyKey, source: { kind: 'file', data: await testImage(64, 48) }, options: DEFAULT_OPTIONS, requestId: randomUUID() };
+  return {
+    apiKey: key,
+    idempotencyKey,
+    source: { kind: 'file', data: await testImage(64, 48) },
+    options: DEFAULT_OPTIONS,
+    requestId: randomUUID(),
+  };
 }
 
 beforeEach(async () => {
@@ -54,7 +60,10 @@ beforeEach(async () => {
   store = await openStore(dir);
   ({ key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 }));
   refusals = 0;
-  const engine = testEngine({ kind: 'fail', error: new Error('onnxruntime: Non-zero status code returned while running Conv node') });
+  const engine = testEngine({
+    kind: 'fail',
+    error: new Error('onnxruntime: Non-zero status code returned while running Conv node'),
+  });
   service = await createService({ store: faultyStore(store), engine, ...TEST_SERVICE_LIMITS });
 });
 

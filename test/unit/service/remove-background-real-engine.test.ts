@@ -23,7 +23,18 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-real-'));
   store = await openStore(dir);
   engine = await createEngine();
-  service = await createService({ store, engine, creditsPerImage: 1, rateLimitPerMinute: 60, maxQueue: 2, processingTimeoutMs: 120_000, fetchImage: imageUrlFetcher({ allowPrivate: false }), maxInFlightPerKey: 4, maxAuthFailures: 30, maxUrlFetches: 8 });
+  service = await createService({
+    store,
+    engine,
+    creditsPerImage: 1,
+    rateLimitPerMinute: 60,
+    maxQueue: 2,
+    processingTimeoutMs: 120_000,
+    fetchImage: imageUrlFetcher({ allowPrivate: false }),
+    maxInFlightPerKey: 4,
+    maxAuthFailures: 30,
+    maxUrlFetches: 8,
+  });
 });
 afterAll(async () => {
   await service?.close();
@@ -35,7 +46,13 @@ afterAll(async () => {
 it('removes the background of a real photo, charges once and replays the same bytes', async () => {
   const { key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 3 });
   const photo = readFileSync(join(import.meta.dirname, '../../../samples/chelsea.png'));
-  const req = { apiKey: key, idempotencyKey: 'chelsea', source: { kind: 'file' as const, data: photo }, options: { ...DEFAULT_OPTIONS, format: 'png' as const }, requestId: randomUUID() };
+  const req = {
+    apiKey: key,
+    idempotencyKey: 'chelsea',
+    source: { kind: 'file' as const, data: photo },
+    options: { ...DEFAULT_OPTIONS, format: 'png' as const },
+    requestId: randomUUID(),
+  };
 
   const outcome = await service.removeBackground(req);
   expect(outcome.image.mimeType).toBe('image/png');

@@ -50,7 +50,6 @@ function request(overrides: Partial<RemoveRequest> = {}, options: Partial<Remove
   };
 }
 
-
 function ledgerRows(requestId: string): unknown[] {
   const db = new Database(store.path, { readonly: true });
   try {
@@ -64,7 +63,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rmbg-service-'));
   store = await openStore(dir);
   clock = T0;
-  const created = (await store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 }));
+  const created = await store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 });
   key = created.key;
   accountId = created.accountId;
   image ??= await testImage(64, 48);
@@ -86,13 +85,31 @@ describe('a processed image', () => {
     expect(outcome.requestId).toBe(req.requestId);
     expect(outcome.creditsCharged).toBe(1);
     expect(outcome.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
-    expect(outcome.image).toMatchObject({ format: 'png', mimeType: 'image/png', width: 64, height: 48, foreground: { top: 1, left: 2, width: 62, height: 47 } });
+    expect(outcome.image).toMatchObject({
+      format: 'png',
+      mimeType: 'image/png',
+      width: 64,
+      height: 48,
+      foreground: { top: 1, left: 2, width: 62, height: 47 },
+    });
     const meta = await sharp(outcome.image.data).metadata();
     expect([meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual(['png', 64, 48, true]);
-    expect((await store.balance(accountId))).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
     expect(ledgerRows(req.requestId)).toEqual([{ kind: 'charge', pool: 'payg', amount: -1 }]);
-    expect((await store.usage({ requestId: req.requestId }))).toEqual([
-      expect.objectContaining({ accountId, endpoint: 'removebg', status: 200, code: null, credits: 1, replayed: false, inputBytes: image.length, size: 'preview', format: 'png', width: 64, height: 48 }),
+    expect(await store.usage({ requestId: req.requestId })).toEqual([
+      expect.objectContaining({
+        accountId,
+        endpoint: 'removebg',
+        status: 200,
+        code: null,
+        credits: 1,
+        replayed: false,
+        inputBytes: image.length,
+        size: 'preview',
+        format: 'png',
+        width: 64,
+        height: 48,
+      }),
     ]);
   });
 
@@ -101,7 +118,7 @@ describe('a processed image', () => {
     await start({ creditsPerImage: 3 });
     const outcome = await service.removeBackground(request());
     expect(outcome.creditsCharged).toBe(3);
-    expect((await store.balance(accountId))).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
   });
 
   it('refuses with 402 insufficient_credits, saying balance and price, and processes nothing', async () => {
@@ -119,8 +136,8 @@ describe('a processed image', () => {
 describe('authentication', () => {
   it('answers 403 with the catalogue codes and never reaches the engine', async () => {
     await start();
-    const free = (await store.createAccountWithKey({ plan: 'free', credits: 50 }));
-    const revoked = (await store.createKey(accountId));
+    const free = await store.createAccountWithKey({ plan: 'free', credits: 50 });
+    const revoked = await store.createKey(accountId);
     await store.revokeKey(revoked.id);
     const cases: Array<[string | undefined, string]> = [
       [undefined, 'missing_api_key'],
@@ -138,18 +155,25 @@ describe('authentication', () => {
     expect(engine.calls).toBe(0);
     expect((await store.balance(free.accountId)).total).toBe(50);
     // Only the valid key of a plan without API access leaves usage rows; a missing or unknown key is counted.
-    expect((await store.usage()).filter((u) => u.status === 403).map((u) => u.code)).toEqual(['plan_without_api_access', 'plan_without_api_access']);
+    expect((await store.usage()).filter((u) => u.status === 403).map((u) => u.code)).toEqual([
+      'plan_without_api_access',
+      'plan_without_api_access',
+    ]);
   });
 
   it('counts failed authentications instead of storing them, and refuses an address that keeps failing (429) unless its key is valid', async () => {
     await start({ maxAuthFailures: 3 });
     const rowsBefore = (await store.usage()).length;
     for (let i = 0; i < 3; i += 1) {
-      const error = await rejectionOf(service.removeBackground({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }));
+      const error = await rejectionOf(
+        service.removeBackground({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }),
+      );
       expect(error.code).toBe('invalid_api_key');
     }
     // The address is over its limit: a bad or missing key from it waits for the minute to end.
-    const refused = await rejectionOf(service.removeBackground({ ...request({ apiKey: 'rmbg_guess-y' }), clientAddress: '203.0.113.9' }));
+    const refused = await rejectionOf(
+      service.removeBackground({ ...request({ apiKey: 'rmbg_guess-y' }), clientAddress: '203.0.113.9' }),
+    );
     expect([refused.status, refused.code]).toEqual([429, 'rate_limited']);
     expect(refused.retryAfterSeconds).toBeGreaterThan(0);
     const refusedAccount = await rejectionOf(service.getAccount('rmbg_guess-x', 'acct-x', '203.0.113.9'));
@@ -173,7 +197,7 @@ describe('rate limit', () => {
     expect([error.status, error.code, error.retryAfterSeconds]).toEqual([429, 'rate_limited', 45]);
     expect(error.rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
     // Another key has its own budget.
-    const other = (await store.createKey(accountId));
+    const other = await store.createKey(accountId);
     expect((await service.getAccount(other.key)).rateLimit.remaining).toBe(1);
     // A new window opens a minute after the first request.
     clock = T0 + 60_000;
@@ -194,7 +218,11 @@ describe('failures after the charge are refunded', () => {
       { kind: 'charge', pool: 'payg', amount: -1 },
       { kind: 'refund', pool: 'payg', amount: 1 },
     ]);
-    expect((await store.usage({ requestId: req.requestId }))[0]).toMatchObject({ status: 502, code: 'processing_failed', credits: 0 });
+    expect((await store.usage({ requestId: req.requestId }))[0]).toMatchObject({
+      status: 502,
+      code: 'processing_failed',
+      credits: 0,
+    });
 
     engine.behaviour = { kind: 'work' };
     const reuse = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'order-1' })));
@@ -206,7 +234,9 @@ describe('failures after the charge are refunded', () => {
 
   it('400 image errors found by the engine are refunded too', async () => {
     await start();
-    const error = await rejectionOf(service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })));
+    const error = await rejectionOf(
+      service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })),
+    );
     expect([error.status, error.code]).toEqual([400, 'corrupt_image']);
     expect((await store.balance(accountId)).total).toBe(5);
   });
@@ -230,7 +260,9 @@ describe('failures after the charge are refunded', () => {
     expect([error.status, error.code]).toEqual([504, 'processing_timeout']);
     expect(error.rateLimit?.limit).toBe(60);
     expect((await store.balance(accountId)).total).toBe(5);
-    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe('idempotency_key_failed');
+    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe(
+      'idempotency_key_failed',
+    );
   });
 
   it('a client that goes away without an Idempotency-Key stops its request, which is refunded', async () => {
@@ -264,7 +296,10 @@ describe('idempotent replay', () => {
     await start({ creditsPerImage: 2 });
     const first = request({ idempotencyKey: 'photo-42' }, { size: 'small' });
     const original = await service.removeBackground(first);
-    const second = request({ idempotencyKey: 'photo-42', source: { kind: 'base64', data: Buffer.from(image) } }, { size: 'small' });
+    const second = request(
+      { idempotencyKey: 'photo-42', source: { kind: 'base64', data: Buffer.from(image) } },
+      { size: 'small' },
+    );
     const replay = await service.removeBackground(second);
     expect(replay.replayed).toBe(true);
     expect(replay.requestId).toBe(first.requestId);
@@ -274,22 +309,34 @@ describe('idempotent replay', () => {
     expect(replay.rateLimit.remaining).toBe(58);
     expect(engine.calls).toBe(1);
     expect((await store.balance(accountId)).total).toBe(3);
-    expect((await store.usage({ requestId: second.requestId }))[0]).toMatchObject({ status: 200, credits: 0, replayed: true, width: 64 });
+    expect((await store.usage({ requestId: second.requestId }))[0]).toMatchObject({
+      status: 200,
+      credits: 0,
+      replayed: true,
+      width: 64,
+    });
   });
 
   it('409 idempotency_key_mismatch for another image or other options under the same key', async () => {
     await start();
     await service.removeBackground(request({ idempotencyKey: 'k' }));
     const otherOptions = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k' }, { crop: true })));
-    const otherImage = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } })));
-    for (const error of [otherOptions, otherImage]) expect([error.status, error.code]).toEqual([409, 'idempotency_key_mismatch']);
+    const otherImage = await rejectionOf(
+      service.removeBackground(
+        request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } }),
+      ),
+    );
+    for (const error of [otherOptions, otherImage])
+      expect([error.status, error.code]).toEqual([409, 'idempotency_key_mismatch']);
     expect(engine.calls).toBe(1);
     expect((await store.balance(accountId)).total).toBe(4);
   });
 
   it('400 invalid_idempotency_key for a key over 128 characters, before anything is charged', async () => {
     await start();
-    const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })));
+    const error = await rejectionOf(
+      service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })),
+    );
     expect([error.status, error.code]).toEqual([400, 'invalid_idempotency_key']);
     expect(error.rateLimit?.remaining).toBe(59);
     expect((await store.balance(accountId)).total).toBe(5);
@@ -325,7 +372,9 @@ describe('idempotent replay', () => {
       await vi.advanceTimersByTimeAsync(60_000);
       await vi.waitFor(() => {
         const db = new Database(store.path, { readonly: true });
-        const row = db.prepare("SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'").get();
+        const row = db
+          .prepare("SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'")
+          .get();
         db.close();
         expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
       });
@@ -341,7 +390,9 @@ describe('idempotent replay', () => {
 
   it('a 503 or 402 gives the key back: the same key works once the service can take the request', async () => {
     await start({ creditsPerImage: 6 });
-    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe('insufficient_credits');
+    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe(
+      'insufficient_credits',
+    );
     await store.addCredits({ accountId }, 1, 'payg');
     const outcome = await service.removeBackground(request({ idempotencyKey: 'retry-me' }));
     expect([outcome.replayed, outcome.creditsCharged]).toEqual([false, 6]);
@@ -376,7 +427,9 @@ describe('queue', () => {
     try {
       await store.addCredits({ accountId }, 20, 'payg');
       await start({ behaviour: { kind: 'gated' }, maxQueue: 16 });
-      const all = Promise.all(Array.from({ length: 17 }, (_, i) => service.removeBackground(request({ idempotencyKey: `k${i}` }))));
+      const all = Promise.all(
+        Array.from({ length: 17 }, (_, i) => service.removeBackground(request({ idempotencyKey: `k${i}` }))),
+      );
       await engine.started(1);
       // All 17 charged: each is past its charge and in line for the engine, listening for shutdown.
       await vi.waitFor(async () => expect((await store.balance(accountId)).total).toBe(8));
@@ -410,10 +463,19 @@ describe('getAccount', () => {
     await start();
     const outcome = await service.getAccount(key, 'acct-req-1');
     expect(outcome.account).toEqual({
-      data: { attributes: { credits: { total: 8, subscription: 3, payg: 5, enterprise: 0 }, api: { free_calls: 0, sizes: 'all' } } },
+      data: {
+        attributes: {
+          credits: { total: 8, subscription: 3, payg: 5, enterprise: 0 },
+          api: { free_calls: 0, sizes: 'all' },
+        },
+      },
     });
     expect(outcome.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
-    expect((await store.usage({ requestId: 'acct-req-1' }))[0]).toMatchObject({ endpoint: 'account', status: 200, credits: 0 });
+    expect((await store.usage({ requestId: 'acct-req-1' }))[0]).toMatchObject({
+      endpoint: 'account',
+      status: 200,
+      credits: 0,
+    });
   });
 });
 
@@ -426,7 +488,9 @@ describe('start-up recovery', () => {
     expect((await store.balance(accountId)).total).toBe(3);
     await start();
     expect((await store.balance(accountId)).total).toBe(5);
-    expect((await store.beginIdempotent(accountId, 'crashed', 'fp', lease('req-later', 'x', T0), T0)).state).toBe('failed');
+    expect((await store.beginIdempotent(accountId, 'crashed', 'fp', lease('req-later', 'x', T0), T0)).state).toBe(
+      'failed',
+    );
   });
 
   it('a delivered request whose usage record was lost is not refunded by the next start (usage is reporting only)', async () => {
@@ -457,7 +521,9 @@ it('keeps the sqlite file free of API keys after serving requests', async () => 
   await service.removeBackground(request({ idempotencyKey: 'k' }));
   await service.getAccount(key);
   const db = new Database(join(dir, STORE_FILE), { readonly: true });
-  const dump = JSON.stringify(db.prepare('SELECT * FROM api_keys').all()) + JSON.stringify(db.prepare('SELECT * FROM usage_records').all());
+  const dump =
+    JSON.stringify(db.prepare('SELECT * FROM api_keys').all()) +
+    JSON.stringify(db.prepare('SELECT * FROM usage_records').all());
   db.close();
   expect(dump).not.toContain(key);
   expect(dump).not.toContain(key.slice(11));

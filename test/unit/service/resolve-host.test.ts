@@ -43,7 +43,8 @@ describe('resolveHost', () => {
     const busy: Array<Promise<void>> = [];
     let busyDone = 0;
     // Four slow jobs fill the default pool of four threads for a second or more.
-    for (let i = 0; i < 4; i++) busy.push(new Promise((resolve) => pbkdf2('x', 'y', 600_000, 32, 'sha512', () => resolve(void busyDone++))));
+    for (let i = 0; i < 4; i++)
+      busy.push(new Promise((resolve) => pbkdf2('x', 'y', 600_000, 32, 'sha512', () => resolve(void busyDone++))));
     // The control: getaddrinfo (dns.lookup, what the fetcher used before) needs a threadpool thread.
     const lookedUp = lookup('localhost').then(() => busyDone);
     const addresses = await resolveHost('photos.example.test', resolver);

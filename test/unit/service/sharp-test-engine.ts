@@ -42,7 +42,15 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
     const data = await sharp(input).ensureAlpha().png().toBuffer();
     const width = meta.width ?? 0;
     const height = meta.height ?? 0;
-    return { data, format: 'png', mimeType: 'image/png', width, height, foreground: { top: 1, left: 2, width: width - 2, height: height - 1 }, timings: {} };
+    return {
+      data,
+      format: 'png',
+      mimeType: 'image/png',
+      width,
+      height,
+      foreground: { top: 1, left: 2, width: width - 2, height: height - 1 },
+      timings: {},
+    };
   }
 
   const engine: TestEngine = {
@@ -90,7 +98,9 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
 }
 
 export async function testImage(width = 64, height = 48, rgb = { r: 200, g: 30, b: 30 }): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: rgb } }).jpeg().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: rgb } })
+    .jpeg()
+    .toBuffer();
 }
 
 /** ServiceDeps for tests: small limits that keep tests quick, overridable per test. */

@@ -31,12 +31,27 @@ afterEach(async () => {
 });
 
 function request(apiKey: string, idempotencyKey?: string): RemoveRequest {
-  return { apiKey, idempotencyKey, source: { kind: 'file', data: image }, options: { ...DEFAULT_OPTIONS }, requestId: randomUUID() };
+  return {
+    apiKey,
+    idempotencyKey,
+    source: { kind: 'file', data: image },
+    options: { ...DEFAULT_OPTIONS },
+    requestId: randomUUID(),
+  };
 }
 
 async function serve(store: Store, engine: TestEngine, now?: () => number): Promise<Service> {
-  const service = await createService({ store, engine, ...TEST_SERVICE_LIMITS, leaseTimeMs: 2000, ...(now && { now }) });
-  cleanups.push(() => service.close(), () => engine.release());
+  const service = await createService({
+    store,
+    engine,
+    ...TEST_SERVICE_LIMITS,
+    leaseTimeMs: 2000,
+    ...(now && { now }),
+  });
+  cleanups.push(
+    () => service.close(),
+    () => engine.release(),
+  );
   return service;
 }
 
@@ -82,7 +97,10 @@ describe('the purge of old records', () => {
       },
     } as unknown as Store;
     const started = createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS });
-    const service = await Promise.race([started, new Promise<'held up'>((resolve) => setTimeout(() => resolve('held up'), 2000))]);
+    const service = await Promise.race([
+      started,
+      new Promise<'held up'>((resolve) => setTimeout(() => resolve('held up'), 2000)),
+    ]);
     expect(service).not.toBe('held up');
     expect(purges).toBe(1);
     let closed = false;
@@ -98,19 +116,28 @@ describe("a SQLite server's start-up sweep", () => {
   it('settles every lease left behind, dating the refund and the failed key by its clock', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rmbg-startup-sweep-'));
     const store = await openStore(dir);
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => store.close());
+    cleanups.push(
+      () => rmSync(dir, { recursive: true, force: true }),
+      () => store.close(),
+    );
     const { accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
     const T = 1_700_000_000_000;
     // Left by the crashed server: a keyed, charged request whose lease has not expired yet.
     const lease = { requestId: 'crashed', owner: 'dead', expiresAt: T + 30_000 };
     await store.beginIdempotent(accountId, 'k', 'fp', lease, T - 1000);
     await store.charge(accountId, 1, lease, T - 1000);
-    await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, soleServer: true, now: () => T }).then((service) => cleanups.push(() => service.close()));
+    await createService({ store, engine: testEngine(), ...TEST_SERVICE_LIMITS, soleServer: true, now: () => T }).then(
+      (service) => cleanups.push(() => service.close()),
+    );
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
     const db = new Database(store.path, { readonly: true });
     try {
-      expect(db.prepare("SELECT created_at FROM credit_ledger WHERE kind = 'refund'").all()).toEqual([{ created_at: T }]);
-      expect(db.prepare('SELECT state, completed_at FROM idempotency_keys').all()).toEqual([{ state: 'failed', completed_at: T }]);
+      expect(db.prepare("SELECT created_at FROM credit_ledger WHERE kind = 'refund'").all()).toEqual([
+        { created_at: T },
+      ]);
+      expect(db.prepare('SELECT state, completed_at FROM idempotency_keys').all()).toEqual([
+        { state: 'failed', completed_at: T },
+      ]);
     } finally {
       db.close();
     }
@@ -125,9 +152,17 @@ describe('a deliver whose answer is lost', () => {
   async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread') {
     dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
     store = await openStore(dir);
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => store.close());
+    cleanups.push(
+      () => rmSync(dir, { recursive: true, force: true }),
+      () => store.close(),
+    );
     ({ key, accountId } = await store.createAccountWithKey({ plan: 'pro', credits: 5 }));
-    const lost = () => new RmbgError('service_unavailable', 'the database is unreachable (Connection terminated unexpectedly); retry shortly', { retryAfterSeconds: 2 });
+    const lost = () =>
+      new RmbgError(
+        'service_unavailable',
+        'the database is unreachable (Connection terminated unexpectedly); retry shortly',
+        { retryAfterSeconds: 2 },
+      );
     let applying: Parameters<Store['deliver']> | undefined;
     const flaky: Store = {
       ...store,
@@ -156,7 +191,9 @@ describe('a deliver whose answer is lost', () => {
     const outcome = await service.removeBackground(request(key));
     expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
-    expect(await store.usage({ requestId: outcome.requestId })).toEqual([expect.objectContaining({ status: 200, credits: 1 })]);
+    expect(await store.usage({ requestId: outcome.requestId })).toEqual([
+      expect.objectContaining({ status: 200, credits: 1 }),
+    ]);
   });
 
   it('applied only after the re-read saw the lease open: the refund finds it settled, the result is answered, charged once', async () => {
@@ -164,7 +201,9 @@ describe('a deliver whose answer is lost', () => {
     const outcome = await service.removeBackground(request(key));
     expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
-    expect(await store.usage({ requestId: outcome.requestId })).toEqual([expect.objectContaining({ status: 200, credits: 1 })]);
+    expect(await store.usage({ requestId: outcome.requestId })).toEqual([
+      expect.objectContaining({ status: 200, credits: 1 }),
+    ]);
   });
 
   it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {

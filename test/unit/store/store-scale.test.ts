@@ -91,24 +91,39 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await store.failRequest('r2', undefined, T0);
     await store.deliver('r1', undefined, T0);
     expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
-    const sums = await engine.rows<{ pool: string; sum: number }>(target, `SELECT pool, CAST(SUM(amount) AS INTEGER) AS sum FROM credit_ledger GROUP BY pool ORDER BY pool`);
-    expect(sums.map((row) => [row.pool, Number(row.sum)])).toEqual([['payg', 5], ['subscription', 0]]);
+    const sums = await engine.rows<{ pool: string; sum: number }>(
+      target,
+      `SELECT pool, CAST(SUM(amount) AS INTEGER) AS sum FROM credit_ledger GROUP BY pool ORDER BY pool`,
+    );
+    expect(sums.map((row) => [row.pool, Number(row.sum)])).toEqual([
+      ['payg', 5],
+      ['subscription', 0],
+    ]);
     expect(await store.auditBalances()).toEqual([]);
 
     await engine.exec(target, `UPDATE accounts SET payg_credits = payg_credits + 1 WHERE id = '${a.accountId}'`);
     expect(await store.auditBalances()).toEqual([
-      { accountId: a.accountId, kept: { subscription: 0, payg: 6, total: 6 }, ledger: { subscription: 0, payg: 5, total: 5 } },
+      {
+        accountId: a.accountId,
+        kept: { subscription: 0, payg: 6, total: 6 },
+        ledger: { subscription: 0, payg: 5, total: 5 },
+      },
     ]);
   });
 
   it("docs/deploy.md's audit query finds a balance off in one pool only, and its repair sets it to the ledger's sums", async () => {
-    const blocks = [...readFileSync(new URL('../../../docs/deploy.md', import.meta.url), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1] as string);
+    const blocks = [
+      ...readFileSync(new URL('../../../docs/deploy.md', import.meta.url), 'utf8').matchAll(/```sql\n([\s\S]*?)```/g),
+    ].map((match) => match[1] as string);
     const audit = blocks.find((sql) => sql.startsWith('SELECT a.id')) as string;
     const repair = blocks.find((sql) => sql.startsWith('UPDATE accounts')) as string;
     const a = await store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
     await store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
     // One pool up, the other down: the total still matches the ledger's.
-    await engine.exec(target, `UPDATE accounts SET payg_credits = payg_credits + 1, subscription_credits = subscription_credits - 1 WHERE id = '${a.accountId}'`);
+    await engine.exec(
+      target,
+      `UPDATE accounts SET payg_credits = payg_credits + 1, subscription_credits = subscription_credits - 1 WHERE id = '${a.accountId}'`,
+    );
     const found = await engine.rows<{ id: string; ledger_payg: number }>(target, audit);
     expect(found.map((row) => [row.id, Number(row.ledger_payg)])).toEqual([[a.accountId, 6]]);
     await engine.exec(target, repair);
@@ -124,7 +139,10 @@ describe.each(ENGINES)('the store on $name', (engine) => {
       mkdirSync(join(sqlitePath(old), '..'), { recursive: true });
       await engine.exec(old, `${SQLITE_MIGRATIONS[0]}${SQLITE_MIGRATIONS[1]} PRAGMA user_version = 2;`);
     } else {
-      await engine.exec(old, `${POSTGRES_MIGRATIONS[0]}${POSTGRES_MIGRATIONS[1]} CREATE TABLE rmbg_schema (version INTEGER NOT NULL); INSERT INTO rmbg_schema VALUES (2);`);
+      await engine.exec(
+        old,
+        `${POSTGRES_MIGRATIONS[0]}${POSTGRES_MIGRATIONS[1]} CREATE TABLE rmbg_schema (version INTEGER NOT NULL); INSERT INTO rmbg_schema VALUES (2);`,
+      );
     }
     await engine.exec(
       old,
@@ -145,18 +163,35 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await store.beginIdempotent(accountId, 'done', 'fp', lease('r-done'), T0);
     await store.deliver('r-done', { ref: { accountId, key: 'done', requestId: 'r-done' }, replay }, T0);
     await store.beginIdempotent(accountId, 'running', 'fp', lease('r-run'), T0);
-    const usage = { accountId, keyId: null, endpoint: 'account' as const, status: 200, code: null, credits: 0, replayed: false,
-      inputBytes: null, size: null, format: null, width: null, height: null, durationMs: 1 };
+    const usage = {
+      accountId,
+      keyId: null,
+      endpoint: 'account' as const,
+      status: 200,
+      code: null,
+      credits: 0,
+      replayed: false,
+      inputBytes: null,
+      size: null,
+      format: null,
+      width: null,
+      height: null,
+      durationMs: 1,
+    };
     await store.recordUsage({ ...usage, requestId: 'u-old', createdAt: T0 });
     await store.recordUsage({ ...usage, requestId: 'u-new', createdAt: T0 + USAGE_RETENTION_MS });
 
     expect(await store.purgeExpired(T0 + LIMITS.replayWindowMs)).toEqual({ replays: 1, keys: 0, usageRecords: 0 });
-    expect((await store.beginIdempotent(accountId, 'done', 'fp', lease('r-again'), T0 + LIMITS.replayWindowMs)).state).toBe('expired');
+    expect(
+      (await store.beginIdempotent(accountId, 'done', 'fp', lease('r-again'), T0 + LIMITS.replayWindowMs)).state,
+    ).toBe('expired');
     const retention = T0 + LIMITS.idempotencyKeyRetentionMs;
     expect(await store.purgeExpired(retention - 1)).toEqual({ replays: 0, keys: 0, usageRecords: 0 });
     expect(await store.purgeExpired(retention)).toEqual({ replays: 0, keys: 1, usageRecords: 0 });
     // The key in progress is its lease's: never deleted by age.
-    expect((await store.beginIdempotent(accountId, 'running', 'fp', lease('r-x'), retention)).state).toBe('in_progress');
+    expect((await store.beginIdempotent(accountId, 'running', 'fp', lease('r-x'), retention)).state).toBe(
+      'in_progress',
+    );
     expect((await store.beginIdempotent(accountId, 'done', 'fp', lease('r-later'), retention)).state).toBe('new');
     expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
     expect((await store.usage()).map((record) => record.requestId)).toEqual(['u-new']);
@@ -164,9 +199,12 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
   it('deletes a backlog a bounded number of batches per run, the rest at the next run', async () => {
     const backlog = PURGE_BATCH * PURGE_MAX_BATCHES + 1;
-    await engine.exec(target, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
+    await engine.exec(
+      target,
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
       INSERT INTO usage_records (request_id, endpoint, status, credits, replayed, duration_ms, created_at)
-      SELECT 'u-' || i, 'account', 200, 0, 0, 1, ${T0} FROM n`);
+      SELECT 'u-' || i, 'account', 200, 0, 0, 1, ${T0} FROM n`,
+    );
     expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: backlog - 1 });
     expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
   });
@@ -207,9 +245,16 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     const accountId = (await store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
     await store.beginIdempotent(accountId, 'k', 'fp', lease('r1', T0 + 60_000), T0);
     await store.charge(accountId, 2, lease('r1', T0 + 60_000), T0);
-    expect(await store.expireLeases(T0 + 5, { all: true })).toEqual({ expiredLeases: 1, refundedRequests: 1, failedIdempotencyKeys: 1 });
+    expect(await store.expireLeases(T0 + 5, { all: true })).toEqual({
+      expiredLeases: 1,
+      refundedRequests: 1,
+      failedIdempotencyKeys: 1,
+    });
     expect((await store.balance(accountId)).total).toBe(3);
-    const [refund] = await engine.rows<{ created_at: number }>(target, "SELECT created_at FROM credit_ledger WHERE kind = 'refund'");
+    const [refund] = await engine.rows<{ created_at: number }>(
+      target,
+      "SELECT created_at FROM credit_ledger WHERE kind = 'refund'",
+    );
     const [key] = await engine.rows<{ completed_at: number }>(target, 'SELECT completed_at FROM idempotency_keys');
     expect([Number(refund?.created_at), Number(key?.completed_at)]).toEqual([T0 + 5, T0 + 5]);
   });
@@ -259,18 +304,33 @@ describe('PostgreSQL connections', () => {
     const show = async (driver: SqlDriver) => {
       const names = ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'];
       const values: unknown[] = [];
-      for (const name of names) values.push(Object.values((await driver.all<Record<string, string>>(`SHOW ${name}`))[0]!)[0]);
+      for (const name of names)
+        values.push(Object.values((await driver.all<Record<string, string>>(`SHOW ${name}`))[0]!)[0]);
       await driver.close();
       return values;
     };
     expect(await show(await openPostgresDriver(url))).toEqual(['15s', '5s', '10s']);
-    expect(await show(await openPostgresDriver(withParams({ statement_timeout: 2500, lock_timeout: 0, idle_in_transaction_session_timeout: 60_000 })))).toEqual(['2500ms', '0', '1min']);
+    expect(
+      await show(
+        await openPostgresDriver(
+          withParams({ statement_timeout: 2500, lock_timeout: 0, idle_in_transaction_session_timeout: 60_000 }),
+        ),
+      ),
+    ).toEqual(['2500ms', '0', '1min']);
     // 0 is off, even where the database (or the role) sets a timeout of its own.
     const strict = await freshDatabase();
-    for (const setting of ["lock_timeout = '7s'", "statement_timeout = '9s'"]) await pgRows(strict, `ALTER DATABASE ${new URL(strict).pathname.slice(1)} SET ${setting}`);
-    expect(await show(await openPostgresDriver(`${strict}?lock_timeout=0&statement_timeout=0`))).toEqual(['0', '0', '10s']);
+    for (const setting of ["lock_timeout = '7s'", "statement_timeout = '9s'"])
+      await pgRows(strict, `ALTER DATABASE ${new URL(strict).pathname.slice(1)} SET ${setting}`);
+    expect(await show(await openPostgresDriver(`${strict}?lock_timeout=0&statement_timeout=0`))).toEqual([
+      '0',
+      '0',
+      '10s',
+    ]);
     const refused = await rejectionOf(openStore({ engine: 'postgres', url: `${url}?lock_timeout=5s` }));
-    expect([refused.code, refused.message]).toEqual(['usage_error', "the store URL's lock_timeout must be a whole number of at least 0; got '5s'"]);
+    expect([refused.code, refused.message]).toEqual([
+      'usage_error',
+      "the store URL's lock_timeout must be a whole number of at least 0; got '5s'",
+    ]);
   });
 
   it('the sweep passes over an expired lease another transaction holds, settles the rest, and settles that one once it is free', async () => {
@@ -280,10 +340,18 @@ describe('PostgreSQL connections', () => {
     await store.charge(accountId, 1, lease('free', T0), T0);
     const other = await outsider();
     await other.query("SELECT * FROM leases WHERE request_id = 'held' FOR UPDATE");
-    expect(await store.expireLeases(T0 + 1)).toEqual({ expiredLeases: 1, refundedRequests: 1, failedIdempotencyKeys: 0 });
+    expect(await store.expireLeases(T0 + 1)).toEqual({
+      expiredLeases: 1,
+      refundedRequests: 1,
+      failedIdempotencyKeys: 0,
+    });
     expect(await store.settlementOf('held')).toBe('leased');
     await other.query('COMMIT');
-    expect(await store.expireLeases(T0 + 1)).toEqual({ expiredLeases: 1, refundedRequests: 1, failedIdempotencyKeys: 0 });
+    expect(await store.expireLeases(T0 + 1)).toEqual({
+      expiredLeases: 1,
+      refundedRequests: 1,
+      failedIdempotencyKeys: 0,
+    });
     expect((await store.balance(accountId)).total).toBe(5);
   });
 
@@ -295,7 +363,14 @@ describe('PostgreSQL connections', () => {
     const other = await outsider();
     await other.query("SELECT * FROM leases WHERE request_id = 'r1' FOR UPDATE");
     const charge = store.charge(accountId, 1, lease('r1'), T0);
-    await expect.poll(() => pgRows(url, "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO leases%' AND datname = current_database()")).toHaveLength(1);
+    await expect
+      .poll(() =>
+        pgRows(
+          url,
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO leases%' AND datname = current_database()",
+        ),
+      )
+      .toHaveLength(1);
     // Meanwhile another request of the account reserves its key and opens its lease (both rows reference the account).
     expect(await store.beginIdempotent(accountId, 'k2', 'fp', lease('r2'), T0)).toEqual({ state: 'new' });
     await other.query('COMMIT');

@@ -12,7 +12,14 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RmbgError } from '../../../src/api/errors.js';
 import { LIMITS } from '../../../src/api/options.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
-import { openStore, STORE_FILE, storeTarget, type Lease, type Store, type StoreTarget } from '../../../src/store/index.js';
+import {
+  openStore,
+  STORE_FILE,
+  storeTarget,
+  type Lease,
+  type Store,
+  type StoreTarget,
+} from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
 
 const T0 = 1_700_000_000_000;
@@ -65,11 +72,17 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
   it('migrates to the latest schema, and reopens without re-running migrations or losing data', async () => {
     expect(await store.schemaVersion()).toBe(store.latestSchemaVersion);
-    expect(store.latestSchemaVersion).toBe(engine.name === 'sqlite' ? SQLITE_MIGRATIONS.length : POSTGRES_MIGRATIONS.length);
+    expect(store.latestSchemaVersion).toBe(
+      engine.name === 'sqlite' ? SQLITE_MIGRATIONS.length : POSTGRES_MIGRATIONS.length,
+    );
     const created = await store.createAccountWithKey({ plan: 'pro', credits: 7, now: T0 });
     await store.close();
     store = await openStore(target);
-    expect(await store.accountForKey(created.key)).toEqual({ keyId: created.id, accountId: created.accountId, plan: 'pro' });
+    expect(await store.accountForKey(created.key)).toEqual({
+      keyId: created.id,
+      accountId: created.accountId,
+      plan: 'pro',
+    });
     expect(await store.balance(created.accountId)).toEqual({ subscription: 0, payg: 7, total: 7 });
     expect(await store.listKeys()).toHaveLength(1);
   });
@@ -83,7 +96,11 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(JSON.stringify(await store.listKeys())).not.toContain(a.key);
 
     const second = await store.createKey(a.accountId, T0 + 1);
-    expect(await store.accountForKey(second.key)).toEqual({ keyId: second.id, accountId: a.accountId, plan: 'enterprise' });
+    expect(await store.accountForKey(second.key)).toEqual({
+      keyId: second.id,
+      accountId: a.accountId,
+      plan: 'enterprise',
+    });
     expect(await store.accountForKey(`${a.key}x`)).toBeUndefined();
     expect((await store.revokeKey(a.id, T0 + 5))?.revokedAt).toBe(T0 + 5);
     expect((await store.revokeKey(a.id, T0 + 9))?.revokedAt).toBe(T0 + 5);
@@ -100,17 +117,30 @@ describe.each(ENGINES)('the store on $name', (engine) => {
   it('adds credits by account or key, charges subscription first, refuses with the balance when short', async () => {
     const a = await store.createAccountWithKey({ plan: 'pro', credits: 2, pool: 'subscription' });
     expect(await store.addCredits({ apiKey: a.key }, 5, 'payg')).toEqual({ subscription: 2, payg: 5, total: 7 });
-    await expect(store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({ code: 'invalid_api_key' });
+    await expect(store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({
+      code: 'invalid_api_key',
+    });
     await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(/at least 1/);
-    expect(await store.charge(a.accountId, 3, lease('req-1'))).toEqual({ ok: true, taken: { subscription: 2, payg: 1 } });
-    expect(await store.charge(a.accountId, 5, lease('req-2'))).toEqual({ ok: false, balance: { subscription: 0, payg: 4, total: 4 } });
-    expect(await store.charge(a.accountId, 0, lease('req-3'))).toEqual({ ok: true, taken: { subscription: 0, payg: 0 } });
+    expect(await store.charge(a.accountId, 3, lease('req-1'))).toEqual({
+      ok: true,
+      taken: { subscription: 2, payg: 1 },
+    });
+    expect(await store.charge(a.accountId, 5, lease('req-2'))).toEqual({
+      ok: false,
+      balance: { subscription: 0, payg: 4, total: 4 },
+    });
+    expect(await store.charge(a.accountId, 0, lease('req-3'))).toEqual({
+      ok: true,
+      taken: { subscription: 0, payg: 0 },
+    });
     expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
   });
 
   it('never spends one credit twice, however many charges race (on PostgreSQL: over several connections)', async () => {
     const a = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.charge(a.accountId, 1, lease(`race-${i}`))));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => store.charge(a.accountId, 1, lease(`race-${i}`))),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(5);
     expect((await store.balance(a.accountId)).total).toBe(0);
   });
@@ -124,18 +154,38 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-ok'), T0)).toEqual({ state: 'new' });
     await store.charge(a.accountId, 2, lease('req-ok'));
     expect(await store.deliver('req-ok', { ref: ref('ok', 'req-ok'), replay }, T0 + 10)).toBe(true);
-    expect(await store.failRequest('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
-    expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-x'), T0 + 12)).toEqual({ state: 'succeeded', requestId: 'req-ok', completedAt: T0 + 10, replay });
+    expect(await store.failRequest('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({
+      settled: false,
+      refunded: { subscription: 0, payg: 0 },
+    });
+    expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-x'), T0 + 12)).toEqual({
+      state: 'succeeded',
+      requestId: 'req-ok',
+      completedAt: T0 + 10,
+      replay,
+    });
 
     await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-bad'), T0);
     await store.charge(a.accountId, 3, lease('req-bad'));
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({ settled: true, refunded: { subscription: 0, payg: 3 } });
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
+    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({
+      settled: true,
+      refunded: { subscription: 0, payg: 3 },
+    });
+    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({
+      settled: false,
+      refunded: { subscription: 0, payg: 0 },
+    });
     expect(await store.deliver('req-bad', { ref: ref('bad', 'req-bad'), replay }, T0 + 3)).toBe(false);
-    expect(await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-y'), T0 + 4)).toMatchObject({ state: 'failed', requestId: 'req-bad' });
+    expect(await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-y'), T0 + 4)).toMatchObject({
+      state: 'failed',
+      requestId: 'req-bad',
+    });
     expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
 
-    const rows = await engine.rows(target, "SELECT kind, pool, CAST(amount AS INTEGER) AS amount FROM credit_ledger WHERE request_id = 'req-bad' ORDER BY id");
+    const rows = await engine.rows(
+      target,
+      "SELECT kind, pool, CAST(amount AS INTEGER) AS amount FROM credit_ledger WHERE request_id = 'req-bad' ORDER BY id",
+    );
     expect(rows).toEqual([
       { kind: 'charge', pool: 'payg', amount: -3 },
       { kind: 'refund', pool: 'payg', amount: 3 },
@@ -147,14 +197,30 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     const accountId = (await store.createAccountWithKey({ plan: 'pro' })).accountId;
     const other = (await store.createAccountWithKey({ plan: 'pro' })).accountId;
     expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-1'), T0)).toEqual({ state: 'new' });
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-2'), T0 + 1)).toEqual({ state: 'in_progress', requestId: 'req-1' });
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-b', lease('req-2'), T0 + 1)).toEqual({ state: 'mismatch', requestId: 'req-1' });
+    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-2'), T0 + 1)).toEqual({
+      state: 'in_progress',
+      requestId: 'req-1',
+    });
+    expect(await store.beginIdempotent(accountId, 'k1', 'fp-b', lease('req-2'), T0 + 1)).toEqual({
+      state: 'mismatch',
+      requestId: 'req-1',
+    });
     expect((await store.beginIdempotent(other, 'k1', 'fp-a', lease('req-o'), T0)).state).toBe('new');
 
     await store.charge(accountId, 0, lease('req-1'));
-    await store.deliver('req-1', { ref: { accountId, key: 'k1', requestId: 'req-1' }, replay: { payload: Buffer.from('x'), metadata: null } }, T0 + 100);
-    expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-3'), T0 + 100 + window - 1)).state).toBe('succeeded');
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-4'), T0 + 100 + window)).toEqual({ state: 'expired', requestId: 'req-1', completedAt: T0 + 100 });
+    await store.deliver(
+      'req-1',
+      { ref: { accountId, key: 'k1', requestId: 'req-1' }, replay: { payload: Buffer.from('x'), metadata: null } },
+      T0 + 100,
+    );
+    expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-3'), T0 + 100 + window - 1)).state).toBe(
+      'succeeded',
+    );
+    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-4'), T0 + 100 + window)).toEqual({
+      state: 'expired',
+      requestId: 'req-1',
+      completedAt: T0 + 100,
+    });
     expect((await store.purgeExpired(T0 + 100 + window - 1)).replays).toBe(0);
     expect((await store.purgeExpired(T0 + 100 + window)).replays).toBe(1);
     expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-5'), T0)).state).toBe('expired');
@@ -197,15 +263,35 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(await store.renewLeases('live', ['live-1'], T0 + 3 * TTL)).toBe(1);
     expect((await store.balance(a.accountId)).total).toBe(3);
 
-    expect(await store.expireLeases(T0 + TTL - 1)).toEqual({ expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 });
-    expect(await store.expireLeases(T0 + TTL)).toEqual({ expiredLeases: 3, refundedRequests: 2, failedIdempotencyKeys: 2 });
-    expect(await store.expireLeases(T0 + TTL + 1)).toEqual({ expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 });
+    expect(await store.expireLeases(T0 + TTL - 1)).toEqual({
+      expiredLeases: 0,
+      refundedRequests: 0,
+      failedIdempotencyKeys: 0,
+    });
+    expect(await store.expireLeases(T0 + TTL)).toEqual({
+      expiredLeases: 3,
+      refundedRequests: 2,
+      failedIdempotencyKeys: 2,
+    });
+    expect(await store.expireLeases(T0 + TTL + 1)).toEqual({
+      expiredLeases: 0,
+      refundedRequests: 0,
+      failedIdempotencyKeys: 0,
+    });
     expect((await store.balance(a.accountId)).total).toBe(8);
     expect((await store.beginIdempotent(a.accountId, 'k-dead', 'fp', lease('again'), T0 + TTL)).state).toBe('failed');
     expect((await store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('again-2'), T0 + TTL)).state).toBe('failed');
     // The dead instance comes back to life too late: its result is not delivered, nothing is refunded twice.
-    expect(await store.deliver('dead-1', { ref: ref('k-dead', 'dead-1'), replay: { payload: Buffer.from('x'), metadata: null } })).toBe(false);
-    expect(await store.failRequest('dead-2', undefined)).toEqual({ settled: false, refunded: { subscription: 0, payg: 0 } });
+    expect(
+      await store.deliver('dead-1', {
+        ref: ref('k-dead', 'dead-1'),
+        replay: { payload: Buffer.from('x'), metadata: null },
+      }),
+    ).toBe(false);
+    expect(await store.failRequest('dead-2', undefined)).toEqual({
+      settled: false,
+      refunded: { subscription: 0, payg: 0 },
+    });
     // The live request settles normally.
     expect(await store.deliver('live-1', undefined)).toBe(true);
     expect((await store.balance(a.accountId)).total).toBe(8);
@@ -216,7 +302,9 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     try {
       expect(await store.countRequest('key-1', T0, 60_000)).toEqual({ start: T0, count: 1 });
       expect(await second.countRequest('key-1', T0 + 10, 60_000)).toEqual({ start: T0, count: 2 });
-      const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? store : second).countRequest('key-1', T0 + 20, 60_000)));
+      const burst = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? store : second).countRequest('key-1', T0 + 20, 60_000)),
+      );
       expect(burst.map((w) => w.count).sort((x, y) => x - y)).toEqual([3, 4, 5, 6, 7, 8]);
       expect(await store.countRequest('key-2', T0 + 20, 60_000)).toEqual({ start: T0 + 20, count: 1 });
       expect(await second.countRequest('key-1', T0 + 60_000, 60_000)).toEqual({ start: T0 + 60_000, count: 1 });
@@ -228,13 +316,37 @@ describe.each(ENGINES)('the store on $name', (engine) => {
   it('stores usage records (reporting only) and lists them by account or request', async () => {
     const a = await store.createAccountWithKey({ plan: 'pro' });
     const base = {
-      accountId: a.accountId, keyId: a.id, endpoint: 'removebg' as const, status: 200, code: null, credits: 1, replayed: false,
-      inputBytes: 1234, size: 'preview', format: 'png', width: 64, height: 48, durationMs: 12.4, createdAt: T0,
+      accountId: a.accountId,
+      keyId: a.id,
+      endpoint: 'removebg' as const,
+      status: 200,
+      code: null,
+      credits: 1,
+      replayed: false,
+      inputBytes: 1234,
+      size: 'preview',
+      format: 'png',
+      width: 64,
+      height: 48,
+      durationMs: 12.4,
+      createdAt: T0,
     };
     await store.recordUsage({ ...base, requestId: 'req-1' });
-    await store.recordUsage({ ...base, requestId: 'req-2', accountId: null, keyId: null, status: 403, code: 'invalid_api_key', credits: 0 });
+    await store.recordUsage({
+      ...base,
+      requestId: 'req-2',
+      accountId: null,
+      keyId: null,
+      status: 403,
+      code: 'invalid_api_key',
+      credits: 0,
+    });
     expect(await store.usage({ accountId: a.accountId })).toEqual([{ ...base, requestId: 'req-1', durationMs: 12 }]);
-    expect((await store.usage({ requestId: 'req-2' }))[0]).toMatchObject({ status: 403, code: 'invalid_api_key', accountId: null });
+    expect((await store.usage({ requestId: 'req-2' }))[0]).toMatchObject({
+      status: 403,
+      code: 'invalid_api_key',
+      accountId: null,
+    });
     expect(await store.usage()).toHaveLength(2);
   });
 });
@@ -242,8 +354,14 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 describe('choosing the store', () => {
   it('--store / RMBG_STORE_URL: postgres URLs, sqlite: URLs and paths; nothing means the data directory file', () => {
     expect(storeTarget(undefined, '/d', {})).toEqual({ engine: 'sqlite', path: join('/d', STORE_FILE), dataDir: true });
-    expect(storeTarget(undefined, '/d', { RMBG_STORE_URL: 'postgres://u@h/db' })).toEqual({ engine: 'postgres', url: 'postgres://u@h/db' });
-    expect(storeTarget('postgresql://u@h/db', '/d', { RMBG_STORE_URL: '/x.sqlite' })).toEqual({ engine: 'postgres', url: 'postgresql://u@h/db' });
+    expect(storeTarget(undefined, '/d', { RMBG_STORE_URL: 'postgres://u@h/db' })).toEqual({
+      engine: 'postgres',
+      url: 'postgres://u@h/db',
+    });
+    expect(storeTarget('postgresql://u@h/db', '/d', { RMBG_STORE_URL: '/x.sqlite' })).toEqual({
+      engine: 'postgres',
+      url: 'postgresql://u@h/db',
+    });
     expect(storeTarget('sqlite:///tmp/a.sqlite', '/d', {})).toEqual({ engine: 'sqlite', path: '/tmp/a.sqlite' });
     expect(storeTarget('/tmp/b.sqlite', '/d', {})).toEqual({ engine: 'sqlite', path: '/tmp/b.sqlite' });
     expect(() => storeTarget('mysql://h/db', '/d', {})).toThrow(/postgres:\/\/ or postgresql:\/\//);
@@ -267,7 +385,12 @@ describe('the SQLite file', () => {
     expect(db.pragma('user_version', { simple: true })).toBe(SQLITE_MIGRATIONS.length);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
-    const bytes = Buffer.concat(['', '-wal', '-shm'].map((suffix) => join(data, STORE_FILE + suffix)).filter(existsSync).map((file) => readFileSync(file)));
+    const bytes = Buffer.concat(
+      ['', '-wal', '-shm']
+        .map((suffix) => join(data, STORE_FILE + suffix))
+        .filter(existsSync)
+        .map((file) => readFileSync(file)),
+    );
     expect(bytes.includes(created.key.slice(11))).toBe(false);
     store = await openStore(data);
   });
@@ -316,7 +439,11 @@ describe('the SQLite file', () => {
     );
     await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
     const started = Date.now();
-    expect(await store.addCredits({ accountId: a.accountId }, 4, 'payg')).toEqual({ subscription: 0, payg: 5, total: 5 });
+    expect(await store.addCredits({ accountId: a.accountId }, 4, 'payg')).toEqual({
+      subscription: 0,
+      payg: 5,
+      total: 5,
+    });
     expect(Date.now() - started).toBeGreaterThan(100);
     await new Promise((resolve) => holder.once('exit', resolve));
   });
@@ -327,7 +454,9 @@ describe('PostgreSQL migrations', () => {
     const url = await freshDatabase();
     const stores = await Promise.all(Array.from({ length: 4 }, () => openStore({ engine: 'postgres', url })));
     try {
-      expect(await Promise.all(stores.map((s) => s.schemaVersion()))).toEqual(stores.map(() => POSTGRES_MIGRATIONS.length));
+      expect(await Promise.all(stores.map((s) => s.schemaVersion()))).toEqual(
+        stores.map(() => POSTGRES_MIGRATIONS.length),
+      );
       expect(await pgRows(url, 'SELECT version FROM rmbg_schema')).toEqual([{ version: POSTGRES_MIGRATIONS.length }]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
@@ -338,15 +467,24 @@ describe('PostgreSQL migrations', () => {
     const url = new URL(await freshDatabase());
     const store = await openStore({ engine: 'postgres', url: url.toString() });
     // Drop every connection of the store's database from outside, as a restarting server would.
-    await pgRows(url.toString().replace(/\/[^/]+$/, '/postgres'), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${url.pathname.slice(1)}' AND pid <> pg_backend_pid()`);
+    await pgRows(
+      url.toString().replace(/\/[^/]+$/, '/postgres'),
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${url.pathname.slice(1)}' AND pid <> pg_backend_pid()`,
+    );
     try {
-      const first = await store.balance('acct_x').then(() => undefined, (error: unknown) => error);
+      const first = await store.balance('acct_x').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       // Idle pooled connections that the server cut surface either as an error now or not at all (reconnected).
-      if (first !== undefined) expect(first).toMatchObject({ code: 'service_unavailable', retryAfterSeconds: expect.any(Number) });
+      if (first !== undefined)
+        expect(first).toMatchObject({ code: 'service_unavailable', retryAfterSeconds: expect.any(Number) });
       expect(await store.balance('acct_x')).toEqual({ subscription: 0, payg: 0, total: 0 });
     } finally {
       await store.close();
     }
-    await expect(openStore({ engine: 'postgres', url: 'postgres://nobody:x@127.0.0.1:1/none' })).rejects.toMatchObject({ code: 'io_error' });
+    await expect(openStore({ engine: 'postgres', url: 'postgres://nobody:x@127.0.0.1:1/none' })).rejects.toMatchObject({
+      code: 'io_error',
+    });
   });
 });
