@@ -62,14 +62,11 @@ export async function readBounded(body: Readable, declared: string | undefined, 
   return Buffer.concat(chunks, received);
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences and control characters are what it matches
+const TERMINAL_CONTROL =
+  /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
 /** Server text made safe to print: control characters (escape sequences, bells, carriage returns) removed. */
 export function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it strips
-  return text
-    .replace(
-      /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
-      '',
-    )
-    .replace(/\s*\n\s*/g, ' ');
+  return text.replace(TERMINAL_CONTROL, '').replace(/\s*\n\s*/g, ' ');
 }
