@@ -62,7 +62,6 @@ export async function readBounded(body: Readable, declared: string | undefined, 
   return Buffer.concat(chunks, received);
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences and control characters are what it matches
 const TERMINAL_CONTROL =
   /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 

@@ -145,7 +145,6 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
 });
 
 /** Terminal output without carriage returns and ANSI control sequences (cursor, colours, line clearing). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are what it strips
 const plain = (text: string) => text.replace(/\r/g, '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
 
 describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux script gives it one)', () => {

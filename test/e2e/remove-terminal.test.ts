@@ -10,7 +10,6 @@ import { writeTree } from './remove-local-files.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
 /** Terminal output without carriage returns and ANSI control sequences (cursor, colours, line clearing). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are what it strips
 const plain = (text: string) => text.replace(/\r/g, '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
 
 beforeAll(ensureBuilt);

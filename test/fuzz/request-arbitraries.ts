@@ -225,7 +225,6 @@ const contentType = fc.constantFrom(
 function headerBytes(value: string): string {
   // Control characters cannot be sent at all (Node refuses them, and so does the HTTP grammar).
   // eslint-disable-next-line no-control-regex
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it strips
   return Buffer.from(value.replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, ''), 'utf8').toString('latin1');
 }
 

@@ -61,7 +61,6 @@ describe('the API client', () => {
     expect(error.code).toBe('invalid_option');
     expect(error.message).toBe('bad red bell line next');
     // eslint-disable-next-line no-control-regex
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
     expect(error.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
   });
 });
