@@ -1,14 +1,21 @@
-// The one rule and message for numeric settings (CLI flags such as --port and --concurrency, and the
-// library's options of the same names): a whole number within bounds.
+// The one rule and message for a whole number within bounds: settings (flags such as --port, library and
+// createServer() options, src/settings), command arguments, store URL parameters and the ledger's amounts.
 
-import { RmbgError } from './errors.js';
+import { type ErrorCode, RmbgError } from './errors.js';
 
-export function checkWholeNumber(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-  if (typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max) return n;
+/** `value` as a whole number from `min` to `max` (a string of digits counts), or an error of `code` naming `name`. */
+export function checkWholeNumber(
+  name: string,
+  value: unknown,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+  code: ErrorCode = 'invalid_option',
+): number {
+  const n = typeof value === 'string' ? (/^\d{1,16}$/.test(value) ? Number(value) : Number.NaN) : value;
+  if (typeof n === 'number' && Number.isSafeInteger(n) && n >= min && n <= max) return n;
   const got = typeof value === 'string' ? `'${value}'` : String(value);
   throw new RmbgError(
-    'invalid_option',
+    code,
     `${name} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? '' : ` to ${max}`}; got ${got}`,
   );
 }

@@ -51,9 +51,6 @@ export interface Remover {
   close(): Promise<void>;
 }
 
-/** Most images in flight at once that a caller may ask for. */
-export const MAX_CONCURRENCY = 64;
-
 /**
  * Images in flight at once. Local: what keeps its device busy (device.ts). Remote: 4 keeps a server busy
  * without tripping rate limits; it is halved while the server answers 429/503.
@@ -81,5 +78,26 @@ export function localRemover(engine: BackgroundRemover): Remover {
       };
     },
     close: () => engine.close(),
+  };
+}
+
+/** What the photo's metadata the results keep (settings/remove.ts keepMetadata, keepGps). */
+export interface KeptMetadata {
+  keepMetadata?: boolean | undefined;
+  /** Asks for the position, so it keeps the rest of the kept metadata too. */
+  keepGps?: boolean | undefined;
+}
+
+/** `remover` with the photo's kept metadata embedded into each result, on this computer or from a server (which sends none). */
+export async function keepingMetadata(remover: Remover, kept: KeptMetadata): Promise<Remover> {
+  if (!kept.keepMetadata && !kept.keepGps) return remover;
+  const { withKeptMetadata } = await import('../engine/keep-metadata.js');
+  const policy = { keep: true, gps: Boolean(kept.keepGps) };
+  return {
+    ...remover,
+    async remove(image, options, call) {
+      const result = await remover.remove(image, options, call);
+      return { ...result, data: await withKeptMetadata(image, result, policy) };
+    },
   };
 }

@@ -2,29 +2,21 @@
 // client (any base URL). Each mode's modules are imported only when it is chosen: onnxruntime and sharp for
 // local mode, the HTTP client (undici) for remote mode.
 
-import { localRemover, type Remover } from '../batch/remover.js';
 import { RmbgError } from '../api/errors.js';
+import { keepingMetadata, localRemover, type Remover } from '../batch/remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
-import type { MetadataPolicy } from '../engine/keep-metadata.js';
 import { engineOptionsOf } from '../library/engine-settings.js';
+import type { REMOVE_TABLE } from '../settings/index.js';
+import type { FlagsOf } from '../settings/setting.js';
 
-export interface RemoverFlags {
-  local?: boolean;
-  model?: string;
-  device?: string;
-  apiUrl?: string;
-  apiKey?: string;
-  timeout: number;
-  keepMetadata?: boolean;
-  keepGps?: boolean;
-}
+export type RemoveFlags = FlagsOf<typeof REMOVE_TABLE>;
 
 /**
  * Local by default: with no API URL from a flag, the environment or the settings file there is no server
  * to send to, so the photos are processed on this computer. An API URL from any of them selects remote
  * mode; --local forces local mode whatever is configured.
  */
-export function runsLocally(flags: Pick<RemoverFlags, 'local'>, config: Config): boolean {
+export function runsLocally(flags: Pick<RemoveFlags, 'local'>, config: Config): boolean {
   return Boolean(flags.local) || config.apiUrl.value === undefined;
 }
 
@@ -32,31 +24,14 @@ export function runsLocally(flags: Pick<RemoverFlags, 'local'>, config: Config):
 export const LOCAL_BY_DEFAULT_NOTE =
   "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
 
-export async function createRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
-  const remover = await createBareRemover(flags, config);
-  // --keep-gps asks for the position, so it keeps the rest of the kept metadata too.
-  return flags.keepMetadata || flags.keepGps
-    ? await keepingMetadata(remover, { keep: true, gps: Boolean(flags.keepGps) })
-    : remover;
+export async function createRemover(flags: RemoveFlags, config: Config): Promise<Remover> {
+  return keepingMetadata(await createBareRemover(flags, config), flags);
 }
 
-/** Embeds the photo's kept metadata into each result, locally or from a server (which returns none). */
-async function keepingMetadata(remover: Remover, policy: MetadataPolicy): Promise<Remover> {
-  const { withKeptMetadata } = await import('../engine/keep-metadata.js');
-  return {
-    ...remover,
-    async remove(image, options, call) {
-      const result = await remover.remove(image, options, call);
-      return { ...result, data: await withKeptMetadata(image, result, policy) };
-    },
-  };
-}
-
-async function createBareRemover(flags: RemoverFlags, config: Config): Promise<Remover> {
+async function createBareRemover(flags: RemoveFlags, config: Config): Promise<Remover> {
   if (runsLocally(flags, config)) {
-    const settings = engineOptionsOf({ model: flags.model, device: flags.device });
     const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine(settings));
+    return localRemover(await createEngine(engineOptionsOf(flags)));
   }
   // The server at the API URL decides where its model runs.
   if (flags.device !== undefined)
@@ -68,6 +43,6 @@ async function createBareRemover(flags: RemoverFlags, config: Config): Promise<R
   return remoteRemover({
     baseUrl: requireSetting(config, 'apiUrl'),
     apiKey: requireSetting(config, 'apiKey'),
-    timeoutMs: flags.timeout * 1000,
+    timeoutMs: flags.timeoutMs as number,
   });
 }

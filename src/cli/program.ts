@@ -2,13 +2,12 @@
 // Nothing heavy (sharp, onnxruntime, fastify, SQLite) is imported here, so `rmbg --help` stays instant.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS, LIMITS } from '../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
 import { checkWholeNumber } from '../api/whole-number.js';
-import { MAX_CONCURRENCY } from '../batch/remover.js';
-import { DEVICE_DESCRIPTION, DEVICES } from '../api/device.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
-import { flagOf, METRICS_TOKEN_ENV, SERVER_BOUNDS, SERVER_DEFAULTS } from '../library/server-options.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
+import { BATCH_SETTINGS, CALL_SETTINGS, CALL_TABLE, SERVE_TABLE, SERVER_SETTINGS } from '../settings/index.js';
+import { addSettingFlags } from './settings-flags.js';
 
 const REMOVE_EXAMPLES = `
 Examples:
@@ -48,32 +47,22 @@ function lazyAction(file: string) {
   };
 }
 
+/** A whole number for a command's own argument or flag (not a setting), as a usage error when it is not one. */
 function parseInteger(name: string, min: number, max?: number) {
   return (value: string) => {
     try {
       return checkWholeNumber(name, value, min, max);
     } catch (error) {
-      // InvalidArgumentError: commander reports it as a usage error (exit 2), not a crash with a stack trace.
       throw new InvalidArgumentError((error as Error).message);
     }
   };
 }
 
-/** A whole-number option of `rmbg serve`, with the bounds createServer() checks too. */
-function serverInteger(name: keyof typeof SERVER_BOUNDS) {
-  const [min, max] = SERVER_BOUNDS[name];
-  return parseInteger(flagOf(name), min, max);
-}
-
 /** `--trust-proxy 10.0.0.5,10.1.0.0/16`, repeatable: the entries so far, each checked as createServer() checks it. */
-function parseTrustProxy(value: string, previous: string[] | undefined): string[] {
-  const entries = [...(previous ?? []), ...trustProxyEntries(value)];
+function parseTrustProxy(value: string, previous: unknown): string[] {
+  const entries = [...((previous as string[] | undefined) ?? []), ...trustProxyEntries(value)];
   if (entries.length === 0) throw new InvalidArgumentError('give at least one IP address or CIDR block');
-  try {
-    return [...trustedProxies(entries).entries];
-  } catch (error) {
-    throw new InvalidArgumentError((error as Error).message);
-  }
+  return [...trustedProxies(entries).entries];
 }
 
 /** Flags for the image options, derived from the one schema in src/api/options.ts. */
@@ -97,31 +86,15 @@ function addImageOptions(command: Command): void {
   }
 }
 
-/** --device: no default here, so RMBG_DEVICE and `rmbg config set device` apply when it is not typed. */
-function deviceOption(): Option {
-  return new Option('--device <device>', `${DEVICE_DESCRIPTION} (env RMBG_DEVICE; default auto)`).choices(DEVICES);
-}
-
-function addApiOptions(command: Command): void {
-  command
-    .option('--api-url <url>', 'API base URL (env RMBG_API_URL; the /v1.0 prefix is added)')
-    .option(
-      '--api-key <key>',
-      "API key, or - to read it from stdin; prefer env RMBG_API_KEY or '-': a key on the command line shows in `ps` and shell history",
-    );
+function addApiOptions(command: Command): Command {
+  const { apiUrl, apiKey } = CALL_SETTINGS;
+  return addSettingFlags(command, { apiUrl, apiKey });
 }
 
 /** Where the local service's store is: every command that opens it takes both flags. */
 function addDataDirOption(command: Command): Command {
-  return command
-    .option(
-      '--data-dir <dir>',
-      'data directory of the local service (env RMBG_DATA_DIR; default: the platform user data dir)',
-    )
-    .option(
-      '--store <url>',
-      "the store: postgres://… (shared by several servers), or a SQLite file path / sqlite:path (env RMBG_STORE_URL; default: the data directory's file)",
-    );
+  const { dataDir, store } = SERVER_SETTINGS;
+  return addSettingFlags(command, { dataDir, store });
 }
 
 export function buildProgram(): Command {
@@ -136,140 +109,13 @@ export function buildProgram(): Command {
   const remove = program
     .command('remove')
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
-    .argument('<inputs...>', 'image files, folders, or - for stdin')
-    .option('-o, --output <dir>', 'output folder (subfolders of an input folder are kept)', 'rmbg-out')
-    .option(
-      '--local',
-      'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is',
-    )
-    .option('-r, --recursive', 'descend into subfolders of input folders')
-    .option(
-      '-w, --watch',
-      'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight',
-    )
-    .option('--overwrite', 'replace existing outputs (default: skip them)');
+    .argument('<inputs...>', 'image files, folders, or - for stdin');
+  addSettingFlags(remove, BATCH_SETTINGS);
   addImageOptions(remove);
-  addApiOptions(remove);
-  remove
-    .option('--model <name|path>', 'model name from `rmbg models list`, or a path to an .onnx file (with --local)')
-    .addOption(deviceOption())
-    .option(
-      '--keep-metadata',
-      "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)",
-    )
-    .option('--keep-gps', "also keep the photo's GPS position (implies --keep-metadata)")
-    .addOption(
-      new Option(
-        '--concurrency <n>',
-        'images in flight at once (default: remote 4; local 2 on the CPU, half the cores (2 to 8) on the GPU)',
-      ).argParser(parseInteger('--concurrency', 1, MAX_CONCURRENCY)),
-    )
-    .option('--json', 'one JSON object per file and a summary line, instead of a progress bar')
-    .option('--retry-failed', 'retry files the journal records as failed')
-    .option('--dry-run', 'list what would be sent and the credits it would cost; send nothing')
-    .addOption(
-      new Option(
-        '--confirm-over <credits>',
-        'ask before spending more than this many credits (refuse without a TTY)',
-      ).argParser(parseInteger('--confirm-over', 0)),
-    )
-    .addOption(
-      new Option('--timeout <seconds>', 'per-request timeout for remote calls')
-        .default(LIMITS.clientTimeoutMs / 1000)
-        .argParser(parseInteger('--timeout', 1)),
-    )
-    .addHelpText('after', REMOVE_EXAMPLES)
-    .action(lazyAction('remove'));
+  addSettingFlags(remove, CALL_TABLE).addHelpText('after', REMOVE_EXAMPLES).action(lazyAction('remove'));
 
-  const serve = program
-    .command('serve')
-    .description('run the background-removal API (api-spec 1.0) on this machine')
-    .option('--host <host>', 'address to listen on', SERVER_DEFAULTS.host)
-    .addOption(
-      new Option('--port <port>', 'port to listen on (0: any free port)')
-        .default(SERVER_DEFAULTS.port)
-        .argParser(serverInteger('port')),
-    );
-  addDataDirOption(serve);
-  serve
-    .addOption(
-      new Option('--credits-per-image <n>', 'credits charged per processed image, any size')
-        .default(SERVER_DEFAULTS.creditsPerImage)
-        .argParser(serverInteger('creditsPerImage')),
-    )
-    .addOption(
-      new Option('--rate-limit <n>', 'requests per minute per API key')
-        .default(SERVER_DEFAULTS.rateLimit)
-        .argParser(serverInteger('rateLimit')),
-    )
-    .addOption(
-      new Option('--max-queue <n>', 'requests waiting for the model before 503')
-        .default(SERVER_DEFAULTS.maxQueue)
-        .argParser(serverInteger('maxQueue')),
-    )
-    .addOption(
-      new Option('--processing-timeout <seconds>', 'processing time limit before 504 and refund')
-        .default(SERVER_DEFAULTS.processingTimeout)
-        .argParser(serverInteger('processingTimeout')),
-    )
-    .addOption(
-      new Option('--body-timeout <seconds>', 'time to receive a request body before 408')
-        .default(SERVER_DEFAULTS.bodyTimeout)
-        .argParser(serverInteger('bodyTimeout')),
-    )
-    .addOption(
-      new Option(
-        '--lease-time <seconds>',
-        'lease of a request in progress; another server refunds it once its lease expires',
-      )
-        .default(SERVER_DEFAULTS.leaseTime)
-        .argParser(serverInteger('leaseTime')),
-    )
-    .option(
-      '--metrics-token <token>',
-      `let GET /metrics be read from any address with "Authorization: Bearer <token>" (env ${METRICS_TOKEN_ENV}; default: loopback only); a token here shows in \`ps\`: prefer the env or ${flagOf('metricsTokenFile')}`,
-    )
-    .option(`${flagOf('metricsTokenFile')} <path>`, 'read the metrics token from this file instead')
-    .addOption(
-      new Option(
-        `${flagOf('trustProxy')} <addresses>`,
-        'proxies (IP addresses or CIDR blocks, comma-separated; repeatable) whose X-Forwarded-For names the client (default: none)',
-      ).argParser(parseTrustProxy),
-    )
-    .addOption(
-      new Option('--headers-timeout <seconds>', 'time to receive request headers before the connection is closed')
-        .default(SERVER_DEFAULTS.headersTimeout)
-        .argParser(serverInteger('headersTimeout')),
-    )
-    .addOption(
-      new Option('--max-connections <n>', 'open connections at once; more are closed on arrival')
-        .default(SERVER_DEFAULTS.maxConnections)
-        .argParser(serverInteger('maxConnections')),
-    )
-    .addOption(
-      new Option('--max-uploads <n>', 'request bodies received at once before 503')
-        .default(SERVER_DEFAULTS.maxUploads)
-        .argParser(serverInteger('maxUploads')),
-    )
-    .addOption(
-      new Option('--max-url-fetches <n>', 'image_url downloads at once before 503')
-        .default(SERVER_DEFAULTS.maxUrlFetches)
-        .argParser(serverInteger('maxUrlFetches')),
-    )
-    .addOption(
-      new Option('--max-in-flight-per-key <n>', 'requests of one API key in progress at once before 429')
-        .default(SERVER_DEFAULTS.maxInFlightPerKey)
-        .argParser(serverInteger('maxInFlightPerKey')),
-    )
-    .addOption(
-      new Option('--max-auth-failures <n>', 'failed authentications per client address and minute before 429')
-        .default(SERVER_DEFAULTS.maxAuthFailures)
-        .argParser(serverInteger('maxAuthFailures')),
-    )
-    .option('--model <name|path>', 'model name or .onnx path')
-    .addOption(deviceOption())
-    .option('--no-ui', 'do not serve the web page at / (the API only)')
-    .option('--allow-private-urls', 'FOR LOCAL TESTING ONLY: let image_url reach private and loopback addresses')
+  const serve = program.command('serve').description('run the background-removal API (api-spec 1.0) on this machine');
+  addSettingFlags(serve, SERVE_TABLE, { trustProxy: parseTrustProxy })
     .addHelpText(
       'after',
       `

@@ -2,6 +2,7 @@
 // Exponential backoff with full jitter, Retry-After obeyed, bounded attempts and total time, and no
 // blind re-sending of a POST that the server may already have charged (only with an Idempotency-Key).
 
+import { checkWholeNumber } from '../api/whole-number.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isTransient, policyOf, type RmbgError } from '../api/errors.js';
 import { LIMITS } from '../api/options.js';
@@ -20,9 +21,8 @@ export interface RetryPolicy {
    */
   maxTotalMs: number;
   /**
-   * Errors whose table row says waitsForFirst (409 idempotency_in_progress): the first request with this key
-   * is still running and already charged, so waiting for its result is the point. Bounded by this time, not
-   * by maxAttempts; 0 disables the wait.
+   * How long to wait for a waitsForFirst error (409 in progress: the first request is running, already charged),
+   * instead of maxAttempts; 0 disables the wait.
    */
   maxInProgressWaitMs: number;
   /** Longest backoff between two in-progress checks without Retry-After: the result is usually seconds away. */
@@ -48,9 +48,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 
 export function resolveRetryPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
   const policy = { ...DEFAULT_RETRY_POLICY, ...overrides };
-  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) {
-    throw new RangeError(`retry.maxAttempts must be a whole number >= 1; got ${policy.maxAttempts}`);
-  }
+  checkWholeNumber('retry.maxAttempts', policy.maxAttempts, 1);
   return policy;
 }
 

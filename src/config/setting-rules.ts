@@ -3,6 +3,8 @@
 
 import envPaths from 'env-paths';
 import { DEFAULT_DEVICE } from '../api/device.js';
+import { CALL_SETTINGS, ENGINE_SETTINGS, SERVER_SETTINGS } from '../settings/index.js';
+import { flagOf, type SettingRow } from '../settings/setting.js';
 
 export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device';
 export type SettingSource = 'flag' | 'env' | 'config' | 'default';
@@ -15,16 +17,21 @@ interface SettingRule {
   builtIn: () => string | undefined;
 }
 
+/** The flag and environment variable of a row of src/settings. */
+const namesOf = (name: string, row: SettingRow & { env: string }) => ({
+  env: row.env,
+  flag: flagOf(name, row) as string,
+});
+
 export const SETTING_RULES: Record<SettingName, SettingRule> = {
-  apiUrl: { env: 'RMBG_API_URL', flag: '--api-url', stored: true, builtIn: () => undefined },
-  apiKey: { env: 'RMBG_API_KEY', flag: '--api-key', stored: true, builtIn: () => undefined },
+  apiUrl: { ...namesOf('apiUrl', CALL_SETTINGS.apiUrl), stored: true, builtIn: () => undefined },
+  apiKey: { ...namesOf('apiKey', CALL_SETTINGS.apiKey), stored: true, builtIn: () => undefined },
   dataDir: {
-    env: 'RMBG_DATA_DIR',
-    flag: '--data-dir',
+    ...namesOf('dataDir', SERVER_SETTINGS.dataDir),
     stored: false,
     builtIn: () => envPaths('rmbg', { suffix: '' }).data,
   },
-  device: { env: 'RMBG_DEVICE', flag: '--device', stored: true, builtIn: () => DEFAULT_DEVICE },
+  device: { ...namesOf('device', ENGINE_SETTINGS.device), stored: true, builtIn: () => DEFAULT_DEVICE },
 };
 
 export type ResolvedSetting = { value: string; source: SettingSource } | { value: undefined; source: 'unset' };

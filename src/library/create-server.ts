@@ -4,7 +4,6 @@
 
 import { dirname, join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
 import { dataDirOf } from '../config/setting-rules.js';
 import type { DeviceReport } from '../api/device.js';
@@ -17,7 +16,9 @@ import { createMetrics } from '../server/metrics.js';
 import { openStore, storeTarget, type Store } from '../store/index.js';
 import { engineOptionsOf } from './engine-settings.js';
 import { metricsTokenOf } from './metrics-token.js';
-import { SERVER_BOUNDS, SERVER_DEFAULTS, type RmbgServer, type ServerOptions } from './server-options.js';
+import { SERVE_TABLE } from '../settings/index.js';
+import { checkOptions } from '../settings/setting.js';
+import type { RmbgServer, ServerOptions } from './server-options.js';
 
 export interface LocalService {
   /** e.g. http://127.0.0.1:5000 (the real port when port 0 was asked for). */
@@ -31,16 +32,13 @@ export interface LocalService {
 }
 
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
-  const settings = { ...SERVER_DEFAULTS, ...withoutUndefined(options) };
-  for (const [name, [min, max]] of Object.entries(SERVER_BOUNDS))
-    checkWholeNumber(name, settings[name as keyof typeof SERVER_BOUNDS], min, max);
+  const settings = checkOptions(SERVE_TABLE, options);
   // Checked before anything opens: a bad token, proxy list or device changes nothing.
   const metricsToken = metricsTokenOf(options);
   const trustProxy = trustedProxies(options.trustProxy ?? []).entries;
   const dataDir = dataDirOf(options.dataDir);
   const engineOptions = engineOptionsOf({
-    model: options.model,
-    device: options.device,
+    ...settings,
     dataDir,
     warmUp: true,
     runTimeoutMs: settings.processingTimeout * 1000,
@@ -115,11 +113,6 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     await closeAll();
     throw error;
   }
-}
-
-/** `{ port: undefined }` means "the default", as an absent flag does. */
-function withoutUndefined<T extends object>(options: T): Partial<T> {
-  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
 /** `rmbg serve` inside a Node program: the same API, options and defaults as the command. */

@@ -9,7 +9,7 @@ export class EnginePool {
   private readonly engines = new Map<string, Promise<BackgroundRemover>>();
 
   /** The engine of `model` (a manifest name or .onnx path; undefined: the default model) on `device`. */
-  async engineFor(settings: Pick<EngineSettings, 'model' | 'device'>): Promise<BackgroundRemover> {
+  async engineFor(settings: EngineSettings): Promise<BackgroundRemover> {
     const [{ createEngine }, { resolveModel }] = await Promise.all([
       import('../engine/index.js'),
       import('../engine/model-registry.js'),
@@ -17,7 +17,14 @@ export class EnginePool {
     // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
     const options = engineOptionsOf(settings);
     // Keyed by the weights' path, so 'isnet-medium' and the default share one engine.
-    const key = `${options.device} ${resolveModel(options.model, options.userModelsDir).path}`;
+    const { threads, spinWait, graphCache } = options;
+    const key = JSON.stringify([
+      options.device,
+      resolveModel(options.model, options.userModelsDir).path,
+      threads,
+      spinWait,
+      graphCache,
+    ]);
     let engine = this.engines.get(key);
     if (!engine) {
       engine = createEngine(options);

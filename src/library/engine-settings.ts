@@ -9,12 +9,11 @@ import { settingsPathOf } from '../config/user-settings.js';
 import { parseDevice, type Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
 import { userModelsDirOf } from '../engine/user-models.js';
+import type { ENGINE_SETTINGS } from '../settings/index.js';
+import type { OptionsOf } from '../settings/setting.js';
 
-export interface EngineSettings {
-  /** Manifest name, user model name or .onnx path. */
-  model?: string | undefined;
-  /** Given by the caller (flag or option); else RMBG_DEVICE, the settings file, auto. */
-  device?: string | undefined;
+/** The engine's rows of src/settings (model, device, threads, spin-wait, graph cache), plus what its callers add. */
+export interface EngineSettings extends OptionsOf<typeof ENGINE_SETTINGS> {
   /** The data directory whose models/ holds the user's models (`rmbg models add`); else RMBG_DATA_DIR or the default. */
   dataDir?: string | undefined;
   warmUp?: boolean;
@@ -44,6 +43,10 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
     model: settings.model,
     device: resolveDevice(settings.device, env),
     userModelsDir: userModelsDirOf(dataDirOf(settings.dataDir, env)),
+    ...(settings.threads !== undefined && { threads: settings.threads }),
+    ...(settings.spinWait !== undefined && { spinWait: settings.spinWait }),
+    // false: optimise at each start; otherwise the engine's default folder.
+    ...(settings.graphCache === false && { graphCache: false }),
     ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
     ...(settings.runTimeoutMs !== undefined && { runTimeoutMs: settings.runTimeoutMs }),
   };

@@ -4,10 +4,13 @@
 
 import { readFileSync } from 'node:fs';
 import { RmbgError } from '../api/errors.js';
-import { flagOf, METRICS_TOKEN_ENV, type ServerOptions } from './server-options.js';
+import { SERVER_SETTINGS } from '../settings/index.js';
+import { flagOf } from '../settings/setting.js';
+import type { ServerOptions } from './server-options.js';
 
-const TOKEN_FLAG = flagOf('metricsToken');
-const FILE_FLAG = flagOf('metricsTokenFile');
+const TOKEN_FLAG = flagOf('metricsToken', SERVER_SETTINGS.metricsToken) as string;
+const FILE_FLAG = flagOf('metricsTokenFile', SERVER_SETTINGS.metricsTokenFile) as string;
+const TOKEN_ENV = SERVER_SETTINGS.metricsToken.env;
 
 /** The token, or undefined (loopback only). Throws usage_error for a token nobody could send. */
 export function metricsTokenOf(
@@ -32,8 +35,8 @@ export function metricsTokenOf(
   }
   if (options.metricsToken !== undefined) return checked(options.metricsToken, TOKEN_FLAG);
   // Empty counts as not set, as for the other RMBG_* variables.
-  const fromEnv = env[METRICS_TOKEN_ENV];
-  return fromEnv === undefined || fromEnv === '' ? undefined : checked(fromEnv, METRICS_TOKEN_ENV);
+  const fromEnv = env[TOKEN_ENV];
+  return fromEnv === undefined || fromEnv === '' ? undefined : checked(fromEnv, TOKEN_ENV);
 }
 
 /** A token must fit in one `Authorization: Bearer <token>` header line. */

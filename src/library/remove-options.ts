@@ -9,7 +9,8 @@ import {
   type RemoveOptions,
   type Size,
 } from '../api/options.js';
-import type { Device } from '../api/device.js';
+import { CALL_TABLE } from '../settings/index.js';
+import { checkValue, type OptionsOf, type SettingsTable } from '../settings/setting.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
 export interface ImageOptions {
@@ -23,19 +24,11 @@ export interface ImageOptions {
   bgColor?: string;
 }
 
-/** Where a removal runs: on this computer (default), or through an API server when `apiUrl` is given. */
-export interface RunOptions {
-  /** On-device model: a name from `rmbg models list` or a path to an .onnx file. Default: the manifest's default. */
-  model?: string;
-  /** Where the on-device model runs: `auto` (default: the GPU when a hardware one works, else the CPU), `gpu` (or a `device_unavailable` error), `cpu`. Default: RMBG_DEVICE, else the settings file, else auto. */
-  device?: Device;
-  /** Base URL of a server that speaks the API (e.g. `rmbg serve`): the call goes through the retrying client. */
-  apiUrl?: string;
-  /** API key for `apiUrl`. */
-  apiKey?: string;
-  /** Per-attempt time limit of a call to `apiUrl`, in milliseconds (default 180 000). */
-  timeoutMs?: number;
-}
+/**
+ * Where and how a removal runs: on this computer (default; model, device, threads…), or through an API server
+ * when `apiUrl` is given; and the metadata the result keeps. The rows of src/settings (CALL_TABLE).
+ */
+export type RunOptions = OptionsOf<typeof CALL_TABLE>;
 
 export interface RemoveBackgroundOptions extends ImageOptions, RunOptions {
   /** Aborting rejects the call with the signal's reason (an `AbortError` unless you give another). */
@@ -49,31 +42,28 @@ const IMAGE_KEYS: readonly string[] = Object.keys({
   crop: true,
   bgColor: true,
 } satisfies Record<keyof ImageOptions, true>);
-const RUN_KEYS: readonly string[] = Object.keys({
-  model: true,
-  device: true,
-  apiUrl: true,
-  apiKey: true,
-  timeoutMs: true,
-  signal: true,
-} satisfies Record<Exclude<keyof RemoveBackgroundOptions, keyof ImageOptions>, true>);
 
 /** camelCase option → the API's field name: bgColor → bg_color. */
 const fieldName = (name: string): string => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
 /**
- * Validates the image options with the API's schema (its messages, e.g. "bg_color must be …"); the run keys
- * and the caller's own keys (the batch's) pass through. Any other key is refused in the library's own words:
- * a misspelt option, or an API field such as `bg_color` or `image_url`, would otherwise be a silent no-op.
+ * Validates the image options with the API's schema (its messages, e.g. "bg_color must be …") and the rest with
+ * their rows in `table` (CALL_TABLE, or with the batch's rows for removeBackgrounds()). Any other key is refused in
+ * the library's own words: a misspelt option, or an API field such as `bg_color` or `image_url`, would otherwise
+ * be a silent no-op.
  */
-export function parseImageOptions(options: object, ownKeys: readonly string[] = []): RemoveOptions {
+export function parseImageOptions(options: object, table: SettingsTable = CALL_TABLE): RemoveOptions {
   const fields: Record<string, unknown> = {};
+  const runKeys = Object.keys(table).filter((name) => !table[name]?.cliOnly);
   for (const [name, value] of Object.entries(options)) {
+    const row = runKeys.includes(name) ? table[name] : undefined;
     if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
-    else if (!RUN_KEYS.includes(name) && !ownKeys.includes(name)) {
+    else if (row !== undefined) {
+      if (value !== undefined) checkValue(name, row, value);
+    } else if (name !== 'signal') {
       throw new RmbgError(
         'unknown_field',
-        `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...RUN_KEYS, ...ownKeys].join(', ')}`,
+        `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...runKeys, 'signal'].join(', ')}`,
       );
     }
   }
@@ -104,5 +94,12 @@ export function remoteTarget(options: RunOptions): RemoteTarget | undefined {
       'usage_error',
       'device applies on this computer only; the server at apiUrl runs its model where it was started to',
     );
+  for (const name of ['threads', 'spinWait', 'graphCache'] as const) {
+    if (options[name] !== undefined)
+      throw new RmbgError(
+        'usage_error',
+        `${name} applies on this computer only; the server at apiUrl runs its own model`,
+      );
+  }
   return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs };
 }

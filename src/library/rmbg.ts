@@ -2,19 +2,19 @@
 // the on-device engines they share. Heavy modules (sharp, onnxruntime, undici) load on first use.
 
 import { RmbgError } from '../api/errors.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { BatchEvent } from '../batch/run-batch.js';
 import type { Remover } from '../batch/remover.js';
+import { BATCH_SETTINGS, CALL_TABLE } from '../settings/index.js';
+import { joinTables, type OptionsOf } from '../settings/setting.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
 import { untilAborted } from './until-aborted.js';
 import {
   parseImageOptions,
   remoteTarget,
-  type ImageOptions,
   type RemoteTarget,
   type RemoveBackgroundOptions,
   type RunOptions,
@@ -30,25 +30,12 @@ export interface RemoveBackgroundResult {
   foreground: ForegroundBox | undefined;
 }
 
-export interface RemoveBackgroundsOptions extends ImageOptions, RunOptions {
-  /** Output folder: outputs are `outDir/<relative path>/<stem>.<ext>`, with the journal that makes a re-run resume. */
-  outDir: string;
-  /** Images in flight at once (1 to 64; default 4 through a server; on this computer 2 on the CPU, half the cores (2 to 8) on the GPU). */
-  concurrency?: number;
-  /** Descend into subfolders of input folders. */
-  recursive?: boolean;
-  /** Replace existing outputs; without it they are skipped (that is how a re-run resumes). */
-  overwrite?: boolean;
-  /** Retry files the journal records as failed for a reason a retry will not fix. */
-  retryFailed?: boolean;
-  /**
-   * Keep watching the input folders (`rmbg remove --watch`): photos that land later, once they stop growing,
-   * are processed too. The iterator then ends only when you leave the loop or abort the signal.
-   */
-  watch?: boolean;
-  /** Aborting cancels the files in flight; the iterator then throws the signal's reason. Outputs written stay. */
-  signal?: AbortSignal;
-}
+/** removeBackground()'s options and the batch's rows of src/settings (BATCH_SETTINGS); `outDir` is required. */
+export type RemoveBackgroundsOptions = RemoveBackgroundOptions &
+  OptionsOf<typeof BATCH_SETTINGS> & {
+    /** Output folder: outputs are `outDir/<relative path>/<stem>.<ext>`, with the journal that makes a re-run resume. */
+    outDir: string;
+  };
 
 export interface Rmbg {
   /** Removes the background of one image; see docs/library.md. */
@@ -63,34 +50,28 @@ export interface Rmbg {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** The batch's own options, checked by the compiler against RemoveBackgroundsOptions. */
-const BATCH_KEYS: readonly string[] = Object.keys({
-  outDir: true,
-  concurrency: true,
-  recursive: true,
-  overwrite: true,
-  retryFailed: true,
-  watch: true,
-} satisfies Record<Exclude<keyof RemoveBackgroundsOptions, keyof RemoveBackgroundOptions>, true>);
+/** removeBackgrounds() takes the batch's rows besides removeBackground()'s. */
+const BATCH_TABLE = joinTables(BATCH_SETTINGS, CALL_TABLE);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
 
-  /** On this computer with the pool's engine, or through the server of `target`. */
+  /** On this computer with the pool's engine, or through the server of `target`; keeping the metadata asked for. */
   async function removerFor(target: RemoteTarget | undefined, run: RunOptions): Promise<Remover> {
+    const { keepingMetadata, localRemover } = await import('../batch/remover.js');
     if (target) {
       // The remote remover derives each request's Idempotency-Key from the image and options: a retry, or the
       // same call again within the server's replay window, is replayed instead of charged twice.
       const { remoteRemover } = await import('../batch/remote-remover.js');
-      return remoteRemover({
+      const remote = remoteRemover({
         baseUrl: target.apiUrl,
         apiKey: target.apiKey,
         timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs,
       });
+      return keepingMetadata(remote, run);
     }
-    const { localRemover } = await import('../batch/remover.js');
     // Never closed by a call: the engine is the pool's, shared with other calls until close().
-    return localRemover(await engines.engineFor({ model: run.model, device: run.device }));
+    return keepingMetadata(localRemover(await engines.engineFor(run)), run);
   }
 
   return {
@@ -118,7 +99,7 @@ export function createRmbg(): Rmbg {
     async *removeBackgrounds(inputs, options) {
       const { signal } = options;
       signal?.throwIfAborted();
-      const removeOptions = parseImageOptions(options, BATCH_KEYS);
+      const removeOptions = parseImageOptions(options, BATCH_TABLE);
       const target = remoteTarget(options);
       if (typeof options.outDir !== 'string' || options.outDir === '') {
         throw new RmbgError(
@@ -126,15 +107,11 @@ export function createRmbg(): Rmbg {
           'outDir is required: the folder for the outputs and the journal that lets a re-run resume',
         );
       }
-      const [{ discoverInputs }, { batchEvents }, { defaultConcurrency, MAX_CONCURRENCY }] = await Promise.all([
+      const [{ discoverInputs }, { batchEvents }, { defaultConcurrency }] = await Promise.all([
         import('../batch/discover-inputs.js'),
         import('../batch/batch-events.js'),
         import('../batch/remover.js'),
       ]);
-      const concurrency =
-        options.concurrency === undefined
-          ? undefined
-          : checkWholeNumber('concurrency', options.concurrency, 1, MAX_CONCURRENCY);
       const paths = typeof inputs === 'string' ? [inputs] : [...inputs];
       const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
       const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
@@ -145,7 +122,7 @@ export function createRmbg(): Rmbg {
         outputDir: options.outDir,
         options: removeOptions,
         remover,
-        concurrency: concurrency ?? defaultConcurrency(remover),
+        concurrency: options.concurrency ?? defaultConcurrency(remover),
         overwrite: Boolean(options.overwrite),
         retryFailed: Boolean(options.retryFailed),
         // The caller's signal cancels the files in flight too, not only the ones not started.

@@ -1,10 +1,8 @@
-// Failed authentications are counted per client address in memory, not stored one row each: a loop of
-// bad keys would otherwise write (and fsync) a usage record per request. An address over the limit is
-// answered 429 for a missing or unknown key until its window ends; a valid key is still served (the
-// throttle slows a caller down that keeps failing, it never locks out the customers sharing its address).
+// Failed authentications per client address, in memory (a loop of bad keys must not write a row each): over the
+// limit, a missing or unknown key gets 429 until the window ends, while a valid key from the address is still served.
 
 import { RmbgError } from '../api/errors.js';
-import { assertWhole } from './assert-whole.js';
+import { checkWholeNumber } from '../api/whole-number.js';
 
 const WINDOW_MS = 60_000;
 /**
@@ -29,8 +27,8 @@ export class AuthThrottle {
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
     readonly maxAddresses: number = MAX_THROTTLED_ADDRESSES,
   ) {
-    assertWhole('maxAuthFailures', maxFailuresPerMinute, 1);
-    assertWhole('maxAddresses', maxAddresses, 1);
+    checkWholeNumber('maxAuthFailures', maxFailuresPerMinute, 1);
+    checkWholeNumber('maxAddresses', maxAddresses, 1);
   }
 
   /** Addresses remembered now. */

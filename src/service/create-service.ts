@@ -7,15 +7,15 @@ import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { BackgroundRemover } from '../engine/types.js';
 import type { Store } from '../store/index.js';
-import { assertWhole } from './assert-whole.js';
+import { checkWholeNumber } from '../api/whole-number.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
 import { accountRecord } from './get-account.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
-import { removeBackground } from './remove-background.js';
-import { RefundRetry } from './refund-retry.js';
+import { processRemoval } from './process-removal.js';
+import { Refunder } from './refunder.js';
 import { handleRequest } from './request-lifecycle.js';
 import { Slots } from './slots.js';
 import { StoreClock } from './store-clock.js';
@@ -78,7 +78,7 @@ export interface Service {
    * A deferred request's body is read only after authentication, the rate limit and the key's in-flight
    * cap passed: a refused caller costs no body read.
    */
-  removeBackground(req: RemoveRequest | DeferredRemoveRequest): Promise<RemoveOutcome>;
+  handleRemoveRequest(req: RemoveRequest | DeferredRemoveRequest): Promise<RemoveOutcome>;
   /** requestId: the transport's X-Request-ID, for the usage record (one is made up when absent). */
   getAccount(apiKey: string | undefined, requestId?: string, clientAddress?: string): Promise<AccountOutcome>;
   /** Resolves when the store answers at the schema this rmbg expects; rejects with the reason otherwise. */
@@ -97,9 +97,9 @@ function engineSlots(engine: BackgroundRemover): number {
 }
 
 export async function createService(deps: ServiceDeps): Promise<Service> {
-  assertWhole('creditsPerImage', deps.creditsPerImage, 0);
-  assertWhole('maxQueue', deps.maxQueue, 0);
-  assertWhole('processingTimeoutMs', deps.processingTimeoutMs, 1);
+  checkWholeNumber('creditsPerImage', deps.creditsPerImage, 0);
+  checkWholeNumber('maxQueue', deps.maxQueue, 0);
+  checkWholeNumber('processingTimeoutMs', deps.processingTimeoutMs, 1);
   // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
   const clock = new StoreClock(deps.store, deps.now ?? Date.now);
   const now = () => clock.now();
@@ -120,7 +120,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
     limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
-    refunds: new RefundRetry(deps.store, now),
+    refunder: new Refunder(deps.store, now),
     inFlight: new KeyInFlight(deps.maxInFlightPerKey),
     urlFetches: new Slots(deps.maxUrlFetches, 'maxUrlFetches'),
     creditsPerImage: deps.creditsPerImage,
@@ -169,7 +169,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   }
 
   return {
-    removeBackground(req) {
+    handleRemoveRequest(req) {
       return track(
         (async () => {
           assertOpen();
@@ -185,7 +185,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
               const body = 'readBody' in req ? await req.readBody() : req;
               record.size = body.options.size;
               record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
-              return await removeBackground(
+              return await processRemoval(
                 ctx,
                 { ...req, source: body.source, options: body.options },
                 caller,
@@ -233,8 +233,8 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       // The caller closes the store next: let a purge still running finish its current batches first.
       await purging;
       // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
-      await ctx.refunds.retryPending();
-      ctx.refunds.stop();
+      await ctx.refunder.retryPending();
+      ctx.refunder.stop();
     },
   };
 }

@@ -3,7 +3,7 @@
 
 import { RmbgError } from '../api/errors.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
-import { assertWhole } from './assert-whole.js';
+import { checkWholeNumber } from '../api/whole-number.js';
 
 /** Retry-After of a refused request: about one image's processing time. */
 const RETRY_SECONDS = 2;
@@ -12,7 +12,7 @@ export class KeyInFlight {
   readonly #counts = new Map<string, number>();
 
   constructor(readonly maxPerKey: number) {
-    assertWhole('maxInFlightPerKey', maxPerKey, 1);
+    checkWholeNumber('maxInFlightPerKey', maxPerKey, 1);
   }
 
   /** Counts one request of `keyId` until the returned release is called; over the cap: 429 rate_limited. */

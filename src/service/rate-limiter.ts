@@ -2,6 +2,7 @@
 // counts into the same window and N instances enforce the limit one does. The window's state goes back as
 // data on every answer to an authenticated caller; src/server renders it as headers.
 
+import { checkWholeNumber } from '../api/whole-number.js';
 import { RmbgError } from '../api/errors.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { Store } from '../store/index.js';
@@ -13,9 +14,7 @@ export class RateLimiter {
     readonly limitPerMinute: number,
     private readonly store: Pick<Store, 'countRequest'>,
   ) {
-    if (!Number.isInteger(limitPerMinute) || limitPerMinute < 1) {
-      throw new RangeError(`rateLimitPerMinute must be a whole number of at least 1; got ${limitPerMinute}`);
-    }
+    checkWholeNumber('rateLimitPerMinute', limitPerMinute, 1);
   }
 
   /** Counts one request of `id`; throws 429 rate_limited (with Retry-After and the window) when over the limit. */

@@ -1,7 +1,7 @@
 // A counted pool of places (bodies being read, image_url downloads): take one or be told it is full,
 // never wait. Refusing at once keeps memory and sockets bounded; the caller answers 503 with Retry-After.
 
-import { assertWhole } from './assert-whole.js';
+import { checkWholeNumber } from '../api/whole-number.js';
 
 export class Slots {
   #taken = 0;
@@ -11,7 +11,7 @@ export class Slots {
     readonly size: number,
     name: string,
   ) {
-    assertWhole(name, size, 1);
+    checkWholeNumber(name, size, 1);
   }
 
   get taken(): number {

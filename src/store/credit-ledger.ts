@@ -3,6 +3,7 @@
 // at any ledger size; the ledger stays the audit trail (ledgerMismatches). A charge or grant first locks its
 // account (lockAccount), so no two requests, on any instance, spend the same credit.
 
+import { checkWholeNumber } from '../api/whole-number.js';
 import { RmbgError } from '../api/errors.js';
 import { one, type SqlExecutor } from './sql.js';
 import {
@@ -20,12 +21,7 @@ const INSERT =
   'INSERT INTO credit_ledger (account_id, kind, pool, amount, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?)';
 
 function assertCredits(amount: number, allowZero: boolean): void {
-  if (!Number.isSafeInteger(amount) || amount < (allowZero ? 0 : 1)) {
-    throw new RmbgError(
-      'invalid_request',
-      `credits must be a whole number of at least ${allowZero ? 0 : 1}; got ${amount}`,
-    );
-  }
+  checkWholeNumber('credits', amount, allowZero ? 0 : 1, undefined, 'invalid_request');
 }
 
 /** The column of accounts that keeps each pool's balance. */
@@ -118,8 +114,8 @@ export async function charge(
   return { ok: true, taken };
 }
 
-/** Inside the transaction that settles the request (it deleted the request's lease, so it runs once). */
-export async function refund(db: SqlExecutor, requestId: string, now: number): Promise<PoolAmounts> {
+/** The ledger rows that give a request's charge back; inside the refund's transaction, which closed the lease. */
+export async function refundCharge(db: SqlExecutor, requestId: string, now: number): Promise<PoolAmounts> {
   const rows = await db.all<{ account_id: string; kind: string; pool: CreditPool; amount: number }>(
     "SELECT account_id, kind, pool, amount FROM credit_ledger WHERE request_id = ? AND kind IN ('charge', 'refund') ORDER BY id",
     [requestId],

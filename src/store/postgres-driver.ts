@@ -1,10 +1,9 @@
-// The PostgreSQL engine: a pg connection pool, migrated on open under an advisory lock so that instances
-// starting together apply each migration once. A lost connection (server down, restarting, unreachable), an
-// exhausted pool and a lock or statement that timed out become 503 service_unavailable with Retry-After, never
-// a 500; the pool reconnects once the database is back.
+// The PostgreSQL engine: a pg pool, migrated under an advisory lock (instances starting together migrate once);
+// a database that cannot serve is 503 service_unavailable with Retry-After, never a 500.
 
 import pg from 'pg';
 import { RmbgError } from '../api/errors.js';
+import { checkWholeNumber } from '../api/whole-number.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
 
@@ -14,11 +13,8 @@ const MIGRATION_LOCK = 0x726d6267; // "rmbg"
 const UNREACHABLE_RETRY_SECONDS = 2;
 
 /**
- * The connection settings an operator may set as query parameters of the postgres:// URL (docs/deploy.md), with
- * their defaults. Every connection gets them, so a server that stops inside a transaction (SIGSTOP, a paused VM, a
- * cut network) loses its locks after idle_in_transaction_session_timeout, and nobody waits on a lock for longer
- * than lock_timeout: one stuck server never stalls the others. PostgreSQL's own names and units (milliseconds;
- * 0 turns a timeout off), libpq's for connect_timeout and keepalives_idle (seconds).
+ * The postgres:// URL's connection settings and defaults (docs/deploy.md; PostgreSQL's names and units, 0 is off):
+ * they keep one stuck server (stopped inside a transaction) from stalling the others.
  */
 export const POSTGRES_SETTINGS = {
   statement_timeout: { default: 15_000, min: 0 },
@@ -35,9 +31,8 @@ export const POSTGRES_SETTINGS = {
 export type PostgresSettings = { -readonly [name in keyof typeof POSTGRES_SETTINGS]: number };
 
 /**
- * The URL without rmbg's settings (what pg connects to), and the settings; a bad value is a usage error. The
- * query string is split here, not by new URL(): libpq's forms that are no WHATWG URL (postgres://user@/db?host=
- * /var/run/postgresql, a socket folder) pass through as they are, less rmbg's parameters.
+ * The URL without rmbg's settings (what pg connects to), and the settings. Split by hand, not by new URL(), so
+ * libpq's forms that are no WHATWG URL (a socket folder as ?host=) pass through.
  */
 export function postgresSettings(url: string): { connectionString: string; settings: PostgresSettings } {
   const question = url.indexOf('?');
@@ -59,14 +54,7 @@ export function postgresSettings(url: string): { connectionString: string; setti
       settings[name] = fallback;
       continue;
     }
-    const value = /^\d{1,10}$/.test(text) ? Number(text) : NaN;
-    if (!(value >= min && value <= 2_147_483_647)) {
-      throw new RmbgError(
-        'usage_error',
-        `the store URL's ${name} must be a whole number of at least ${min}; got '${text}'`,
-      );
-    }
-    settings[name] = value;
+    settings[name] = checkWholeNumber(`the store URL's ${name}`, text, min, 2_147_483_647, 'usage_error');
   }
   return { connectionString: kept.length ? `${base}?${kept.join('&')}` : base, settings };
 }
@@ -95,12 +83,7 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-/**
- * The database cannot serve us, whatever the query: SQLSTATE classes 08 (connection exception), 57P (shutdown,
- * restart), 53 (too many connections, out of resources), 28 (login refused) and 3D (the database is gone),
- * 25P03 (our session was ended for idling in a transaction), socket errors (ECONNREFUSED, ECONNRESET, …), and
- * pg's own: a connect that timed out, and no free connection in the pool within connect_timeout.
- */
+/** The database cannot serve us, whatever the query: connection, shutdown, resource or login SQLSTATEs; sockets. */
 export function isUnreachable(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && (/^(08|57P|53|28|3D|25P03$)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
@@ -112,10 +95,7 @@ export function isUnreachable(error: unknown): boolean {
   );
 }
 
-/**
- * The database answers but a lock or statement outlived its timeout (a stuck holder): 55P03, 57014; or chose this
- * transaction to end a deadlock (40P01: a sweep settling a request while its own server charges it).
- */
+/** A lock or statement outlived its timeout (55P03, 57014), or a deadlock ended this transaction (40P01). */
 function isHeldUp(error: unknown): boolean {
   const { code } = error as { code?: unknown };
   return code === '55P03' || code === '57014' || code === '40P01';

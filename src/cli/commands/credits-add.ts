@@ -2,6 +2,7 @@
 // the account of a key, as one ledger row. By key id (from `rmbg keys list`) or from stdin / the environment,
 // the key itself never needs to be on the command line.
 
+import { checkWholeNumber } from '../../api/whole-number.js';
 import { RmbgError } from '../../api/errors.js';
 import { EXIT } from '../exit-codes.js';
 import { withLocalStore } from '../local-store.js';
@@ -22,10 +23,7 @@ interface CreditsAddFlags {
 export async function run(opts: Record<string, unknown>, args: string[]): Promise<number> {
   const flags = opts as unknown as CreditsAddFlags;
   const text = args[0] as string;
-  const amount = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(amount) || amount < 1) {
-    throw new RmbgError('usage_error', `credits to add must be a whole number of at least 1; got '${text}'`);
-  }
+  const amount = checkWholeNumber('credits to add', text, 1, undefined, 'usage_error');
   const pool = flags.subscription ? 'subscription' : 'payg';
   if (flags.key !== undefined && flags.keyId !== undefined)
     throw new RmbgError('usage_error', 'give --key or --key-id, not both');

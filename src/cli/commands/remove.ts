@@ -13,40 +13,21 @@ import { secretOrStdin } from '../read-secret.js';
 import { EXIT } from '../exit-codes.js';
 import { reportError } from '../report-error.js';
 import { jsonLinesRenderer } from '../render-json-lines.js';
-import { createRemover, LOCAL_BY_DEFAULT_NOTE, runsLocally } from '../create-remover.js';
+import { createRemover, LOCAL_BY_DEFAULT_NOTE, type RemoveFlags, runsLocally } from '../create-remover.js';
+import { settingFlags } from '../settings-flags.js';
+import { REMOVE_TABLE } from '../../settings/index.js';
 import { describeDevice } from '../../engine/device.js';
 import { planBatch } from '../plan-batch.js';
 
-interface RemoveFlags {
-  output: string;
-  local?: boolean;
-  recursive?: boolean;
-  watch?: boolean;
-  overwrite?: boolean;
-  size: string;
-  format: string;
-  crop?: boolean;
-  bgColor?: string;
-  apiUrl?: string;
-  apiKey?: string;
-  model?: string;
-  device?: string;
-  concurrency?: number;
-  json?: boolean;
-  retryFailed?: boolean;
-  dryRun?: boolean;
-  confirmOver?: number;
-  timeout: number;
-}
-
 /** Image options: flags the user typed > defaults in the settings file (`rmbg config set size hd`) > CLI defaults. */
-function optionsFrom(flags: RemoveFlags, command: Command, stored: Config['defaultFields']): RemoveOptions {
-  const typed = (name: keyof RemoveFlags) => command.getOptionValueSource(name) === 'cli';
+function optionsFrom(command: Command, stored: Config['defaultFields']): RemoveOptions {
+  const typed = (name: string) => command.getOptionValueSource(name) === 'cli';
+  const values = command.opts();
   const fromFlags = {
-    ...(typed('size') && { size: flags.size }),
-    ...(typed('format') && { format: flags.format }),
+    ...(typed('size') && { size: values.size }),
+    ...(typed('format') && { format: values.format }),
     ...(typed('crop') && { crop: true }),
-    ...(typed('bgColor') && { bg_color: flags.bgColor }),
+    ...(typed('bgColor') && { bg_color: values.bgColor }),
   };
   try {
     return parseRemoveOptions({ ...stored, ...fromFlags }, CALLER_DEFAULT_OPTIONS);
@@ -143,112 +124,136 @@ function takeOverSignals(handler: () => void): () => void {
   };
 }
 
-export async function run(opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
-  const typed = opts as unknown as RemoveFlags;
-  if (typed.apiKey === '-' && inputs.includes('-'))
+/** Usage errors of the inputs themselves, before anything loads. */
+function checkInputs(inputs: string[], flags: RemoveFlags): void {
+  if (flags.apiKey === '-' && inputs.includes('-'))
     throw new RmbgError(
       'usage_error',
       "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead",
     );
-  const config = loadConfig({ apiUrl: typed.apiUrl, apiKey: await secretOrStdin(typed.apiKey, 'API key') });
-  const local = runsLocally(typed, config);
-  if (local && !typed.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
-  const flags: RemoveFlags = { ...typed, local };
-  const options = optionsFrom(flags, command, config.defaultFields);
-  const stdinMode = inputs.length === 1 && inputs[0] === '-';
-  if (!stdinMode && inputs.includes('-'))
+  if (inputs.length > 1 && inputs.includes('-'))
     throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
+}
+
+/** The images to process and the folders to watch; or, for --dry-run and a declined --confirm-over, the exit code. */
+async function findInputs(
+  inputs: string[],
+  flags: RemoveFlags,
+  options: RemoveOptions,
+): Promise<{ items: InputItem[]; watched: string[] } | number> {
+  const outDir = flags.outDir as string;
+  const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
+  const items = await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: outDir });
+  if (items.length === 0 && !flags.watch)
+    throw new RmbgError(
+      'usage_error',
+      `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`,
+    );
+  const planned = await planBatch({ flags: { ...flags, output: outDir }, items, options });
+  return planned ?? { items, watched };
+}
+
+/** The exit code a finished batch means (see the command's help). */
+function exitCodeOf(summary: BatchSummary, stopped: boolean, watch: boolean): number {
+  // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
+  if (stopped && (!watch || summary.stoppedBy === 'interrupted')) return EXIT.interrupted;
+  // Files skipped because they failed before still have no output: a re-run must not report success.
+  return summary.failed === 0 && summary.failedBefore === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
+}
+
+/** The batch over `items` (and, with --watch, the photos landing in `watched`), rendered; its exit code. */
+async function runFolderBatch(
+  remover: Remover,
+  flags: RemoveFlags,
+  options: RemoveOptions,
+  { items, watched }: { items: InputItem[]; watched: string[] },
+): Promise<number> {
+  const outDir = flags.outDir as string;
+  // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
+  const json = Boolean(flags.json) || !process.stdout.isTTY;
+  // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
+  const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
+  const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
+  const render: (event: BatchEvent) => void =
+    progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
+  // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
+  const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
+  const stop = new AbortController();
+  const abort = new AbortController();
+  const releaseSignals = takeOverSignals(() => {
+    if (stop.signal.aborted) abort.abort();
+    else {
+      stop.abort();
+      process.stderr.write('\nrmbg: stopping after the files in flight (Ctrl-C again to cancel them)…\n');
+    }
+  });
+  try {
+    const events = batchEvents({
+      items,
+      outputDir: outDir,
+      options,
+      remover,
+      concurrency: flags.concurrency ?? defaultConcurrency(remover),
+      overwrite: Boolean(flags.overwrite),
+      retryFailed: Boolean(flags.retryFailed),
+      stop: stop.signal,
+      abort: abort.signal,
+      arrivals: watchInputs
+        ? (ended) =>
+            watchInputs(watched, ended, {
+              recursive: Boolean(flags.recursive),
+              outputDir: outDir,
+              onReady: () => note(watchNote(watched)),
+            })
+        : undefined,
+    });
+    let summary: BatchSummary | undefined;
+    const firstErrors = new Map<string, string>();
+    for await (const event of events) {
+      if (event.type === 'file' && event.error && !firstErrors.has(event.error.code))
+        firstErrors.set(event.error.code, event.error.message);
+      if (event.type === 'summary') summary = event;
+      render(event);
+    }
+    if (!summary) throw new Error('the batch ended without a summary');
+    const message = summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined;
+    await reportStop(summary, { json, message, remover });
+    return exitCodeOf(summary, stop.signal.aborted, Boolean(flags.watch));
+  } finally {
+    releaseSignals();
+  }
+}
+
+export async function run(_opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
+  const given = settingFlags(command, REMOVE_TABLE);
+  checkInputs(inputs, given);
+  const config = loadConfig({ apiUrl: given.apiUrl, apiKey: await secretOrStdin(given.apiKey, 'API key') });
+  const local = runsLocally(given, config);
+  if (local && !given.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
+  const flags: RemoveFlags = { ...given, local };
+  const options = optionsFrom(command, config.defaultFields);
+  const stdinMode = inputs.length === 1 && inputs[0] === '-';
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
   const early = local && !flags.dryRun ? createRemover(flags, config) : undefined;
   early?.catch(() => undefined); // its error is reported when it is awaited below
-  let watched: string[];
-  let items: InputItem[];
+  let found: Awaited<ReturnType<typeof findInputs>>;
   try {
-    watched = flags.watch ? await watchedFolders(inputs, flags) : [];
-    items = stdinMode
-      ? []
-      : await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: flags.output });
-    if (!stdinMode && items.length === 0 && !flags.watch)
-      throw new RmbgError(
-        'usage_error',
-        `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`,
-      );
-    const planned = await planBatch({ flags, items, options });
-    if (planned !== undefined) {
-      await closeUnused(early);
-      return planned;
-    }
+    found = stdinMode ? { items: [], watched: [] } : await findInputs(inputs, flags, options);
   } catch (error) {
     await closeUnused(early);
     throw error;
   }
+  if (typeof found === 'number') {
+    await closeUnused(early);
+    return found;
+  }
   const remover = await (early ?? createRemover(flags, config));
-  // Said once, before any bar: where the photos are processed, and why (auto picked it, or it was asked for).
-  if (remover.device) process.stderr.write(`rmbg: the model is ${describeDevice(remover.device)}\n`);
   try {
-    if (stdinMode) return await removeStdin(remover, options);
-    // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
-    const json = Boolean(flags.json) || !process.stdout.isTTY;
-    // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
-    const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
-    const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
-    const render: (event: BatchEvent) => void =
-      progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
-    // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
-    const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
-    const stop = new AbortController();
-    const abort = new AbortController();
-    const firstErrors = new Map<string, string>();
-    const onSignal = () => {
-      if (stop.signal.aborted) abort.abort();
-      else {
-        stop.abort();
-        process.stderr.write('\nrmbg: stopping after the files in flight (Ctrl-C again to cancel them)…\n');
-      }
-    };
-    const releaseSignals = takeOverSignals(onSignal);
-    try {
-      let summary: BatchSummary | undefined;
-      const events = batchEvents({
-        items,
-        outputDir: flags.output,
-        options,
-        remover,
-        concurrency: flags.concurrency ?? defaultConcurrency(remover),
-        overwrite: Boolean(flags.overwrite),
-        retryFailed: Boolean(flags.retryFailed),
-        stop: stop.signal,
-        abort: abort.signal,
-        arrivals: watchInputs
-          ? (ended) =>
-              watchInputs(watched, ended, {
-                recursive: Boolean(flags.recursive),
-                outputDir: flags.output,
-                onReady: () => note(watchNote(watched)),
-              })
-          : undefined,
-      });
-      for await (const event of events) {
-        if (event.type === 'file' && event.error && !firstErrors.has(event.error.code))
-          firstErrors.set(event.error.code, event.error.message);
-        if (event.type === 'summary') summary = event;
-        render(event);
-      }
-      if (!summary) throw new Error('the batch ended without a summary');
-      await reportStop(summary, {
-        json,
-        message: summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined,
-        remover,
-      });
-      // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
-      if (stop.signal.aborted && (!flags.watch || summary.stoppedBy === 'interrupted')) return EXIT.interrupted;
-      // Files skipped because they failed before still have no output: a re-run must not report success.
-      return summary.failed === 0 && summary.failedBefore === 0 && summary.notStarted === 0 ? EXIT.ok : EXIT.failed;
-    } finally {
-      releaseSignals();
-    }
+    // Said once, before any bar: where the photos are processed, and why (auto picked it, or it was asked for).
+    if (remover.device) process.stderr.write(`rmbg: the model is ${describeDevice(remover.device)}\n`);
+    return stdinMode ? await removeStdin(remover, options) : await runFolderBatch(remover, flags, options, found);
   } finally {
     await remover.close();
   }

@@ -2,7 +2,9 @@
 // SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0.
 
 import { describeDevice } from '../../engine/device.js';
-import type { ServerOptions } from '../../library/server-options.js';
+import type { Command } from 'commander';
+import { SERVE_TABLE } from '../../settings/index.js';
+import { settingFlags } from '../settings-flags.js';
 import { EXIT } from '../exit-codes.js';
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -31,8 +33,8 @@ function storeFlagOf(service: { store: { engine: string }; dataDir: string }): s
     : `--data-dir ${JSON.stringify(service.dataDir)}`;
 }
 
-export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
-  const flags = opts as unknown as ServerOptions;
+export async function run(_opts: Record<string, unknown>, _args: string[], command: Command): Promise<number> {
+  const flags = settingFlags(command, SERVE_TABLE);
   // The model (onnxruntime, ~90 MB of weights), fastify and SQLite load only when this command runs.
   const { startLocalService } = await import('../../library/create-server.js');
   const service = await startLocalService(flags);

@@ -100,7 +100,7 @@ describe('decideRetry', () => {
   });
 
   it('rejects a policy without attempts', () => {
-    expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow(/maxAttempts must be a whole number >= 1/);
+    expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow(/maxAttempts must be a whole number from 1; got 0/);
   });
 });
 

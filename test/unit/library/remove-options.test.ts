@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions } from '../../../src/api/options.js';
 import { RmbgError } from '../../../src/api/errors.js';
 import { parseImageOptions } from '../../../src/library/remove-options.js';
+import { BATCH_SETTINGS, CALL_TABLE } from '../../../src/settings/index.js';
+import { joinTables } from '../../../src/settings/setting.js';
 
 function failure(run: () => unknown): { code: string; message: string } {
   try {
@@ -16,7 +18,8 @@ function failure(run: () => unknown): { code: string; message: string } {
   throw new Error('expected a rejection');
 }
 
-const ALLOWED = 'allowed options: size, format, crop, bgColor, model, device, apiUrl, apiKey, timeoutMs, signal';
+const ALLOWED =
+  'allowed options: size, format, crop, bgColor, apiUrl, apiKey, timeoutMs, keepMetadata, keepGps, model, device, threads, spinWait, graphCache, signal';
 
 describe('parseImageOptions', () => {
   it('reads the camelCase options into the engine options, the CLI defaults for the rest', () => {
@@ -60,9 +63,10 @@ describe('parseImageOptions', () => {
     );
     // The batch's options belong to removeBackgrounds() only.
     expect(failure(() => parseImageOptions({ outDir: 'out' })).message).toMatch(/^unknown option 'outDir'/);
-    expect(parseImageOptions({ outDir: 'out', watch: true }, ['outDir', 'watch'])).toEqual(CALLER_DEFAULT_OPTIONS);
-    expect(failure(() => parseImageOptions({ outdir: 'out' }, ['outDir'])).message).toBe(
-      `unknown option 'outdir'; ${ALLOWED}, outDir`,
+    const batch = joinTables(BATCH_SETTINGS, CALL_TABLE);
+    expect(parseImageOptions({ outDir: 'out', watch: true }, batch)).toEqual(CALLER_DEFAULT_OPTIONS);
+    expect(failure(() => parseImageOptions({ outdir: 'out' }, batch)).message).toBe(
+      `unknown option 'outdir'; ${ALLOWED.replace('bgColor, ', 'bgColor, outDir, recursive, watch, overwrite, concurrency, retryFailed, ')}`,
     );
   });
 });

@@ -41,7 +41,7 @@ describe('the PostgreSQL store URL', () => {
     );
     expect([refused.code, refused.message]).toEqual([
       'usage_error',
-      "the store URL's lock_timeout must be a whole number of at least 0; got '5s'",
+      "the store URL's lock_timeout must be a whole number from 0 to 2147483647; got '5s'",
     ]);
   });
 });

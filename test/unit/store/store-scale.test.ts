@@ -88,7 +88,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
     await store.charge(a.accountId, 5, lease('r1'), T0);
     await store.charge(a.accountId, 2, lease('r2'), T0);
-    await store.failRequest('r2', undefined, T0);
+    await store.refund('r2', undefined, T0);
     await store.deliver('r1', undefined, T0);
     expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
     const sums = await engine.rows<{ pool: string; sum: number }>(
@@ -265,7 +265,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await store.charge(accountId, 1, lease('bad'), T0);
     expect(await store.settlementOf('ok')).toBe('leased');
     await store.deliver('ok', undefined, T0);
-    await store.failRequest('bad', undefined, T0);
+    await store.refund('bad', undefined, T0);
     expect([await store.settlementOf('ok'), await store.settlementOf('bad')]).toEqual(['delivered', 'refunded']);
   });
 });
@@ -329,7 +329,7 @@ describe('PostgreSQL connections', () => {
     const refused = await rejectionOf(openStore({ engine: 'postgres', url: `${url}?lock_timeout=5s` }));
     expect([refused.code, refused.message]).toEqual([
       'usage_error',
-      "the store URL's lock_timeout must be a whole number of at least 0; got '5s'",
+      "the store URL's lock_timeout must be a whole number from 0 to 2147483647; got '5s'",
     ]);
   });
 
@@ -391,7 +391,7 @@ describe('PostgreSQL connections', () => {
     await patient.charge(accountId, 1, lease('r2'), T0);
     await other.query('BEGIN');
     await other.query("SELECT * FROM leases WHERE request_id = 'r2' FOR UPDATE");
-    const waiting = patient.failRequest('r2', undefined, T0);
+    const waiting = patient.refund('r2', undefined, T0);
     const exhausted = await rejectionOf(patient.balance(accountId));
     expect([exhausted.code, exhausted.retryAfterSeconds]).toEqual(['service_unavailable', 2]);
     await other.query('COMMIT');

@@ -1,0 +1,91 @@
+// The settings of `rmbg remove` and of the library's removeBackground() / removeBackgrounds(), besides the image
+// options (api/options.ts OPTION_FIELDS) and the engine's (settings/engine.ts). CALL_SETTINGS apply to one
+// image, BATCH_SETTINGS to a folder run; rows marked cliOnly are flags without a library option.
+
+import { LIMITS } from '../api/limits.js';
+import type { SettingsTable } from './setting.js';
+
+export const CALL_SETTINGS = {
+  apiUrl: {
+    type: 'text',
+    placeholder: 'url',
+    env: 'RMBG_API_URL',
+    help: 'base URL of a server that speaks the API (the /v1.0 prefix is added); without one, rmbg runs on this computer',
+    defaultText: '`rmbg config set api-url`, else none: on this computer',
+  },
+  apiKey: {
+    type: 'text',
+    placeholder: 'key',
+    env: 'RMBG_API_KEY',
+    help: "API key, or - to read it from stdin; prefer the environment or '-': a key on the command line shows in `ps` and shell history",
+    doc: 'API key for apiUrl',
+    defaultText: '`rmbg config set api-key`',
+  },
+  timeoutMs: {
+    type: 'whole',
+    min: 1000,
+    default: LIMITS.clientTimeoutMs,
+    unit: 'milliseconds',
+    flag: '--timeout',
+    flagInSeconds: true,
+    help: 'time limit of one request to the server',
+  },
+  keepMetadata: {
+    type: 'switch',
+    default: false,
+    help: "keep the photo's EXIF artist, copyright and dates in the result (never its GPS position)",
+  },
+  keepGps: {
+    type: 'switch',
+    default: false,
+    help: "also keep the photo's GPS position (implies keeping the other metadata)",
+  },
+} as const satisfies SettingsTable;
+
+export const BATCH_SETTINGS = {
+  outDir: {
+    type: 'text',
+    placeholder: 'dir',
+    flag: '-o, --output',
+    default: 'rmbg-out',
+    requiredInLibrary: true,
+    help: "output folder: each result keeps its input's subfolder and name, and the folder's journal lets a re-run resume",
+  },
+  local: {
+    type: 'switch',
+    cliOnly: true,
+    help: 'run on this computer (on-device model, no account, no network) even when an API URL is configured; the default when none is',
+  },
+  recursive: { type: 'switch', flag: '-r, --recursive', help: 'descend into subfolders of input folders' },
+  watch: {
+    type: 'switch',
+    flag: '-w, --watch',
+    help: 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight',
+  },
+  overwrite: { type: 'switch', help: 'replace existing outputs (default: skip them, which is how a re-run resumes)' },
+  concurrency: {
+    type: 'whole',
+    min: 1,
+    max: 64,
+    help: 'images in flight at once',
+    defaultText:
+      'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU',
+  },
+  retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
+  json: {
+    type: 'switch',
+    cliOnly: true,
+    help: 'one JSON object per file and a summary line, instead of a progress bar (the default when stdout is not a terminal)',
+  },
+  dryRun: {
+    type: 'switch',
+    cliOnly: true,
+    help: 'list what would be sent and the credits it would cost; send nothing',
+  },
+  confirmOver: {
+    type: 'whole',
+    min: 0,
+    cliOnly: true,
+    help: 'ask before spending more than this many credits (refuse without a terminal)',
+  },
+} as const satisfies SettingsTable;

@@ -1,0 +1,146 @@
+// How a setting is declared: one row gives its library option, its flag, its environment variable, its default,
+// its bounds and its text. The tables (engine.ts, server.ts, remove.ts) hold the rows; the CLI's flags
+// (cli/settings-flags.ts), the library's option types and checks (here) and the docs rows (docs-rows.ts) come
+// from them. Nothing heavy is imported: `rmbg --help` reads the tables.
+
+import { RmbgError } from '../api/errors.js';
+import { checkWholeNumber } from '../api/whole-number.js';
+
+interface Row {
+  /** One line for `--help` (and the docs row, unless `doc` says it in the library's words). */
+  help: string;
+  /** The docs row's text, when `help` speaks of the flag (e.g. of `--no-ui` for the option `ui`). */
+  doc?: string;
+  /** The default in words, when it is not one value (e.g. "all cores"); shown in `--help` and the docs. */
+  defaultText?: string;
+  /** Read when neither the flag nor the option is given (then the settings file, where src/config allows it). */
+  env?: string;
+  /** The flag when it is not the option's name in kebab-case (e.g. `-o, --output`); false: no flag. */
+  flag?: string | false;
+  /** A flag of the CLI only: no library option. */
+  cliOnly?: true;
+  /** The library requires the option (the CLI's flag has a default). */
+  requiredInLibrary?: true;
+}
+
+export interface WholeRow extends Row {
+  type: 'whole';
+  default?: number;
+  min: number;
+  max?: number;
+  unit?: 'seconds' | 'milliseconds';
+  /** The flag takes seconds for an option in milliseconds (`--timeout` for `timeoutMs`). */
+  flagInSeconds?: true;
+}
+export interface TextRow extends Row {
+  type: 'text';
+  default?: string;
+  /** The flag's value in `--help`: `--store <url>`. */
+  placeholder: string;
+}
+/** A boolean: `--name`, or `--no-name` when it defaults to true. */
+export interface SwitchRow extends Row {
+  type: 'switch';
+  default?: boolean;
+}
+export interface ChoiceRow extends Row {
+  type: 'choice';
+  choices: readonly string[];
+  default?: string;
+}
+/** Several values: a comma-separated, repeatable flag; an array option. */
+export interface ListRow extends Row {
+  type: 'list';
+  placeholder: string;
+  default?: never;
+}
+
+export type SettingRow = WholeRow | TextRow | SwitchRow | ChoiceRow | ListRow;
+export type SettingsTable = Readonly<Record<string, SettingRow>>;
+
+type ValueOf<R> = R extends { type: 'whole' }
+  ? number
+  : R extends { type: 'switch' }
+    ? boolean
+    : R extends { type: 'list' }
+      ? readonly string[]
+      : R extends { type: 'choice'; choices: readonly (infer C)[] }
+        ? C
+        : string;
+
+/** The library's options of a table: every row but the CLI's own, all optional. */
+export type OptionsOf<T extends SettingsTable> = {
+  -readonly [K in keyof T as T[K] extends { cliOnly: true } ? never : K]?: ValueOf<T[K]>;
+};
+
+/** The values the CLI's flags of a table give, keyed by row name (cli/settings-flags.ts reads them). */
+export type FlagsOf<T extends SettingsTable> = { -readonly [K in keyof T]?: ValueOf<T[K]> };
+
+/** The rows that have a default, with it. */
+export type DefaultsOf<T extends SettingsTable> = {
+  -readonly [K in keyof T as T[K] extends { default: unknown } ? K : never]: ValueOf<T[K]>;
+};
+
+export function defaultsOf<T extends SettingsTable>(table: T): DefaultsOf<T> {
+  const defaults: Record<string, unknown> = {};
+  for (const [name, row] of Object.entries(table)) if (row.default !== undefined) defaults[name] = row.default;
+  return defaults as DefaultsOf<T>;
+}
+
+/** The long flag of a row: rateLimit → --rate-limit; `-o, --output` → --output; undefined when it has none. */
+export function flagOf(name: string, row: SettingRow): string | undefined {
+  if (row.flag === false) return undefined;
+  if (row.flag !== undefined) return row.flag.split(/,\s*/).pop();
+  const kebab = name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+  return row.type === 'switch' && row.default === true ? `--no-${kebab}` : `--${kebab}`;
+}
+
+/** The rows of several tables as one (a command's flags, a function's options). */
+export function joinTables<A extends SettingsTable, B extends SettingsTable>(a: A, b: B): A & B {
+  for (const name of Object.keys(b)) if (name in a) throw new Error(`setting ${name} is declared twice`);
+  return { ...a, ...b };
+}
+
+/** A value checked against its row; `name` is how the caller knows it (an option name, or a flag). */
+export function checkValue(name: string, row: SettingRow, value: unknown): unknown {
+  switch (row.type) {
+    case 'whole':
+      return checkWholeNumber(name, value, row.min, row.max);
+    case 'switch':
+      if (typeof value === 'boolean') return value;
+      throw new RmbgError('invalid_option', `${name} must be true or false; got ${JSON.stringify(value)}`);
+    case 'choice':
+      if (typeof value === 'string' && row.choices.includes(value)) return value;
+      throw new RmbgError(
+        'invalid_option',
+        `${name} must be one of ${row.choices.join(', ')}; got ${JSON.stringify(value)}`,
+      );
+    case 'text':
+      if (typeof value === 'string') return value;
+      throw new RmbgError('invalid_option', `${name} must be a string; got ${JSON.stringify(value)}`);
+    case 'list':
+      if (Array.isArray(value) && value.every((entry) => typeof entry === 'string')) return value;
+      throw new RmbgError('invalid_option', `${name} must be an array of strings; got ${JSON.stringify(value)}`);
+  }
+}
+
+/**
+ * A library caller's options checked against a table and completed with its defaults. Undefined means "the
+ * default", as an absent flag does; a key the table lacks is refused, naming the allowed ones (a misspelt option
+ * would otherwise be a silent no-op).
+ */
+export function checkOptions<T extends SettingsTable>(table: T, options: object): OptionsOf<T> & DefaultsOf<T> {
+  const checked: Record<string, unknown> = { ...defaultsOf(table) };
+  for (const [name, value] of Object.entries(options)) {
+    const row = Object.hasOwn(table, name) ? table[name] : undefined;
+    if (row === undefined || row.cliOnly) {
+      const allowed = Object.entries(table).filter(([, each]) => !each.cliOnly);
+      throw new RmbgError(
+        'unknown_field',
+        `unknown option '${name}'; allowed options: ${allowed.map(([each]) => each).join(', ')}`,
+      );
+    }
+    if (value !== undefined) checked[name] = checkValue(name, row, value);
+  }
+  return checked as OptionsOf<T> & DefaultsOf<T>;
+}
