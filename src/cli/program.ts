@@ -91,10 +91,13 @@ function addApiOptions(command: Command): Command {
   return addSettingFlags(command, { apiUrl, apiKey });
 }
 
-/** Where the local service's store is: every command that opens it takes both flags. */
-function addDataDirOption(command: Command): Command {
+/**
+ * A command of the local service's store, run by ./commands/<file>.js: it takes --data-dir and --store (where
+ * the store is) after the flags `configure` adds.
+ */
+function storeCommand(parent: Command, name: string, file: string, configure: (command: Command) => Command): void {
   const { dataDir, store } = SERVER_SETTINGS;
-  return addSettingFlags(command, { dataDir, store });
+  addSettingFlags(configure(parent.command(name)), { dataDir, store }).action(lazyAction(file));
 }
 
 export function buildProgram(): Command {
@@ -128,9 +131,8 @@ Examples:
     .action(lazyAction('serve'));
 
   const keys = program.command('keys').description('manage API keys of the local service');
-  addDataDirOption(
-    keys
-      .command('create')
+  storeCommand(keys, 'create', 'keys-create', (command) =>
+    command
       .description('create an account and API key (printed once)')
       .addOption(
         new Option('--credits <n>', 'pay-as-you-go credits to grant')
@@ -141,19 +143,17 @@ Examples:
         new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'),
       )
       .option('--json', 'print {"key","account","plan","credits"}'),
-  ).action(lazyAction('keys-create'));
-  addDataDirOption(
-    keys.command('list').description('list API keys (ids, never the keys)').option('--json', 'JSON output'),
-  ).action(lazyAction('keys-list'));
-  addDataDirOption(
-    keys.command('revoke').description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`'),
-  ).action(lazyAction('keys-revoke'));
+  );
+  storeCommand(keys, 'list', 'keys-list', (command) =>
+    command.description('list API keys (ids, never the keys)').option('--json', 'JSON output'),
+  );
+  storeCommand(keys, 'revoke', 'keys-revoke', (command) =>
+    command.description('revoke an API key').argument('<id>', 'key id from `rmbg keys list`'),
+  );
 
-  addDataDirOption(
-    program
-      .command('credits')
-      .description('manage credits of the local service')
-      .command('add')
+  const credits = program.command('credits').description('manage credits of the local service');
+  storeCommand(credits, 'add', 'credits-add', (command) =>
+    command
       .description('add credits to the account of a key')
       .argument('<n>', 'credits to add')
       .option('--key-id <id>', 'id of a key of the account (from `rmbg keys list`)')
@@ -162,7 +162,7 @@ Examples:
         'API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history',
       )
       .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
-  ).action(lazyAction('credits-add'));
+  );
 
   const account = program
     .command('account')
@@ -191,9 +191,8 @@ Examples:
     )
     .action(lazyAction('config'));
 
-  addDataDirOption(
-    program
-      .command('doctor')
+  storeCommand(program, 'doctor', 'doctor', (command) =>
+    command
       .description(
         'what rmbg sees on this machine, to paste into a bug report: versions, the GPU (and whether auto uses it), models, data directory, store',
       )
@@ -204,18 +203,16 @@ Examples:
 Exit code 1 when what the settings ask for cannot work here (device gpu without a working GPU, the default
 model missing or corrupt); 0 otherwise.`,
       ),
-  ).action(lazyAction('doctor'));
+  );
 
   const models = program.command('models').description('on-device models');
-  addDataDirOption(
-    models
-      .command('list')
+  storeCommand(models, 'list', 'models-list', (command) =>
+    command
       .description('list models: name, size, verified, source, licence (and your own, added with models add)')
       .option('--json', 'JSON output'),
-  ).action(lazyAction('models-list'));
-  addDataDirOption(
-    models
-      .command('add')
+  );
+  storeCommand(models, 'add', 'models-add', (command) =>
+    command
       .description('register your own ONNX model (BiRefNet, BRIA RMBG, U²-Net, ISNet exports…) for --model NAME')
       .argument('<name>', 'name to use with --model')
       .argument('<file>', 'the .onnx file (copied into the data directory and verified by its sha256 before each use)')
@@ -239,13 +236,10 @@ Examples:
   $ rmbg models add mine ./model.onnx --input-size 512 --mean 0.5 --std 0.5 --range 0-1 --activation sigmoid
   $ rmbg remove photo.jpg --local --model birefnet-general`,
       ),
-  ).action(lazyAction('models-add'));
-  addDataDirOption(
-    models
-      .command('remove')
-      .description('forget a model added with models add and delete its copy')
-      .argument('<name>', 'model name'),
-  ).action(lazyAction('models-remove'));
+  );
+  storeCommand(models, 'remove', 'models-remove', (command) =>
+    command.description('forget a model added with models add and delete its copy').argument('<name>', 'model name'),
+  );
 
   return program;
 }
