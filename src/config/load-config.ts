@@ -13,6 +13,7 @@ export interface Config {
   apiKey: ResolvedSetting;
   dataDir: ResolvedSetting;
   device: ResolvedSetting;
+  model: ResolvedSetting;
   /** Default option fields from the settings file, already validated against the option schema. */
   defaultFields: Record<string, string | boolean>;
   /** Where the user settings file is (it may not exist). */
@@ -53,6 +54,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     apiKey: resolveSetting('apiKey', flags.apiKey, { env, stored }),
     dataDir: resolveSetting('dataDir', flags.dataDir, { env, stored }),
     device: resolveSetting('device', flags.device, { env, stored }),
+    model: resolveSetting('model', flags.model, { env, stored }),
     defaultFields,
     settingsPath: path,
   };
@@ -68,5 +70,5 @@ export function requireSetting(config: Config, name: SettingName): string {
 }
 
 function describe(name: SettingName): string {
-  return { apiUrl: 'API URL', apiKey: 'API key', dataDir: 'data directory', device: 'device' }[name];
+  return { apiUrl: 'API URL', apiKey: 'API key', dataDir: 'data directory', device: 'device', model: 'model' }[name];
 }

@@ -6,7 +6,7 @@ import { DEFAULT_DEVICE } from '../api/device.js';
 import { CALL_SETTINGS, ENGINE_SETTINGS, SERVER_SETTINGS } from '../settings/index.js';
 import { flagOf, type SettingRow } from '../settings/setting.js';
 
-export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device';
+export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device' | 'model';
 export type SettingSource = 'flag' | 'env' | 'config' | 'default';
 
 interface SettingRule {
@@ -32,6 +32,7 @@ export const SETTING_RULES: Record<SettingName, SettingRule> = {
     builtIn: () => envPaths('rmbg', { suffix: '' }).data,
   },
   device: { ...namesOf('device', ENGINE_SETTINGS.device), stored: true, builtIn: () => DEFAULT_DEVICE },
+  model: { ...namesOf('model', ENGINE_SETTINGS.model), stored: false, builtIn: () => undefined },
 };
 
 export type ResolvedSetting = { value: string; source: SettingSource } | { value: undefined; source: 'unset' };

@@ -40,7 +40,7 @@ export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv 
 
 export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv = process.env): EngineOptions {
   return {
-    model: settings.model,
+    model: resolveSetting('model', settings.model, { env }).value,
     device: resolveDevice(settings.device, env),
     userModelsDir: userModelsDirOf(dataDirOf(settings.dataDir, env)),
     ...(settings.threads !== undefined && { threads: settings.threads }),

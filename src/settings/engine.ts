@@ -8,6 +8,7 @@ export const ENGINE_SETTINGS = {
   model: {
     type: 'text',
     placeholder: 'name|path',
+    env: 'RMBG_MODEL',
     help: 'model name from `rmbg models list`, or a path to an .onnx file',
     defaultText: "the manifest's default model",
   },

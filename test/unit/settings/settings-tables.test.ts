@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { OPTION_FIELDS } from '../../../src/api/options.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { settingFlags } from '../../../src/cli/settings-flags.js';
+import { engineOptionsOf } from '../../../src/library/engine-settings.js';
 import { parseImageOptions } from '../../../src/library/remove-options.js';
 import { tablesIn, withCurrentTables } from '../../../src/settings/docs-rows.js';
 import { CALL_TABLE, REMOVE_TABLE, SERVE_TABLE } from '../../../src/settings/index.js';
@@ -100,6 +101,17 @@ describe('the settings tables', () => {
     expect(() => parseImageOptions({ keepGps: 'yes' })).toThrow('keepGps must be true or false; got "yes"');
     // The CLI's own flags are not options of the library.
     expect(() => parseImageOptions({ dryRun: true })).toThrow("unknown option 'dryRun'");
+  });
+
+  it('give the engine its environment variables when the caller gives no value: RMBG_MODEL, RMBG_DEVICE', () => {
+    const env = { RMBG_MODEL: '/models/mine.onnx', RMBG_DEVICE: 'cpu', RMBG_DATA_DIR: '/tmp/rmbg-none' };
+    expect(engineOptionsOf({}, env)).toEqual(expect.objectContaining({ model: '/models/mine.onnx', device: 'cpu' }));
+    expect(engineOptionsOf({ model: 'isnet-medium', threads: 3, graphCache: false }, env)).toEqual(
+      expect.objectContaining({ model: 'isnet-medium', threads: 3, graphCache: false }),
+    );
+    expect(() => engineOptionsOf({}, { ...env, RMBG_DEVICE: 'tpu' })).toThrow(
+      'RMBG_DEVICE must be one of auto, gpu, cpu',
+    );
   });
 
   it('are the tables of README.md, docs/api.md and docs/library.md, as `npm run docs` writes them', () => {
