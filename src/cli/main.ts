@@ -6,6 +6,11 @@ import { RmbgError } from '../api/errors.js';
 import { EXIT } from './exit-codes.js';
 import { buildProgram } from './program.js';
 import { reportError } from './report-error.js';
+import { inFlagWords } from './settings-flags.js';
+import { REMOVE_TABLE, SERVE_TABLE } from '../settings/index.js';
+
+/** The tables whose settings the library's messages name, and the commands give as flags. */
+const FLAG_TABLES = [SERVE_TABLE, REMOVE_TABLE];
 import { stopWhenStdoutCloses } from './stdout-closed.js';
 
 export async function main(argv: string[]): Promise<void> {
@@ -29,7 +34,7 @@ function exitCodeFor(error: unknown): number {
     // --help and --version arrive here as "errors" with exit code 0.
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
-  if (error instanceof RmbgError) return reportError(error);
+  if (error instanceof RmbgError) return reportError(error.with({ message: inFlagWords(error.message, FLAG_TABLES) }));
   process.stderr.write(`rmbg: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.failed;
 }

@@ -108,3 +108,14 @@ export function typedFlag(command: Command, table: SettingsTable, name: string):
   const option = command.options.find((each) => each.long === flagOf(name, row));
   return option !== undefined && command.getOptionValueSource(option.attributeName()) === 'cli';
 }
+
+/**
+ * A library message in the CLI's words: the library names a setting as `name` (in backticks); here it becomes
+ * the setting's flag, so `choose another \`port\`` reads "choose another --port".
+ */
+export function inFlagWords(message: string, tables: readonly SettingsTable[]): string {
+  return message.replace(/`(\w+)`/g, (text, name: string) => {
+    const table = tables.find((each) => Object.hasOwn(each, name));
+    return (table && flagOf(name, table[name] as SettingRow)) ?? text;
+  });
+}

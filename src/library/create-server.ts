@@ -59,7 +59,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
         acquirePidLock(
           join(folder, 'serve.lock'),
           (owner) =>
-            `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another --data-dir or --store (several servers share a PostgreSQL --store)`,
+            `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
         ),
       );
     }
@@ -103,7 +103,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     }).catch((error: NodeJS.ErrnoException) => {
       throw new RmbgError(
         'usage_error',
-        `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another --port or --host`,
+        `cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); choose another \`port\` or \`host\``,
         { cause: error },
       );
     });

@@ -28,11 +28,11 @@ export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv 
     return parseDevice(setting.value);
   } catch (error) {
     const where = {
-      flag: 'device',
+      flag: '`device`',
       env: SETTING_RULES.device.env,
       config: `'device' in ${settingsPathOf(env)}`,
-      default: 'device',
-      unset: 'device',
+      default: '`device`',
+      unset: '`device`',
     }[setting.source];
     throw new RmbgError('usage_error', (error as Error).message.replace(/^device/, where), { cause: error });
   }

@@ -5,11 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { RmbgError } from '../api/errors.js';
 import { SERVER_SETTINGS } from '../settings/index.js';
-import { flagOf } from '../settings/setting.js';
 import type { ServerOptions } from './server-options.js';
 
-const TOKEN_FLAG = flagOf('metricsToken', SERVER_SETTINGS.metricsToken) as string;
-const FILE_FLAG = flagOf('metricsTokenFile', SERVER_SETTINGS.metricsTokenFile) as string;
+// Named in the library's words; the CLI shows them as its flags (cli/settings-flags.ts inFlagWords).
+const TOKEN_OPTION = '`metricsToken`';
+const FILE_OPTION = '`metricsTokenFile`';
 const TOKEN_ENV = SERVER_SETTINGS.metricsToken.env;
 
 /** The token, or undefined (loopback only). Throws usage_error for a token nobody could send. */
@@ -18,7 +18,7 @@ export function metricsTokenOf(
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
   if (options.metricsToken !== undefined && options.metricsTokenFile !== undefined) {
-    throw new RmbgError('usage_error', `give ${TOKEN_FLAG} or ${FILE_FLAG}, not both`);
+    throw new RmbgError('usage_error', `give ${TOKEN_OPTION} or ${FILE_OPTION}, not both`);
   }
   if (options.metricsTokenFile !== undefined) {
     let text: string;
@@ -27,13 +27,13 @@ export function metricsTokenOf(
     } catch (error) {
       throw new RmbgError(
         'usage_error',
-        `${FILE_FLAG}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        `${FILE_OPTION}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
         { cause: error },
       );
     }
-    return checked(text.trim(), `${FILE_FLAG} ${options.metricsTokenFile}`);
+    return checked(text.trim(), `${FILE_OPTION} ${options.metricsTokenFile}`);
   }
-  if (options.metricsToken !== undefined) return checked(options.metricsToken, TOKEN_FLAG);
+  if (options.metricsToken !== undefined) return checked(options.metricsToken, TOKEN_OPTION);
   // Empty counts as not set, as for the other RMBG_* variables.
   const fromEnv = env[TOKEN_ENV];
   return fromEnv === undefined || fromEnv === '' ? undefined : checked(fromEnv, TOKEN_ENV);

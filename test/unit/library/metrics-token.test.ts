@@ -34,15 +34,11 @@ describe('metricsTokenOf', () => {
 
   it('refuses with usage_error: both flags, a missing or empty file, a token of several lines, an empty flag', () => {
     const cases: Array<[Parameters<typeof metricsTokenOf>[0], NodeJS.ProcessEnv, RegExp]> = [
-      [
-        { metricsToken: 'a', metricsTokenFile: file('b') },
-        {},
-        /give --metrics-token or --metrics-token-file, not both/,
-      ],
-      [{ metricsTokenFile: join(dir, 'absent') }, {}, /--metrics-token-file: cannot read .*absent \(ENOENT\)/],
+      [{ metricsToken: 'a', metricsTokenFile: file('b') }, {}, /give `metricsToken` or `metricsTokenFile`, not both/],
+      [{ metricsTokenFile: join(dir, 'absent') }, {}, /`metricsTokenFile`: cannot read .*absent \(ENOENT\)/],
       [{ metricsTokenFile: file(' \n') }, {}, /the metrics token is empty/],
       [{ metricsTokenFile: file('one\ntwo\n') }, {}, /more than one line/],
-      [{ metricsToken: '' }, {}, /--metrics-token: the metrics token is empty/],
+      [{ metricsToken: '' }, {}, /`metricsToken`: the metrics token is empty/],
       [{}, { RMBG_METRICS_TOKEN: 'a\nb' }, /RMBG_METRICS_TOKEN: the metrics token holds more than one line/],
     ];
     for (const [options, env, message] of cases) {

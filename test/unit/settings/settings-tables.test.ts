@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { OPTION_FIELDS } from '../../../src/api/options.js';
 import { buildProgram } from '../../../src/cli/program.js';
-import { settingFlags } from '../../../src/cli/settings-flags.js';
+import { inFlagWords, settingFlags } from '../../../src/cli/settings-flags.js';
 import { engineOptionsOf } from '../../../src/library/engine-settings.js';
 import { parseImageOptions } from '../../../src/library/remove-options.js';
 import { tablesIn, withCurrentTables } from '../../../src/settings/docs-rows.js';
@@ -125,5 +125,17 @@ describe('the settings tables', () => {
       expect(tablesIn(text), file).toEqual(names);
       expect(text, `${file} is out of date: run npm run docs`).toBe(withCurrentTables(text));
     }
+  });
+});
+
+describe("the library's messages in the CLI's words", () => {
+  it('name a setting as `option`, which the CLI shows as its flag', () => {
+    const message = 'cannot listen on 127.0.0.1:5000 (EADDRINUSE); choose another `port` or `host`';
+    expect(inFlagWords(message, [SERVE_TABLE])).toBe(
+      'cannot listen on 127.0.0.1:5000 (EADDRINUSE); choose another --port or --host',
+    );
+    expect(inFlagWords('`outDir` is taken; `ui` off; `rmbg models add` as is', [SERVE_TABLE, REMOVE_TABLE])).toBe(
+      '--output is taken; --no-ui off; `rmbg models add` as is',
+    );
   });
 });
