@@ -1,6 +1,7 @@
 // The HTTP adapter on a real port of 127.0.0.1, over the real service and a real SQLite store, with the
 // service tests' sharp-backed engine (fast, and able to hang or wait): status codes, headers and bodies
-// as a client sees them, timeouts, disconnects and shutdown.
+// as a client sees them, timeouts, disconnects and shutdown. This is where the HTTP contract of
+// spec/api-spec.md is checked rule by rule; test/e2e/serve-cutouts.test.ts keeps what needs the real model.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -84,7 +85,7 @@ function form(fields: Record<string, string> = {}, file: Buffer | null = image):
   return body;
 }
 
-async function post(body: FormData | string, headers: Record<string, string> = {}) {
+async function post(body: NonNullable<RequestInit['body']>, headers: Record<string, string> = {}) {
   const response = await fetch(`${server.url}/v1.0/removebg`, {
     method: 'POST',
     body,
@@ -103,6 +104,37 @@ async function balance(): Promise<number> {
   const response = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
   const account = (await response.json()) as { data: { attributes: { credits: { total: number } } } };
   return account.data.attributes.credits.total;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+/** Any request to the server, without a key unless the caller sends one. */
+async function call(path: string, init: RequestInit = {}): Promise<Answer> {
+  const response = await fetch(`${server.url}${path}`, init);
+  return { status: response.status, headers: response.headers, body: Buffer.from(await response.arrayBuffer()) };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The spec's error body, exactly: {"errors":[{"title","code",…}]} as application/json, plus an X-Request-ID. */
+function expectError(answer: Answer, status: number, code: string, label = code): void {
+  const text = answer.body.toString();
+  expect(answer.status, `${label}: ${text}`).toBe(status);
+  expect(answer.headers.get('content-type'), label).toMatch(/^application\/json/);
+  expect(answer.headers.get('x-request-id'), label).toMatch(UUID);
+  const body = JSON.parse(text) as { errors: Array<Record<string, unknown>> };
+  expect(Object.keys(body), label).toEqual(['errors']);
+  expect(body.errors, label).toHaveLength(1);
+  expect(typeof body.errors[0]!.title, label).toBe('string');
+  expect(body.errors[0]!.code, label).toBe(code);
+}
+
+function statusLines(raw: string): string[] {
+  return raw.match(/HTTP\/1\.1 \d{3}/g) ?? [];
 }
 
 /** Sends raw bytes on a new connection and collects everything the server answers until it closes. */
@@ -139,6 +171,7 @@ describe('success', () => {
     expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(response.headers.get('x-idempotent-replayed')).toBeNull();
+    expect(response.headers.get('content-length')).toBe(String(response.body.length));
     expect(await balance()).toBe(9);
   });
 
@@ -188,38 +221,119 @@ describe('success', () => {
     }
   });
 
-  it('accepts urlencoded bodies', async () => {
+  it('accepts urlencoded bodies, and image_file_b64 as a multipart field', async () => {
     const body = new URLSearchParams({ image_file_b64: image.toString('base64'), crop: 'false' }).toString();
     const response = await post(body, { 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-width')).toBe('64');
+    const b64 = await post(form({ image_file_b64: image.toString('base64'), size: 'small' }, null));
+    expect(b64.status).toBe(200);
+    expect(b64.headers.get('x-width')).toBe('64');
+    expect(await balance()).toBe(8);
   });
+});
 
-  it('replays an idempotent request byte for byte, with X-Idempotent-Replayed and the original request id', async () => {
-    const first = await post(form(), { 'Idempotency-Key': 'order-17' });
-    const again = await post(form(), { 'Idempotency-Key': 'order-17' });
+describe('idempotent replay', () => {
+  it('answers 409 while the first request runs, then replays it byte for byte and header for header, charged once', async () => {
+    await start({ behaviour: { kind: 'gated' } });
+    const idem = { 'Idempotency-Key': 'order-17' };
+    const running = post(form({ size: 'preview' }), idem);
+    await engine.started(1);
+    const during = await post(form({ size: 'preview' }), idem);
+    expectError(during, 409, 'idempotency_in_progress');
+    expect(during.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    engine.release();
+    const first = await running;
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-idempotent-replayed')).toBeNull();
+    expect(await balance()).toBe(9);
+
+    const again = await post(form({ size: 'preview' }), idem);
     expect(again.status).toBe(200);
     expect(again.body.equals(first.body)).toBe(true);
     expect(again.headers.get('x-idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-credits-charged')).toBe('1');
     expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
+    // Everything but the clock and the rate-limit counters of this call is the original's.
+    const varying = new Set([
+      'date',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'x-idempotent-replayed',
+      'keep-alive',
+      'connection',
+    ]);
+    const stable = (answer: Answer) => Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)));
+    expect(stable(again)).toEqual(stable(first));
+    expect(engine.calls).toBe(1);
     expect(await balance()).toBe(9);
+
+    // The same bytes as base64 in JSON are the same request: replayed, here as the JSON result.
+    const asJson = await post(JSON.stringify({ image_file_b64: image.toString('base64'), size: 'preview' }), {
+      ...idem,
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+    });
+    expect(asJson.status).toBe(200);
+    expect(asJson.headers.get('x-idempotent-replayed')).toBe('true');
+    const data = (JSON.parse(asJson.body.toString()) as { data: { result_b64: string; credits_charged: number } }).data;
+    expect(Buffer.from(data.result_b64, 'base64').equals(first.body)).toBe(true);
+    expect(data.credits_charged).toBe(1);
+
+    // Another image or other options under the key: 409, nothing charged.
+    const other = await testImage(32, 32, { r: 10, g: 200, b: 10 });
+    expectError(await post(form({ size: 'preview' }, other), idem), 409, 'idempotency_key_mismatch', 'other image');
+    expectError(await post(form({ size: 'medium' }), idem), 409, 'idempotency_key_mismatch', 'other size');
+    expectError(
+      await post(form({ size: 'preview', bg_color: 'white' }), idem),
+      409,
+      'idempotency_key_mismatch',
+      'other bg_color',
+    );
+    expect(await balance()).toBe(9);
+
+    // Keys are per account: another account's request under the same key is its own (here: refused for credits).
+    const stranger = (await store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
+    expectError(
+      await post(form({ size: 'preview' }), { ...idem, 'X-API-Key': stranger }),
+      402,
+      'insufficient_credits',
+      'other account',
+    );
+    expect(engine.calls).toBe(1);
+  });
+
+  it('accepts an Idempotency-Key of 128 characters and refuses 129 or a space with 400 invalid_idempotency_key', async () => {
+    await start();
+    // With no credits, getting as far as 402 shows the key itself was accepted.
+    const broke = (await store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
+    expectError(
+      await post(form(), { 'Idempotency-Key': 'k'.repeat(128), 'X-API-Key': broke }),
+      402,
+      'insufficient_credits',
+      '128 characters',
+    );
+    const tooLong = await post(form(), { 'Idempotency-Key': 'k'.repeat(129) });
+    expectError(tooLong, 400, 'invalid_idempotency_key', '129 characters');
+    expect(tooLong.headers.get('x-ratelimit-limit')).toBe('60');
+    expectError(await post(form(), { 'Idempotency-Key': 'two words' }), 400, 'invalid_idempotency_key', 'a space');
+    expect(await balance()).toBe(10);
   });
 });
 
 describe('errors', () => {
   beforeEach(() => start());
 
-  it('answers other content types with 415 and the error body, and keeps serving', async () => {
+  it('answers other content types with 415 and the error body, before looking at the key, and keeps serving', async () => {
     for (const contentType of ['text/plain', 'application/octet-stream', 'image/jpeg']) {
       const response = await post('hello', { 'Content-Type': contentType });
-      expect(response.status, contentType).toBe(415);
-      expect(errorOf(response.body)).toMatchObject({
-        code: 'unsupported_content_type',
-        title: ERRORS.unsupported_content_type.title,
-      });
-      expect(response.headers.get('x-request-id')).toBeTruthy();
+      expectError(response, 415, 'unsupported_content_type', contentType);
+      expect(errorOf(response.body).title).toBe(ERRORS.unsupported_content_type.title);
     }
+    // fetch labels a string body text/plain; a Blob without a type goes out with no Content-Type at all.
+    const untyped = await post(new Blob([new Uint8Array(image)]));
+    expectError(untyped, 415, 'unsupported_content_type', 'no Content-Type');
+    expect(errorOf(untyped.body).detail).toContain('no Content-Type');
     const missing = await request(`${server.url}/v1.0/removebg`, {
       method: 'POST',
       body: 'hello',
@@ -227,50 +341,192 @@ describe('errors', () => {
     });
     expect(missing.statusCode).toBe(415);
     expect(errorOf(Buffer.from(await missing.body.arrayBuffer())).code).toBe('unsupported_content_type');
+    const noKey = await call('/v1.0/removebg', {
+      method: 'POST',
+      body: 'x',
+      headers: { 'Content-Type': 'text/plain' },
+    });
+    expectError(noKey, 415, 'unsupported_content_type', 'no key');
+    expect(await balance()).toBe(10);
     expect((await post(form())).status).toBe(200);
   });
 
   it('answers malformed JSON with 400 invalid_request, not a framework error', async () => {
     const response = await post('{"image_url": ', { 'Content-Type': 'application/json' });
-    expect(response.status).toBe(400);
-    expect(errorOf(response.body).code).toBe('invalid_request');
+    expectError(response, 400, 'invalid_request');
   });
 
-  it('answers parsing and schema errors with 400 and their codes', async () => {
-    expect(errorOf((await post(form({}, null))).body).code).toBe('missing_image_source');
-    expect(errorOf((await post(form({ image_url: 'https://example.com/a.png' }))).body).code).toBe(
-      'multiple_image_sources',
-    );
-    expect(errorOf((await post(form({ shadow: '1' }))).body).code).toBe('unsupported_parameter');
-    expect(errorOf((await post(form({ colour: 'red' }))).body).code).toBe('unknown_field');
-    const b64 = await post(JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${image.toString('base64')}` }), {
-      'Content-Type': 'application/json',
-    });
-    expect([b64.status, errorOf(b64.body).code]).toEqual([400, 'invalid_base64']);
+  it('answers parsing and schema errors with 400 and their codes, in every encoding, charging nothing', async () => {
+    const b64 = image.toString('base64');
+    const json = { 'Content-Type': 'application/json' };
+    const urlencoded = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    const duplicated = form({ size: 'hd' });
+    duplicated.append('size', 'small');
+    const cases: Array<[Promise<Answer>, string, string]> = [
+      [post(form({}, null)), 'missing_image_source', 'no source'],
+      [post(form({ image_url: 'https://example.com/a.png' })), 'multiple_image_sources', 'multipart file + url'],
+      [post(form({ image_file_b64: b64 })), 'multiple_image_sources', 'multipart file + b64'],
+      [
+        post(JSON.stringify({ image_url: 'https://example.com/a.jpg', image_file_b64: b64 }), json),
+        'multiple_image_sources',
+        'JSON url + b64',
+      ],
+      [
+        post(
+          new URLSearchParams({ image_url: 'https://example.com/a.jpg', image_file_b64: b64 }).toString(),
+          urlencoded,
+        ),
+        'multiple_image_sources',
+        'urlencoded url + b64',
+      ],
+      [post(form({ colour: 'red' })), 'unknown_field', 'colour'],
+      [post(form({ resolution: 'hd' })), 'unknown_field', 'resolution'],
+      [post(form({ size: 'huge' })), 'invalid_option', 'size huge'],
+      [post(duplicated), 'invalid_request', 'a field twice'],
+      [post(JSON.stringify({ image_file: b64 }), json), 'invalid_request', 'JSON image_file'],
+      [
+        post(new URLSearchParams({ image_file: b64 }).toString(), urlencoded),
+        'invalid_request',
+        'urlencoded image_file',
+      ],
+      [post(JSON.stringify({ image_file_b64: `data:image/jpeg;base64,${b64}` }), json), 'invalid_base64', 'JSON data:'],
+      [post(form({ image_file_b64: `data:image/jpeg;base64,${b64}` }, null)), 'invalid_base64', 'multipart data:'],
+      [
+        post(new URLSearchParams({ image_file_b64: `data:image/jpeg;base64,${b64}` }).toString(), urlencoded),
+        'invalid_base64',
+        'urlencoded data:',
+      ],
+      [post('image_url=http%3A%2F%2Fexample.com%2Fx.jpg', urlencoded), 'invalid_image_url', 'http image_url'],
+      // The schema is closed: options in the query string are refused, not silently ignored.
+      [
+        call('/v1.0/removebg?size=full', { method: 'POST', body: form(), headers: { 'X-API-Key': key } }),
+        'invalid_request',
+        'query size',
+      ],
+      [
+        call('/v1.0/removebg?shadow=1', { method: 'POST', body: form(), headers: { 'X-API-Key': key } }),
+        'invalid_request',
+        'query shadow',
+      ],
+    ];
+    for (const [pending, code, label] of cases) expectError(await pending, 400, code, label);
+    expect(engine.calls).toBe(0);
     expect(await balance()).toBe(10);
   });
 
-  it('answers authentication failures with 403', async () => {
-    const missing = await fetch(`${server.url}/v1.0/removebg`, { method: 'POST', body: form() });
-    expect(missing.status).toBe(403);
-    expect(errorOf(Buffer.from(await missing.arrayBuffer())).code).toBe('missing_api_key');
-    const wrong = await post(form(), { 'X-API-Key': 'rmbg_not_a_key' });
-    expect([wrong.status, errorOf(wrong.body).code]).toEqual([403, 'invalid_api_key']);
-    const account = await fetch(`${server.url}/v1.0/account`);
-    expect(account.status).toBe(403);
-    expect(account.headers.get('x-request-id')).toBeTruthy();
+  it('refuses every unsupported parameter with 400 unsupported_parameter naming it, charging nothing', async () => {
+    const cases: Array<[string, string]> = [
+      ...UNSUPPORTED_FIELDS.map((name): [string, string] => [name, '1']),
+      ['type', 'person'],
+      ['type_level', '2'],
+      ['channels', 'alpha'],
+    ];
+    for (const [name, value] of cases) {
+      const answer = await post(form({ [name]: value }));
+      expectError(answer, 400, 'unsupported_parameter', name);
+      expect(errorOf(answer.body).detail, name).toContain(name);
+    }
+    // Empty values of unsupported parameters mean "not set": this body fails for its missing source instead.
+    expectError(await post(form({ shadow: '', roi: '' }, null)), 400, 'missing_image_source', 'empty values');
+    expect(await balance()).toBe(10);
   });
 
-  it('answers unknown paths with 404 and wrong methods with 405 and Allow', async () => {
-    const missing = await fetch(`${server.url}/v1.0/nothing`);
-    expect(missing.status).toBe(404);
-    expect(errorOf(Buffer.from(await missing.arrayBuffer())).code).toBe('not_found');
-    const wrong = await fetch(`${server.url}/v1.0/removebg`);
-    expect(wrong.status).toBe(405);
-    expect(wrong.headers.get('allow')).toBe('POST');
-    expect(errorOf(Buffer.from(await wrong.arrayBuffer())).code).toBe('method_not_allowed');
-    const account = await fetch(`${server.url}/v1.0/account`, { method: 'DELETE' });
-    expect([account.status, account.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+  it('answers authentication failures with 403 and no rate-limit headers before the key is known', async () => {
+    const missing = await call('/v1.0/removebg', { method: 'POST', body: form() });
+    expectError(missing, 403, 'missing_api_key');
+    expect(missing.headers.get('x-ratelimit-limit')).toBeNull();
+    const wrong = await post(form(), { 'X-API-Key': 'rmbg_not_a_key' });
+    expectError(wrong, 403, 'invalid_api_key');
+    const account = await call('/v1.0/account');
+    expectError(account, 403, 'missing_api_key', 'account without key');
+    expect(account.headers.get('x-ratelimit-limit')).toBeNull();
+    expectError(
+      await call('/v1.0/account', { headers: { 'X-API-Key': 'rmbg_not-a-key' } }),
+      403,
+      'invalid_api_key',
+      'account, unknown key',
+    );
+    // OAuth is not supported: a valid key as a bearer token is no key at all.
+    expectError(
+      await call('/v1.0/account', { headers: { Authorization: `Bearer ${key}` } }),
+      403,
+      'missing_api_key',
+      'bearer',
+    );
+    const free = (await store.createAccountWithKey({ plan: 'free', credits: 5 })).key;
+    expectError(await post(form(), { 'X-API-Key': free }), 403, 'plan_without_api_access', 'free plan');
+    const revoked = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
+    expect((await call('/v1.0/account', { headers: { 'X-API-Key': revoked.key } })).status).toBe(200);
+    await store.revokeKey(revoked.id);
+    expectError(await post(form(), { 'X-API-Key': revoked.key }), 403, 'invalid_api_key', 'revoked');
+    expect(engine.calls).toBe(0);
+  });
+
+  it('answers paths outside /v1.0 with 404 and wrong methods with 405 and Allow, charging nothing', async () => {
+    const withKey = { 'X-API-Key': key };
+    for (const path of [
+      '/v1.0/nothing',
+      '/removebg',
+      '/account',
+      '/v1/removebg',
+      '/v2.0/account',
+      '/V1.0/account',
+      '/v1.0/account/',
+      '/v1.0/removebg/extra',
+      '/v1.0',
+    ])
+      expectError(await call(path, { headers: withKey }), 404, 'not_found', `GET ${path}`);
+    const getRemove = await call('/v1.0/removebg', { headers: withKey });
+    expectError(getRemove, 405, 'method_not_allowed', 'GET /v1.0/removebg');
+    expect(getRemove.headers.get('allow')).toBe('POST');
+    const putRemove = await call('/v1.0/removebg', { method: 'PUT', headers: withKey });
+    expectError(putRemove, 405, 'method_not_allowed', 'PUT /v1.0/removebg');
+    const deleteAccount = await call('/v1.0/account', { method: 'DELETE', headers: withKey });
+    expectError(deleteAccount, 405, 'method_not_allowed', 'DELETE /v1.0/account');
+    expect(deleteAccount.headers.get('allow')).toBe('GET, HEAD');
+    const postAccount = await call('/v1.0/account', {
+      method: 'POST',
+      body: '{}',
+      headers: { ...withKey, 'Content-Type': 'application/json' },
+    });
+    expectError(postAccount, 405, 'method_not_allowed', 'POST /v1.0/account');
+    expect(postAccount.headers.get('allow')).toBe('GET, HEAD');
+    // No CORS preflight is offered: OPTIONS is a method like any other the endpoint does not take.
+    const options = await call('/v1.0/removebg', { method: 'OPTIONS' });
+    expectError(options, 405, 'method_not_allowed', 'OPTIONS /v1.0/removebg');
+    expect(options.headers.get('allow')).toBe('POST');
+
+    // An upload to a wrong place still gets its answer: the server reads the body away instead of
+    // resetting the connection under a client that is still sending (which fetch reports as EPIPE).
+    const upload = Buffer.alloc(2 * 1024 * 1024, 0x5a);
+    const to = (path: string, body: NonNullable<RequestInit['body']>, headers: Record<string, string> = {}) =>
+      call(path, { method: 'POST', body, headers: { ...withKey, ...headers } });
+    expectError(await to('/removebg', form({}, upload)), 404, 'not_found', 'POST /removebg');
+    expectError(await to('/v1.0/account', form({}, upload)), 405, 'method_not_allowed', 'POST /v1.0/account, a file');
+    expectError(
+      await to('/v1.0/removebg', new Uint8Array(upload), { 'Content-Type': 'image/jpeg' }),
+      415,
+      'unsupported_content_type',
+      'raw JPEG',
+    );
+    expectError(await to('/v1.0/removebg?size=full', form({}, upload)), 400, 'invalid_request', 'query with a file');
+    expect(engine.calls).toBe(0);
+    expect(await balance()).toBe(10);
+  });
+
+  it('answers HEAD /v1.0/account like GET without a body, and HEAD /v1.0/removebg with 405', async () => {
+    const get = await call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    const head = await call('/v1.0/account', { method: 'HEAD', headers: { 'X-API-Key': key } });
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+    expect(head.headers.get('content-length')).toBe(String(get.body.length));
+    expect(head.headers.get('x-request-id')).toMatch(UUID);
+    expect(head.headers.get('x-ratelimit-limit')).toBe('60');
+    const headRemove = await call('/v1.0/removebg', { method: 'HEAD', headers: { 'X-API-Key': key } });
+    expect(headRemove.status).toBe(405);
+    expect(headRemove.headers.get('allow')).toBe('POST');
+    expect(headRemove.headers.get('x-request-id')).toMatch(UUID);
   });
 
   it('refuses a declared Content-Length over the limit with 400 file_too_large, and the client receives it', async () => {
@@ -282,6 +538,14 @@ describe('errors', () => {
     });
     expect(response.statusCode).toBe(400);
     expect(errorOf(Buffer.from(await response.body.arrayBuffer())).code).toBe('file_too_large');
+    expect((await post(form())).status).toBe(200);
+  });
+
+  it('refuses a 23 MiB image_file in a multipart body (under the body ceiling) with 400 file_too_large, and keeps serving', async () => {
+    const answer = await post(form({}, Buffer.alloc(23 * 1024 * 1024, 0xff)));
+    expectError(answer, 400, 'file_too_large');
+    expect(engine.calls).toBe(0);
+    expect(await balance()).toBe(10);
     expect((await post(form())).status).toBe(200);
   });
 
@@ -312,11 +576,6 @@ describe('errors', () => {
     });
     expect((await post(form())).status).toBe(200);
   });
-
-  it('answers a wrong Idempotency-Key with 400', async () => {
-    const response = await post(form(), { 'Idempotency-Key': 'x'.repeat(129) });
-    expect([response.status, errorOf(response.body).code]).toEqual([400, 'invalid_idempotency_key']);
-  });
 });
 
 describe('limits and load', () => {
@@ -328,6 +587,7 @@ describe('limits and load', () => {
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(answer).toMatch(/x-request-id: [0-9a-f-]{36}/i);
     expect(answer).toMatch(/connection: close/i);
     expect(answer).toContain('"code":"request_timeout"');
     expect((await post(form())).status).toBe(200);
@@ -342,13 +602,21 @@ describe('limits and load', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(limited.headers.get('x-ratelimit-limit')).toBe('1');
+    expect(limited.headers.get('x-ratelimit-reset')).toBe(limited.headers.get('retry-after'));
+    // One count per key across both endpoints.
+    const account = await call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    expectError(account, 429, 'rate_limited', 'GET /v1.0/account');
+    expect(Number(account.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(account.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(engine.calls).toBe(1);
   });
 
   it('answers 402 insufficient_credits when the balance is short', async () => {
     await start({ creditsPerImage: 11 });
     const response = await post(form());
-    expect([response.status, errorOf(response.body).code]).toEqual([402, 'insufficient_credits']);
+    expectError(response, 402, 'insufficient_credits');
     expect(response.headers.get('x-ratelimit-limit')).toBe('60');
+    expect(engine.calls).toBe(0);
     expect(await balance()).toBe(10);
   });
 
@@ -366,8 +634,12 @@ describe('limits and load', () => {
 
   it('answers 502 when the engine fails with an unclassified error, and 504 on timeout, refunding both', async () => {
     await start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
-    const failed = await post(form());
-    expect([failed.status, errorOf(failed.body).code]).toEqual([502, 'processing_failed']);
+    const failed = await post(form(), { 'Idempotency-Key': 'job-1' });
+    expectError(failed, 502, 'processing_failed');
+    expect(await balance()).toBe(10);
+    // The key of a failed request is spent: reusing it says so, and charges nothing.
+    expectError(await post(form(), { 'Idempotency-Key': 'job-1' }), 409, 'idempotency_key_failed');
+    expect(engine.calls).toBe(1);
     engine.behaviour = { kind: 'hang' };
     await server.close();
     await service.close();
@@ -405,6 +677,73 @@ describe('limits and load', () => {
     await closed;
     expect(response.status).toBe(200);
     await expect(fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).rejects.toThrow();
+  });
+});
+
+describe('a connection after a bad request', () => {
+  beforeEach(() => start());
+
+  it('keeps serving after each bad request, on the same connection or a new one; then an image succeeds', async () => {
+    const account = () => call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    const bad: Array<() => Promise<Answer>> = [
+      () => post('{"image_url": ', { 'Content-Type': 'application/json' }),
+      () =>
+        post('--x\r\nContent-Disposition: form-data; name="size"\r\n\r\nhd', {
+          'Content-Type': 'multipart/form-data; boundary=x',
+        }),
+      () => post('hello', { 'Content-Type': 'text/plain' }),
+      () => post(form({ size: 'huge' })),
+      () => post(form({}, Buffer.from('not an image at all'))),
+      () => call('/v1.0/removebg', { method: 'DELETE' }),
+    ];
+    for (const request of bad) {
+      expect((await request()).status).toBeGreaterThanOrEqual(400);
+      expect((await account()).status).toBe(200);
+    }
+    expect((await post(form({ size: 'preview' }))).status).toBe(200);
+    expect(await balance()).toBe(9);
+  });
+
+  it('skips a body sent with GET, and a body it refuses unread (415), instead of reading it as the next request', async () => {
+    // The body looks like a request of its own: it must be skipped as body, never answered.
+    const smuggled = 'GET /v1.0/smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+    const get = await rawExchange(
+      `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` +
+        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(statusLines(get)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
+    expect(get).not.toContain('smuggled');
+    expect(get.match(/"total":10,/g)).toHaveLength(2);
+
+    const refused = await rawExchange(
+      `POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` +
+        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(statusLines(refused)[0]).toBe('HTTP/1.1 415');
+    expect(refused).not.toContain('smuggled');
+    expect(
+      statusLines(refused)
+        .slice(1)
+        .every((line) => line === 'HTTP/1.1 200'),
+    ).toBe(true);
+  });
+
+  it('never drains an unread body at length: too large declared, or over 64 KiB and stalled, is answered with Connection: close and closed', async () => {
+    const started = Date.now();
+    const huge = await rawExchange(
+      'POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nabc',
+      30_000,
+    );
+    expect(statusLines(huge)).toEqual(['HTTP/1.1 404']);
+    expect(huge).toMatch(/connection: close/i);
+    const stalled = await rawExchange(
+      'POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc',
+      30_000,
+    );
+    expect(statusLines(stalled)).toEqual(['HTTP/1.1 404']);
+    expect(stalled).toMatch(/connection: close/i);
+    // The server's own end, not the 30 s safety net above, closed both.
+    expect(Date.now() - started).toBeLessThan(29_000);
   });
 });
 
@@ -536,19 +875,25 @@ describe('the OpenAPI document declares what the server sends', () => {
 describe('GET /v1.0/account and /v1.0/openapi.json', () => {
   beforeEach(() => start());
 
-  it('answers the account record with rate-limit headers', async () => {
-    const response = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
-    expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({
+  it('answers the account record: integers, total = subscription + payg, enterprise and free_calls 0, all sizes', async () => {
+    await store.addCredits({ apiKey: key }, 3, 'subscription');
+    const answer = await call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(answer.headers.get('x-request-id')).toMatch(UUID);
+    expect(answer.headers.get('x-ratelimit-limit')).toBe('60');
+    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])
+      expect(answer.headers.get(name), name).toMatch(/^\d+$/);
+    // The exact text: integers (13, not 13.0 or "13"), and no member beyond the spec's.
+    expect(JSON.parse(answer.body.toString())).toStrictEqual({
       data: {
         attributes: {
-          credits: { total: 10, subscription: 0, payg: 10, enterprise: 0 },
+          credits: { total: 13, subscription: 3, payg: 10, enterprise: 0 },
           api: { free_calls: 0, sizes: 'all' },
         },
       },
     });
-    expect(response.headers.get('x-ratelimit-limit')).toBe('60');
-    expect(response.headers.get('x-request-id')).toBeTruthy();
+    expect(answer.body.toString()).toContain('"total":13,"subscription":3,"payg":10,"enterprise":0');
   });
 
   it('serves an OpenAPI 3.1 document with every field, unsupported parameter and wire error code', async () => {
@@ -557,6 +902,7 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
     const doc = (await response.json()) as {
       openapi: string;
       info: { version: string };
+      paths: Record<string, unknown>;
       components: {
         schemas: Record<string, { properties: Record<string, unknown> }>;
         responses: Record<string, unknown>;
@@ -564,6 +910,7 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
     };
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1.0/removebg', '/v1.0/account']));
     const multipart = Object.keys(doc.components.schemas.RemoveRequest_multipart!.properties);
     const json = Object.keys(doc.components.schemas.RemoveRequest_json!.properties);
     for (const name of [...SOURCE_FIELDS, ...OPTION_FIELDS.map((f) => f.name), ...UNSUPPORTED_FIELDS])
