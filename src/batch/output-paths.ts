@@ -1,6 +1,4 @@
-// Output naming: DIR/<relative folder>/<stem>.<ext>, keeping subfolders, and never two inputs on one output.
-// With format=auto the extension (png or jpg) is known only after processing, so an output is a "slot"
-// (folder + stem) with the extensions it may take; existence checks look at all of them.
+// Output slots (folder + stem; format=auto decides the extension later), never two inputs on one output.
 
 import { existsSync } from 'node:fs';
 import { dirname, join, parse } from 'node:path';
@@ -21,19 +19,14 @@ export function possibleExtensions(format: Format): string[] {
 }
 
 /**
- * Assigns each input a slot. Inputs that would share one (photo.jpg and photo.png in one folder, or two
- * explicit files with the same name) get their source extension kept (photo.jpg.png), then a counter.
- * Inputs arrive sorted, so the assignment is the same on every run, which resume relies on.
+ * A slot per input; inputs that would share one keep their source extension (photo.jpg.png), then a counter.
+ * The inputs come sorted, so every run assigns the same slots, which resume relies on.
  */
 export function assignOutputSlots(items: InputItem[], outputDir: string, format: Format): Map<InputItem, OutputSlot> {
   const extensions = possibleExtensions(format);
-  const naive = (item: InputItem) => {
-    const { dir, name } = parse(item.relativePath);
-    return join(outputDir, dir, name);
-  };
   const groups = new Map<string, InputItem[]>();
   for (const item of items) {
-    const base = naive(item);
+    const base = plainBase(item, outputDir);
     groups.set(base, [...(groups.get(base) ?? []), item]);
   }
   const slots = new Map<InputItem, OutputSlot>();
@@ -47,29 +40,31 @@ export function assignOutputSlots(items: InputItem[], outputDir: string, format:
   for (const [base, group] of groups) {
     if (group.length === 1) continue;
     for (const item of group) {
-      let candidate = join(dirname(base), parse(item.relativePath).base);
-      for (let n = 2; taken.has(candidate); n++)
-        candidate = `${join(dirname(base), parse(item.relativePath).base)}-${n}`;
-      taken.add(candidate);
-      slots.set(item, { base: candidate, extensions });
+      slots.set(item, { base: claim(join(dirname(base), parse(item.relativePath).base), taken), extensions });
     }
   }
   return slots;
 }
 
-/**
- * The slot of an input that arrives after the others (rmbg remove --watch): its plain name, or, when an
- * earlier input holds that, the source extension kept and then a counter, as for inputs found together.
- * Slots already given never change. `taken` is updated.
- */
+/** The slot of an input arriving later (--watch): as above, but slots already given never change. */
 export function addOutputSlot(item: InputItem, taken: Set<string>, outputDir: string, format: Format): OutputSlot {
-  const { dir, name, base: fileName } = parse(item.relativePath);
-  let candidate = join(outputDir, dir, name);
-  if (taken.has(candidate)) candidate = join(outputDir, dir, fileName);
-  const first = candidate;
-  for (let n = 2; taken.has(candidate); n++) candidate = `${first}-${n}`;
-  taken.add(candidate);
-  return { base: candidate, extensions: possibleExtensions(format) };
+  const plain = plainBase(item, outputDir);
+  const candidate = taken.has(plain) ? join(dirname(plain), parse(item.relativePath).base) : plain;
+  return { base: claim(candidate, taken), extensions: possibleExtensions(format) };
+}
+
+/** DIR/<relative folder>/<stem>. */
+function plainBase(item: InputItem, outputDir: string): string {
+  const { dir, name } = parse(item.relativePath);
+  return join(outputDir, dir, name);
+}
+
+/** `candidate`, or it with the first free counter; added to `taken`. */
+function claim(candidate: string, taken: Set<string>): string {
+  let claimed = candidate;
+  for (let n = 2; taken.has(claimed); n++) claimed = `${candidate}-${n}`;
+  taken.add(claimed);
+  return claimed;
 }
 
 /** The first existing output of a slot, if any. */
