@@ -8,7 +8,7 @@ import type { EngineScheduler } from './engine-scheduler.js';
 import type { KeyInFlight } from './key-in-flight.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { RateLimiter } from './rate-limiter.js';
-import type { RefundRetry } from './refund-retry.js';
+import type { Refunder } from './refunder.js';
 import type { Slots } from './slots.js';
 import type { ImageFetcher, ServiceObserver } from './types.js';
 
@@ -18,8 +18,8 @@ export interface ServiceContext {
   scheduler: EngineScheduler;
   limiter: RateLimiter;
   authThrottle: AuthThrottle;
-  /** Refunds after a failure, retried when the store fails. */
-  refunds: RefundRetry;
+  /** Refunds a request that failed after its charge, retrying when the store refuses. */
+  refunder: Refunder;
   inFlight: KeyInFlight;
   /** image_url downloads at once: outside the engine's line, so a slow URL holds no engine place. */
   urlFetches: Slots;

@@ -4,7 +4,7 @@
 import { RmbgError } from '../api/errors.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
-import { balance, charge, grant, ledgerMismatches, NOTHING, refund } from './credit-ledger.js';
+import { balance, charge, grant, ledgerMismatches, NOTHING, refundCharge } from './credit-ledger.js';
 import {
   beginIdempotent,
   deleteExpiredKeys,
@@ -21,9 +21,9 @@ import { one, type SqlDriver, type SqlExecutor } from './sql.js';
 import type {
   CreditTarget,
   ExpiryReport,
-  FailedSettlement,
   IdempotencyRef,
   PurgeReport,
+  RefundOutcome,
   Settlement,
   Store,
 } from './types.js';
@@ -42,13 +42,10 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     return owner.accountId;
   }
 
-  /**
-   * The failed settlement: whoever closes the lease refunds the charge and fails the key, in the same
-   * transaction; anyone else (the request was settled already) changes nothing.
-   */
-  async function settleFailed(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
+  /** The refund of a failed request: whoever closes the lease gives the charge back and fails the key; once. */
+  async function refundIn(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
     if ((await closeLease(db, requestId)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
-    const refunded = await refund(db, requestId, now);
+    const refunded = await refundCharge(db, requestId, now);
     const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
     return { settled: true, refunded, keyFailed };
   }
@@ -109,9 +106,9 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         if (error instanceof KeyLost) return false;
         throw error;
       }),
-    failRequest: (requestId, ref, now = Date.now()): Promise<FailedSettlement> =>
+    refund: (requestId, ref, now = Date.now()): Promise<RefundOutcome> =>
       tx(async (db) => {
-        const { settled, refunded } = await settleFailed(db, requestId, ref, now);
+        const { settled, refunded } = await refundIn(db, requestId, ref, now);
         return { settled, refunded };
       }),
     releaseIdempotent: (ref) =>
@@ -162,7 +159,7 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
             lease.idem_key === null
               ? undefined
               : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
-          return settleFailed(db, lease.request_id, ref, now);
+          return refundIn(db, lease.request_id, ref, now);
         });
         // No expired lease left that nobody holds. (Settled is certain for a claimed lease; checked so a bug
         // could never loop here.)

@@ -19,8 +19,8 @@ export interface PoolAmounts {
   payg: number;
 }
 
-/** A failed settlement: whether this call closed the lease (false: the request was settled already), and the refund. */
-export interface FailedSettlement {
+/** A refund: whether this call closed the lease (false: the request was settled already), and what it gave back. */
+export interface RefundOutcome {
   settled: boolean;
   refunded: PoolAmounts;
 }
@@ -194,10 +194,10 @@ export interface Store {
     now?: number,
   ): Promise<boolean>;
   /**
-   * Settles a charged request as failed: lease closed, charge refunded, key failed, in one transaction; once.
-   * `settled` false: the lease was closed already (delivered, or refunded by another call), nothing changed.
+   * Refunds a request that failed after its charge: lease closed, charge given back, key failed, in one
+   * transaction; once. `settled` false: the lease was closed already (delivered, or refunded), nothing changed.
    */
-  failRequest(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<FailedSettlement>;
+  refund(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<RefundOutcome>;
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /**
@@ -215,7 +215,7 @@ export interface Store {
   /** Extends the leases of `owner`'s running requests to expiresAt, in one statement. */
   renewLeases(owner: string, requestIds: readonly string[], expiresAt: number): Promise<number>;
   /**
-   * Settles as failed (refund, failed key) every request whose lease expired by `now`, whoever's they were,
+   * Refunds (as `refund` does) every request whose lease expired by `now`, whoever's they were,
    * passing over leases another transaction holds (the next sweep settles them). `all`: every lease whatever its
    * expiry (a SQLite server at start, alone on its file). The rows written are dated `now`.
    */

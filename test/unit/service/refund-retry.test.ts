@@ -19,7 +19,7 @@ let store: Store;
 let service: Service;
 let key: string;
 let accountId: string;
-/** failRequest calls to refuse before the store is "healthy" again. */
+/** store.refund calls to refuse before the store is "healthy" again. */
 let refusals: number;
 
 function sqliteBusy(): Error {
@@ -30,13 +30,13 @@ function sqliteBusy(): Error {
 function faultyStore(real: Store): Store {
   return new Proxy(real, {
     get(target, name, receiver) {
-      if (name === 'failRequest') {
-        return (...args: Parameters<Store['failRequest']>) => {
+      if (name === 'refund') {
+        return (...args: Parameters<Store['refund']>) => {
           if (refusals > 0) {
             refusals -= 1;
             return Promise.reject(sqliteBusy());
           }
-          return target.failRequest(...args);
+          return target.refund(...args);
         };
       }
       const value = Reflect.get(target, name, receiver) as unknown;
@@ -76,23 +76,25 @@ afterEach(async () => {
 describe('a refund the store refuses', () => {
   it('is retried at once: the client gets 502 processing_failed, the credit back and a failed key', async () => {
     refusals = 2;
-    const error = await rejectionOf(service.removeBackground(await request('busy-1')));
+    const error = await rejectionOf(service.handleRemoveRequest(await request('busy-1')));
     expect([error.status, error.code]).toEqual([502, 'processing_failed']);
     expect((await store.balance(accountId)).total).toBe(5);
-    const again = await rejectionOf(service.removeBackground(await request('busy-1')));
+    const again = await rejectionOf(service.handleRemoveRequest(await request('busy-1')));
     expect(again.code).toBe('idempotency_key_failed');
   });
 
   it('still failing (disk full): the original error, the key in progress until the store recovers, then the credit back and the key failed', async () => {
     refusals = Number.POSITIVE_INFINITY;
-    const error = await rejectionOf(service.removeBackground(await request('full-1')));
+    const error = await rejectionOf(service.handleRemoveRequest(await request('full-1')));
     expect([error.status, error.code]).toEqual([502, 'processing_failed']);
     expect((await store.balance(accountId)).total).toBe(4);
     // Refund and failed key are one transaction: until it goes through, a repeat is told to wait, not to pay again.
-    const waiting = await rejectionOf(service.removeBackground(await request('full-1')));
+    const waiting = await rejectionOf(service.handleRemoveRequest(await request('full-1')));
     expect([waiting.status, waiting.code]).toEqual([409, 'idempotency_in_progress']);
     refusals = 0;
     await expect.poll(async () => (await store.balance(accountId)).total, { timeout: 15_000, interval: 200 }).toBe(5);
-    expect((await rejectionOf(service.removeBackground(await request('full-1')))).code).toBe('idempotency_key_failed');
+    expect((await rejectionOf(service.handleRemoveRequest(await request('full-1')))).code).toBe(
+      'idempotency_key_failed',
+    );
   });
 });

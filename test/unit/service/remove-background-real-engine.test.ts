@@ -54,7 +54,7 @@ it('removes the background of a real photo, charges once and replays the same by
     requestId: randomUUID(),
   };
 
-  const outcome = await service.removeBackground(req);
+  const outcome = await service.handleRemoveRequest(req);
   expect(outcome.image.mimeType).toBe('image/png');
   expect(outcome.image.width * outcome.image.height).toBeLessThanOrEqual(250_000);
   const { data, info } = await sharp(outcome.image.data).raw().toBuffer({ resolveWithObject: true });
@@ -70,7 +70,7 @@ it('removes the background of a real photo, charges once and replays the same by
   expect(opaque / pixels).toBeGreaterThan(0.05);
   expect((await store.balance(accountId)).total).toBe(2);
 
-  const replay = await service.removeBackground({ ...req, requestId: randomUUID() });
+  const replay = await service.handleRemoveRequest({ ...req, requestId: randomUUID() });
   expect([replay.replayed, replay.requestId, replay.creditsCharged]).toEqual([true, req.requestId, 1]);
   expect(replay.image.data.equals(outcome.image.data)).toBe(true);
   expect((await store.balance(accountId)).total).toBe(2);

@@ -188,7 +188,7 @@ describe('a deliver whose answer is lost', () => {
 
   it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
     const service = await start('after-commit');
-    const outcome = await service.removeBackground(request(key));
+    const outcome = await service.handleRemoveRequest(request(key));
     expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
     expect(await store.usage({ requestId: outcome.requestId })).toEqual([
@@ -198,7 +198,7 @@ describe('a deliver whose answer is lost', () => {
 
   it('applied only after the re-read saw the lease open: the refund finds it settled, the result is answered, charged once', async () => {
     const service = await start('commit-after-reread');
-    const outcome = await service.removeBackground(request(key));
+    const outcome = await service.handleRemoveRequest(request(key));
     expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
     expect(await store.usage({ requestId: outcome.requestId })).toEqual([
@@ -208,7 +208,7 @@ describe('a deliver whose answer is lost', () => {
 
   it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {
     const service = await start('before-commit');
-    const error = await rejectionOf(service.removeBackground(request(key)));
+    const error = await rejectionOf(service.handleRemoveRequest(request(key)));
     expect([error.status, error.code]).toEqual([503, 'service_unavailable']);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
   });
@@ -223,7 +223,7 @@ describe('servers whose clocks disagree, on one PostgreSQL', () => {
     const { key, accountId } = await storeA.createAccountWithKey({ plan: 'pro', credits: 5 });
     const engineA = testEngine({ kind: 'gated' });
     const a = await serve(storeA, engineA);
-    const running = a.removeBackground(request(key, 'order-1'));
+    const running = a.handleRemoveRequest(request(key, 'order-1'));
     await engineA.started(1);
     expect(await pgRows(url, 'SELECT CAST(charged AS INTEGER) AS charged FROM leases')).toEqual([{ charged: 1 }]);
 

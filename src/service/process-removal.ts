@@ -1,6 +1,5 @@
-// The removeBackground use case after authentication and rate limiting: idempotency, queue place,
-// charge, image fetch, engine, then the settlement: delivered (with the key's replay) or, on any failure after
-// the charge, refunded (with a failed key), each in one transaction of the store's.
+// One removal after authentication and rate limiting: idempotency, image fetch, engine place, charge, engine,
+// then delivered (with the key's replay) or, on a failure after the charge, refunded (src/service/refunder.ts).
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
@@ -72,7 +71,7 @@ function insufficientCredits(price: number, balance: Balance): RmbgError {
   const { total, subscription, payg } = balance;
   return new RmbgError(
     'insufficient_credits',
-    `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg}); add credits with \`rmbg credits add\``,
+    `an image costs ${price} credit${price === 1 ? '' : 's'} and the balance is ${total} (subscription ${subscription}, payg ${payg})`,
   );
 }
 
@@ -82,7 +81,7 @@ async function assertCanPay(ctx: ServiceContext, caller: KeyOwner, price: number
   if (balance.total < price) throw insufficientCredits(price, balance);
 }
 
-export async function removeBackground(
+export async function processRemoval(
   ctx: ServiceContext,
   req: RemoveRequest,
   caller: KeyOwner,
@@ -132,7 +131,7 @@ export async function removeBackground(
     if (req.source.kind === 'url') usage.inputBytes = input.length;
     ticket = ctx.scheduler.admit();
     // Until the store answers, the charge may have been committed (an answer lost with the connection): a
-    // failure then settles the request as failed (refunding whatever was charged) instead of giving the key back.
+    // failure then refunds whatever was charged instead of giving the key back.
     charged = true;
     const charge = await ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now());
     charged = charge.ok;
@@ -183,11 +182,11 @@ export async function removeBackground(
         : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
     if (charged) {
-      const settlement = await ctx.refunds.settle(req.requestId, idempotency);
-      if (settlement?.settled) ctx.observer.refunded?.(settlement.refunded.subscription + settlement.refunded.payg);
+      const refund = await ctx.refunder.refund(req.requestId, idempotency);
+      if (refund?.settled) ctx.observer.refunded?.(refund.refunded.subscription + refund.refunded.payg);
       // Settled already, though the re-read after a lost deliver answer saw the lease open: that COMMIT was still
       // being applied. Delivered, it charged the caller: answer the result, not 503 for a charge kept.
-      if (settlement?.settled === false && delivering) {
+      if (refund?.settled === false && delivering) {
         if ((await ctx.store.settlementOf(req.requestId).catch(() => undefined)) === 'delivered')
           return answer(delivering);
       }
@@ -205,10 +204,8 @@ export async function removeBackground(
 const REREAD_WAITS_MS = [0, 100, 400, 1000] as const;
 
 /**
- * The delivered settlement. When its answer is lost (the connection dropped around the COMMIT), the COMMIT may
- * have gone through, charging the caller: re-read what happened and answer that, rather than 503 for a charge
- * kept. Still leased: nothing was settled yet, so the error stands and the caller refunds; should that find the
- * lease closed (the COMMIT was still being applied), the caller reads the settlement once more.
+ * The delivered settlement. An answer lost around the COMMIT may hide a charge kept, so what happened is re-read
+ * and answered; still leased, the error stands and the caller refunds.
  */
 async function deliver(
   ctx: ServiceContext,

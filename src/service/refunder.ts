@@ -1,11 +1,7 @@
-// Settles a request that failed after its charge: the refund and the failed mark of its Idempotency-Key, in
-// the store's one transaction (failRequest). A store that fails now (SQLite busy, a PostgreSQL failover, disk
-// full) must not turn the client's answer into a 500: the refund is retried at once, then in the background
-// until it goes through, and the client always gets the request's original error. Meanwhile the key reads
-// as in progress (a repeat gets 409 with Retry-After), and the request's lease is no longer renewed, so if
-// this server dies first, any server's lease sweep settles it the same way. Either path settles it once.
+// Refunds a request that failed after its charge (store.refund). A refusing store must not turn the client's
+// answer into a 500, so the refund is retried, and meanwhile any server's lease sweep may settle it instead.
 
-import type { FailedSettlement, IdempotencyRef, Store } from '../store/index.js';
+import type { IdempotencyRef, RefundOutcome, Store } from '../store/index.js';
 
 /** Waits between the immediate attempts: a busy database is usually free again within milliseconds. */
 const IMMEDIATE_RETRY_MS = [25, 100, 400] as const;
@@ -17,24 +13,24 @@ interface Pending {
   idempotency: IdempotencyRef | undefined;
 }
 
-export class RefundRetry {
+export class Refunder {
   readonly #pending = new Map<string, Pending>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'failRequest'>,
+    private readonly store: Pick<Store, 'refund'>,
     private readonly now: () => number,
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
   ) {}
 
   /**
-   * Refunds and fails the key, retrying; never throws. Returns the store's settlement (settled false: the
-   * request was settled already), or undefined when the refund was handed to the background.
+   * Refunds the charge and fails the key; never throws. A refusing store is tried again at once, then in the
+   * background (undefined is returned then). `settled` false: the request was settled already.
    */
-  async settle(requestId: string, idempotency: IdempotencyRef | undefined): Promise<FailedSettlement | undefined> {
+  async refund(requestId: string, idempotency: IdempotencyRef | undefined): Promise<RefundOutcome | undefined> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.store.failRequest(requestId, idempotency, this.now());
+        return await this.store.refund(requestId, idempotency, this.now());
       } catch (error) {
         const wait = IMMEDIATE_RETRY_MS[attempt];
         if (wait === undefined) {
@@ -46,11 +42,11 @@ export class RefundRetry {
     }
   }
 
-  /** One more attempt for every pending refund (the background timer, and Service.close()). */
+  /** One more attempt for every refund handed to the background (its timer, and Service.close()). */
   async retryPending(): Promise<void> {
     for (const pending of [...this.#pending.values()]) {
       try {
-        await this.store.failRequest(pending.requestId, pending.idempotency, this.now());
+        await this.store.refund(pending.requestId, pending.idempotency, this.now());
         this.#pending.delete(pending.requestId);
       } catch {
         // Still failing: the next round tries again, and the lease sweep of any server settles it too.
