@@ -4,6 +4,7 @@
 import cliProgress from 'cli-progress';
 import { policyOf } from '../api/errors.js';
 import type { BatchEvent, BatchSummary } from '../batch/run-batch.js';
+import { withFix } from './report-error.js';
 
 export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
   // A MultiBar with one bar, because only MultiBar can print log lines above the bar.
@@ -121,7 +122,7 @@ export interface StopDetail {
 
 /** Why the batch stopped and how to resume, or undefined when it ran to the end. */
 export function stopHint(summary: BatchSummary, detail: StopDetail = {}): string | undefined {
-  const why = detail.message ? ` (${detail.message})` : '';
+  const why = detail.message ? ` (${withFix(summary.stoppedBy, detail.message)})` : '';
   if (summary.stoppedBy && policyOf(summary.stoppedBy).reportsBalance) {
     const left = detail.creditsLeft === undefined ? '' : ` The account has ${detail.creditsLeft} credits left.`;
     return `stopped: the account is out of credits${why}.${left} Add credits and run the same command again to resume; finished files are not charged again.`;

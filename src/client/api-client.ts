@@ -92,7 +92,7 @@ interface Call {
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const base = parseBaseUrl(options.baseUrl);
-  if (!options.apiKey) throw new RmbgError('usage_error', 'an API key is required: pass --api-key or set RMBG_API_KEY');
+  if (!options.apiKey) throw new RmbgError('usage_error', 'an API key is required to call the API');
   const timeoutMs = options.timeoutMs ?? LIMITS.clientTimeoutMs;
   const policy = resolveRetryPolicy(options.retry);
   const auth = { [HEADERS.apiKey]: options.apiKey };

@@ -10,7 +10,7 @@ export async function authenticate(store: Store, apiKey: string | undefined): Pr
   if (apiKey === undefined || apiKey.trim() === '') {
     throw new RmbgError(
       'missing_api_key',
-      'send your API key in the X-API-Key header (create one with `rmbg keys create`)',
+      "the X-API-Key header is missing or empty; send the account's API key in it",
     );
   }
   const owner = await store.accountForKey(apiKey.trim());

@@ -1,4 +1,4 @@
-// The service's removeBackground and getAccount on a real SQLite store, with a sharp-backed stand-in
+// The service's handleRemoveRequest and getAccount on a real SQLite store, with a sharp-backed stand-in
 // engine: authentication, rate limits, charges and refunds, idempotent replays, queue and timeouts.
 
 import { randomUUID } from 'node:crypto';
@@ -80,7 +80,7 @@ describe('a processed image', () => {
   it('returns the engine result, charges once, and reports request id and rate limit', async () => {
     await start();
     const req = request();
-    const outcome = await service.removeBackground(req);
+    const outcome = await service.handleRemoveRequest(req);
     expect(outcome.replayed).toBe(false);
     expect(outcome.requestId).toBe(req.requestId);
     expect(outcome.creditsCharged).toBe(1);
@@ -116,17 +116,19 @@ describe('a processed image', () => {
   it('charges the configured price, subscription credits first', async () => {
     await store.addCredits({ accountId }, 2, 'subscription');
     await start({ creditsPerImage: 3 });
-    const outcome = await service.removeBackground(request());
+    const outcome = await service.handleRemoveRequest(request());
     expect(outcome.creditsCharged).toBe(3);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
   });
 
   it('refuses with 402 insufficient_credits, saying balance and price, and processes nothing', async () => {
     await start({ creditsPerImage: 6 });
-    const error = await rejectionOf(service.removeBackground(request()));
+    const error = await rejectionOf(service.handleRemoveRequest(request()));
     expect([error.status, error.code]).toEqual([402, 'insufficient_credits']);
     expect(error.message).toContain('costs 6 credits');
     expect(error.message).toContain('balance is 5');
+    // The API's words only: the CLI adds its own command (src/cli/report-error.ts).
+    expect(error.message).not.toContain('rmbg ');
     expect(error.rateLimit).toEqual({ limit: 60, remaining: 59, resetSeconds: 60 });
     expect(engine.calls).toBe(0);
     expect((await store.balance(accountId)).total).toBe(5);
@@ -147,7 +149,7 @@ describe('authentication', () => {
       [free.key, 'plan_without_api_access'],
     ];
     for (const [apiKey, code] of cases) {
-      const error = await rejectionOf(service.removeBackground(request({ apiKey })));
+      const error = await rejectionOf(service.handleRemoveRequest(request({ apiKey })));
       expect([error.status, error.code]).toEqual([403, code]);
       const account = await rejectionOf(service.getAccount(apiKey));
       expect([account.status, account.code]).toEqual([403, code]);
@@ -166,13 +168,13 @@ describe('authentication', () => {
     const rowsBefore = (await store.usage()).length;
     for (let i = 0; i < 3; i += 1) {
       const error = await rejectionOf(
-        service.removeBackground({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }),
+        service.handleRemoveRequest({ ...request({ apiKey: `rmbg_guess-${i}` }), clientAddress: '203.0.113.9' }),
       );
       expect(error.code).toBe('invalid_api_key');
     }
     // The address is over its limit: a bad or missing key from it waits for the minute to end.
     const refused = await rejectionOf(
-      service.removeBackground({ ...request({ apiKey: 'rmbg_guess-y' }), clientAddress: '203.0.113.9' }),
+      service.handleRemoveRequest({ ...request({ apiKey: 'rmbg_guess-y' }), clientAddress: '203.0.113.9' }),
     );
     expect([refused.status, refused.code]).toEqual([429, 'rate_limited']);
     expect(refused.retryAfterSeconds).toBeGreaterThan(0);
@@ -181,9 +183,9 @@ describe('authentication', () => {
     expect((await rejectionOf(service.getAccount(undefined, 'acct-y', '203.0.113.9'))).code).toBe('rate_limited');
     expect(await store.usage()).toHaveLength(rowsBefore);
     // A valid key from the same address (a customer behind the same proxy or NAT) is served.
-    expect((await service.removeBackground({ ...request(), clientAddress: '203.0.113.9' })).creditsCharged).toBe(1);
+    expect((await service.handleRemoveRequest({ ...request(), clientAddress: '203.0.113.9' })).creditsCharged).toBe(1);
     // Another address is not affected.
-    expect((await service.removeBackground({ ...request(), clientAddress: '198.51.100.7' })).creditsCharged).toBe(1);
+    expect((await service.handleRemoveRequest({ ...request(), clientAddress: '198.51.100.7' })).creditsCharged).toBe(1);
   });
 });
 
@@ -192,8 +194,12 @@ describe('rate limit', () => {
     await start({ rateLimitPerMinute: 2 });
     expect((await service.getAccount(key)).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
     clock += 15_000;
-    expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
-    const error = await rejectionOf(service.removeBackground(request()));
+    expect((await service.handleRemoveRequest(request())).rateLimit).toEqual({
+      limit: 2,
+      remaining: 0,
+      resetSeconds: 45,
+    });
+    const error = await rejectionOf(service.handleRemoveRequest(request()));
     expect([error.status, error.code, error.retryAfterSeconds]).toEqual([429, 'rate_limited', 45]);
     expect(error.rateLimit).toEqual({ limit: 2, remaining: 0, resetSeconds: 45 });
     // Another key has its own budget.
@@ -201,7 +207,11 @@ describe('rate limit', () => {
     expect((await service.getAccount(other.key)).rateLimit.remaining).toBe(1);
     // A new window opens a minute after the first request.
     clock = T0 + 60_000;
-    expect((await service.removeBackground(request())).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
+    expect((await service.handleRemoveRequest(request())).rateLimit).toEqual({
+      limit: 2,
+      remaining: 1,
+      resetSeconds: 60,
+    });
     expect((await store.balance(accountId)).total).toBe(3);
   });
 });
@@ -210,7 +220,7 @@ describe('failures after the charge are refunded', () => {
   it('502 from the engine: refunded exactly, key failed, reuse of the key is 409 idempotency_key_failed', async () => {
     await start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
     const req = request({ idempotencyKey: 'order-1' });
-    const error = await rejectionOf(service.removeBackground(req));
+    const error = await rejectionOf(service.handleRemoveRequest(req));
     expect([error.status, error.code, error.message]).toEqual([502, 'processing_failed', 'onnx exploded']);
     expect(error.rateLimit?.remaining).toBe(59);
     expect((await store.balance(accountId)).total).toBe(5);
@@ -225,7 +235,7 @@ describe('failures after the charge are refunded', () => {
     });
 
     engine.behaviour = { kind: 'work' };
-    const reuse = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'order-1' })));
+    const reuse = await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'order-1' })));
     expect([reuse.status, reuse.code]).toEqual([409, 'idempotency_key_failed']);
     expect(reuse.message).toContain(req.requestId);
     expect(engine.calls).toBe(1);
@@ -235,7 +245,7 @@ describe('failures after the charge are refunded', () => {
   it('400 image errors found by the engine are refunded too', async () => {
     await start();
     const error = await rejectionOf(
-      service.removeBackground(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })),
+      service.handleRemoveRequest(request({ source: { kind: 'base64', data: Buffer.from('not an image at all') } })),
     );
     expect([error.status, error.code]).toEqual([400, 'corrupt_image']);
     expect((await store.balance(accountId)).total).toBe(5);
@@ -245,22 +255,22 @@ describe('failures after the charge are refunded', () => {
     await start();
     const source: ImageSource = { kind: 'url', url: 'http://127.0.0.1/photo.jpg' };
     const req = request({ source, idempotencyKey: 'url-1' });
-    const error = await rejectionOf(service.removeBackground(req));
+    const error = await rejectionOf(service.handleRemoveRequest(req));
     expect([error.status, error.code]).toEqual([400, 'invalid_image_url']);
     expect(engine.calls).toBe(0);
     expect((await store.balance(accountId)).total).toBe(5);
     expect(ledgerRows(req.requestId)).toHaveLength(0);
     // Nothing was charged: the same key may be used again.
-    expect((await rejectionOf(service.removeBackground(req))).code).toBe('invalid_image_url');
+    expect((await rejectionOf(service.handleRemoveRequest(req))).code).toBe('invalid_image_url');
   });
 
   it('504 processing_timeout when the engine takes too long; refunded, key failed', async () => {
     await start({ behaviour: { kind: 'hang' }, processingTimeoutMs: 150 });
-    const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })));
+    const error = await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'slow' })));
     expect([error.status, error.code]).toEqual([504, 'processing_timeout']);
     expect(error.rateLimit?.limit).toBe(60);
     expect((await store.balance(accountId)).total).toBe(5);
-    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'slow' })))).code).toBe(
+    expect((await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'slow' })))).code).toBe(
       'idempotency_key_failed',
     );
   });
@@ -268,7 +278,7 @@ describe('failures after the charge are refunded', () => {
   it('a client that goes away without an Idempotency-Key stops its request, which is refunded', async () => {
     await start({ behaviour: { kind: 'hang' } });
     const controller = new AbortController();
-    const pending = service.removeBackground(request({ signal: controller.signal }));
+    const pending = service.handleRemoveRequest(request({ signal: controller.signal }));
     await engine.started(1);
     controller.abort();
     const error = await rejectionOf(pending);
@@ -280,12 +290,12 @@ describe('failures after the charge are refunded', () => {
     await start({ behaviour: { kind: 'gated' } });
     const controller = new AbortController();
     const first = request({ idempotencyKey: 'keep-going', signal: controller.signal });
-    const pending = service.removeBackground(first);
+    const pending = service.handleRemoveRequest(first);
     await engine.started(1);
     controller.abort();
     engine.release();
     expect((await pending).replayed).toBe(false);
-    const retry = await service.removeBackground(request({ idempotencyKey: 'keep-going' }));
+    const retry = await service.handleRemoveRequest(request({ idempotencyKey: 'keep-going' }));
     expect([retry.replayed, retry.requestId]).toEqual([true, first.requestId]);
     expect((await store.balance(accountId)).total).toBe(4);
   });
@@ -295,12 +305,12 @@ describe('idempotent replay', () => {
   it('repeats the original result, request id and credits, with no new charge and no engine call', async () => {
     await start({ creditsPerImage: 2 });
     const first = request({ idempotencyKey: 'photo-42' }, { size: 'small' });
-    const original = await service.removeBackground(first);
+    const original = await service.handleRemoveRequest(first);
     const second = request(
       { idempotencyKey: 'photo-42', source: { kind: 'base64', data: Buffer.from(image) } },
       { size: 'small' },
     );
-    const replay = await service.removeBackground(second);
+    const replay = await service.handleRemoveRequest(second);
     expect(replay.replayed).toBe(true);
     expect(replay.requestId).toBe(first.requestId);
     expect(replay.creditsCharged).toBe(2);
@@ -319,10 +329,12 @@ describe('idempotent replay', () => {
 
   it('409 idempotency_key_mismatch for another image or other options under the same key', async () => {
     await start();
-    await service.removeBackground(request({ idempotencyKey: 'k' }));
-    const otherOptions = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'k' }, { crop: true })));
+    await service.handleRemoveRequest(request({ idempotencyKey: 'k' }));
+    const otherOptions = await rejectionOf(
+      service.handleRemoveRequest(request({ idempotencyKey: 'k' }, { crop: true })),
+    );
     const otherImage = await rejectionOf(
-      service.removeBackground(
+      service.handleRemoveRequest(
         request({ idempotencyKey: 'k', source: { kind: 'file', data: await testImage(40, 40) } }),
       ),
     );
@@ -335,7 +347,7 @@ describe('idempotent replay', () => {
   it('400 invalid_idempotency_key for a key over 128 characters, before anything is charged', async () => {
     await start();
     const error = await rejectionOf(
-      service.removeBackground(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })),
+      service.handleRemoveRequest(request({ idempotencyKey: 'x'.repeat(LIMITS.maxIdempotencyKeyLength + 1) })),
     );
     expect([error.status, error.code]).toEqual([400, 'invalid_idempotency_key']);
     expect(error.rateLimit?.remaining).toBe(59);
@@ -345,7 +357,7 @@ describe('idempotent replay', () => {
   it('of concurrent requests with one key exactly one is processed and charged; the others get 409 in progress', async () => {
     await start({ behaviour: { kind: 'gated' } });
     const requests = Array.from({ length: 5 }, () => request({ idempotencyKey: 'same' }));
-    const settled = Promise.allSettled(requests.map((req) => service.removeBackground(req)));
+    const settled = Promise.allSettled(requests.map((req) => service.handleRemoveRequest(req)));
     await engine.started(1);
     engine.release();
     const results = await settled;
@@ -355,7 +367,7 @@ describe('idempotent replay', () => {
     expect(rejected.map((e) => [e.status, e.code])).toEqual(Array(4).fill([409, 'idempotency_in_progress']));
     expect(engine.calls).toBe(1);
     expect((await store.balance(accountId)).total).toBe(4);
-    const replay = await service.removeBackground(request({ idempotencyKey: 'same' }));
+    const replay = await service.handleRemoveRequest(request({ idempotencyKey: 'same' }));
     expect(replay.replayed).toBe(true);
   });
 
@@ -364,9 +376,9 @@ describe('idempotent replay', () => {
     try {
       await start();
       const first = request({ idempotencyKey: 'old' });
-      await service.removeBackground(first);
+      await service.handleRemoveRequest(first);
       clock = T0 + LIMITS.replayWindowMs - 1;
-      expect((await service.removeBackground(request({ idempotencyKey: 'old' }))).replayed).toBe(true);
+      expect((await service.handleRemoveRequest(request({ idempotencyKey: 'old' }))).replayed).toBe(true);
 
       clock = T0 + LIMITS.replayWindowMs;
       await vi.advanceTimersByTimeAsync(60_000);
@@ -379,7 +391,7 @@ describe('idempotent replay', () => {
         expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
       });
 
-      const error = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'old' })));
+      const error = await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'old' })));
       expect([error.status, error.code]).toEqual([409, 'idempotency_key_expired']);
       expect(error.message).toContain('use a new key');
       expect((await store.balance(accountId)).total).toBe(4);
@@ -390,11 +402,11 @@ describe('idempotent replay', () => {
 
   it('a 503 or 402 gives the key back: the same key works once the service can take the request', async () => {
     await start({ creditsPerImage: 6 });
-    expect((await rejectionOf(service.removeBackground(request({ idempotencyKey: 'retry-me' })))).code).toBe(
+    expect((await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'retry-me' })))).code).toBe(
       'insufficient_credits',
     );
     await store.addCredits({ accountId }, 1, 'payg');
-    const outcome = await service.removeBackground(request({ idempotencyKey: 'retry-me' }));
+    const outcome = await service.handleRemoveRequest(request({ idempotencyKey: 'retry-me' }));
     expect([outcome.replayed, outcome.creditsCharged]).toEqual([false, 6]);
     expect((await store.balance(accountId)).total).toBe(0);
   });
@@ -403,10 +415,10 @@ describe('idempotent replay', () => {
 describe('queue', () => {
   it('runs one image at a time, lets maxQueue wait, and answers 503 service_busy beyond that (uncharged)', async () => {
     await start({ behaviour: { kind: 'gated' }, maxQueue: 1 });
-    const running = service.removeBackground(request());
-    const waiting = service.removeBackground(request({ idempotencyKey: 'queued' }));
+    const running = service.handleRemoveRequest(request());
+    const waiting = service.handleRemoveRequest(request({ idempotencyKey: 'queued' }));
     await engine.started(1);
-    const busy = await rejectionOf(service.removeBackground(request({ idempotencyKey: 'too-many' })));
+    const busy = await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'too-many' })));
     expect([busy.status, busy.code]).toEqual([503, 'service_busy']);
     expect(busy.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(busy.rateLimit?.remaining).toBe(57);
@@ -415,7 +427,7 @@ describe('queue', () => {
     engine.release();
     await Promise.all([running, waiting]);
     expect(engine.maxRunning).toBe(1);
-    const retried = await service.removeBackground(request({ idempotencyKey: 'too-many' }));
+    const retried = await service.handleRemoveRequest(request({ idempotencyKey: 'too-many' }));
     expect(retried.replayed).toBe(false);
     expect((await store.balance(accountId)).total).toBe(2);
   });
@@ -428,7 +440,7 @@ describe('queue', () => {
       await store.addCredits({ accountId }, 20, 'payg');
       await start({ behaviour: { kind: 'gated' }, maxQueue: 16 });
       const all = Promise.all(
-        Array.from({ length: 17 }, (_, i) => service.removeBackground(request({ idempotencyKey: `k${i}` }))),
+        Array.from({ length: 17 }, (_, i) => service.handleRemoveRequest(request({ idempotencyKey: `k${i}` }))),
       );
       await engine.started(1);
       // All 17 charged: each is past its charge and in line for the engine, listening for shutdown.
@@ -445,14 +457,14 @@ describe('queue', () => {
 
   it('close() cancels requests still waiting (refunded) and refuses new ones with 503', async () => {
     await start({ behaviour: { kind: 'hang' } });
-    const first = service.removeBackground(request());
-    const second = service.removeBackground(request());
+    const first = service.handleRemoveRequest(request());
+    const second = service.handleRemoveRequest(request());
     await engine.started(1);
     await service.close();
     expect((await rejectionOf(first)).code).toBe('interrupted');
     expect((await rejectionOf(second)).code).toBe('interrupted');
     expect((await store.balance(accountId)).total).toBe(5);
-    const refused = await rejectionOf(service.removeBackground(request()));
+    const refused = await rejectionOf(service.handleRemoveRequest(request()));
     expect([refused.status, refused.code]).toEqual([503, 'service_unavailable']);
   });
 });
@@ -496,14 +508,14 @@ describe('start-up recovery', () => {
   it('a delivered request whose usage record was lost is not refunded by the next start (usage is reporting only)', async () => {
     await start();
     const req = request({ idempotencyKey: 'delivered' });
-    await service.removeBackground(req);
+    await service.handleRemoveRequest(req);
     await service.close();
     const db = new Database(store.path);
     expect(db.prepare('DELETE FROM usage_records WHERE request_id = ?').run(req.requestId).changes).toBe(1);
     db.close();
     await start({ soleServer: true });
     expect((await store.balance(accountId)).total).toBe(4);
-    expect((await service.removeBackground(request({ idempotencyKey: 'delivered' }))).replayed).toBe(true);
+    expect((await service.handleRemoveRequest(request({ idempotencyKey: 'delivered' }))).replayed).toBe(true);
   });
 
   it("leaves another server's live lease alone, unless this is the store's only server", async () => {
@@ -518,7 +530,7 @@ describe('start-up recovery', () => {
 
 it('keeps the sqlite file free of API keys after serving requests', async () => {
   await start();
-  await service.removeBackground(request({ idempotencyKey: 'k' }));
+  await service.handleRemoveRequest(request({ idempotencyKey: 'k' }));
   await service.getAccount(key);
   const db = new Database(join(dir, STORE_FILE), { readonly: true });
   const dump =
