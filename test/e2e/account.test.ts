@@ -1,11 +1,9 @@
 // `rmbg account` as a user runs it: the real CLI (bin/rmbg.js over dist/) against a scripted HTTP server on 127.0.0.1.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ensureBuilt, rmbg as runCli } from '../helpers/cli.js';
 import {
   apiError,
   createFaultServer,
@@ -15,8 +13,6 @@ import {
   type FaultStep,
 } from '../helpers/fault-server.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'bin/rmbg.js');
 const KEY = 'e2e-key-0001';
 const ACCOUNT = {
   data: {
@@ -30,11 +26,7 @@ const ACCOUNT = {
 let server: FaultServer | undefined;
 let configDir: string;
 
-beforeAll(() => {
-  // The CLI runs from dist/: build it when it is missing (CI builds before testing).
-  if (!existsSync(path.join(ROOT, 'dist/cli/commands/account.js')))
-    execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'ignore' });
-});
+beforeAll(ensureBuilt);
 
 beforeEach(() => {
   configDir = mkdtempSync(path.join(tmpdir(), 'rmbg-account-e2e-'));
@@ -46,17 +38,8 @@ afterEach(async () => {
   rmSync(configDir, { recursive: true, force: true });
 });
 
-/** Runs the CLI with a clean environment: no inherited RMBG_* and a private settings dir. */
-function rmbg(args: string[], extraEnv: Record<string, string> = {}) {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    RMBG_API_URL: undefined,
-    RMBG_API_KEY: undefined,
-    RMBG_CONFIG_DIR: configDir,
-    ...extraEnv,
-  };
-  return execa('node', [BIN, ...args], { cwd: ROOT, env, extendEnv: false, reject: false, timeout: 60_000 });
-}
+/** The CLI with this test's own settings folder. */
+const rmbg = (args: string[], env: Record<string, string> = {}) => runCli(args, { configDir, env, timeout: 60_000 });
 
 async function serve(...script: FaultStep[]): Promise<FaultServer> {
   server = await createFaultServer({ script });

@@ -4,21 +4,17 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../../src/store/index.js';
-import { CLI, createKey, ensureBuilt, ROOT, tempDataDir } from './serve-harness.js';
+import { ensureBuilt, rmbg } from '../helpers/cli.js';
+import { createKey, tempDataDir } from './serve-harness.js';
 
 let dataDir: string;
 let settingsDir: string;
 
+/** The CLI with this file's settings folder, `input` on its stdin. */
 function rmbgWith(args: string[], input?: string, env: Record<string, string> = {}) {
-  return execa('node', [CLI, ...args], {
-    cwd: ROOT,
-    reject: false,
-    env: { RMBG_CONFIG_DIR: settingsDir, RMBG_API_KEY: '', ...env },
-    ...(input === undefined ? {} : { input }),
-  });
+  return rmbg(args, { configDir: settingsDir, env, ...(input === undefined ? {} : { input }) });
 }
 
 function paygOf(accountId: string): number {
@@ -34,8 +30,8 @@ function paygOf(accountId: string): number {
   }
 }
 
-beforeAll(async () => {
-  await ensureBuilt();
+beforeAll(() => {
+  ensureBuilt();
   dataDir = tempDataDir();
   settingsDir = tempDataDir();
 });

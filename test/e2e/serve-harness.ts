@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
+import { rmbg as runCli } from '../helpers/cli.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(ROOT, 'bin', 'rmbg.js');
@@ -21,8 +22,9 @@ export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'rmbg-e2e-'));
 }
 
+/** The CLI as every test runs it (test/helpers/cli.ts): no inherited RMBG_* settings, no settings file. */
 export function rmbg(args: string[]) {
-  return execa('node', [CLI, ...args], { cwd: ROOT, reject: false });
+  return runCli(args);
 }
 
 export interface CreatedKey {

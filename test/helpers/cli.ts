@@ -28,25 +28,45 @@ export function removeTempDirs(): void {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
+/** The settings folder a run gets unless it names one: never created, so no settings are read. */
+export const NO_SETTINGS = path.join(tmpdir(), 'rmbg-e2e-no-settings');
+
 export interface RunOptions
   extends Pick<Options, 'cwd' | 'input' | 'inputFile' | 'timeout' | 'stdout' | 'stdin' | 'encoding' | 'nodeOptions'> {
+  /** Variables set for the run, over this process's environment without its RMBG_* ones; undefined unsets one. */
   env?: Record<string, string | undefined>;
+  /** The settings folder (RMBG_CONFIG_DIR); default NO_SETTINGS. */
+  configDir?: string;
   /** Extra node flags before bin/rmbg.js, e.g. ['--import', hook]. */
   nodeArgs?: string[];
 }
 
 /**
- * Spawns `node [nodeArgs] bin/rmbg.js args…` with no inherited RMBG_* settings and a private settings dir.
+ * The environment of a run: this process's, minus every RMBG_* variable (a developer's RMBG_API_URL or
+ * RMBG_DEVICE must not steer a test), with its own settings folder, then what the test sets.
+ */
+export function cliEnv(options: Pick<RunOptions, 'env' | 'configDir'> = {}): Record<string, string> {
+  const merged: Record<string, string | undefined> = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('RMBG_'))),
+    RMBG_CONFIG_DIR: options.configDir ?? NO_SETTINGS,
+    ...options.env,
+  };
+  return Object.fromEntries(
+    Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+}
+
+/**
+ * The one way tests run the CLI: spawns `node [nodeArgs] bin/rmbg.js args…` in ROOT (or `cwd`) with cliEnv().
  * Never rejects: assert on exitCode, stdout and stderr. Returns execa's promise (a child process handle too).
  */
 export function rmbg(args: string[], options: RunOptions = {}): ResultPromise<{ reject: false }> {
-  const { env = {}, nodeArgs = [], ...rest } = options;
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('RMBG_')));
+  const { env, configDir, nodeArgs = [], ...rest } = options;
   return execa(process.execPath, [...nodeArgs, BIN, ...args], {
     cwd: ROOT,
     timeout: 180_000,
     ...rest,
-    env: { ...clean, RMBG_CONFIG_DIR: path.join(tmpdir(), 'rmbg-e2e-no-settings'), ...env },
+    env: cliEnv({ env, configDir }),
     extendEnv: false,
     reject: false,
   }) as ResultPromise<{ reject: false }>;
@@ -68,12 +88,11 @@ const shellQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
  * Runs the CLI with stdout and stderr on a pseudo-terminal (util-linux `script`), as a person at a terminal
  * sees it: progress bar and human summary rather than JSON lines. Both streams arrive merged in stdout.
  */
-export function rmbgOnTerminal(args: string[], options: { cwd?: string } = {}) {
+export function rmbgOnTerminal(args: string[], options: Pick<RunOptions, 'cwd' | 'env' | 'configDir'> = {}) {
   const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ');
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('RMBG_')));
   return execa('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
     cwd: options.cwd ?? ROOT,
-    env: { ...clean, RMBG_CONFIG_DIR: path.join(tmpdir(), 'rmbg-e2e-no-settings'), TERM: 'xterm' },
+    env: cliEnv({ configDir: options.configDir, env: { TERM: 'xterm', ...options.env } }),
     extendEnv: false,
     reject: false,
     timeout: 180_000,

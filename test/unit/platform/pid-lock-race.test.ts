@@ -6,12 +6,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT } from '../../e2e/serve-harness.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt, ROOT } from '../../helpers/cli.js';
 
 const RACERS = 12;
 const ROUNDS = 4;
 const dirs: string[] = [];
+
+beforeAll(ensureBuilt);
 
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
