@@ -12,9 +12,8 @@ export interface RetryRun {
   /** The caller's cancellation: stops waiting and attempting at once. */
   signal?: AbortSignal | undefined;
   /**
-   * For an error the table marks needsNewKey (the server keeps the Idempotency-Key reserved): sets up a
-   * fresh key for the next attempt and resolves true, or false to give up. The fresh key starts a new call:
-   * attempts and time are counted from zero, as its replay window is new.
+   * For a needsNewKey error: sets up a fresh Idempotency-Key and resolves true, or false to give up. A fresh key
+   * starts a new call (attempts and time from zero: its replay window is new).
    */
   renewKey?: ((error: RmbgError) => Promise<boolean>) | undefined;
 }

@@ -9,9 +9,8 @@ const AVERAGE_WEIGHT = 0.3;
 
 export interface SchedulerTicket {
   /**
-   * Waits for the engine, then runs `work` with a signal that aborts on timeout or when `signal` aborts. The
-   * time limit starts with the wait. A job that outlives it keeps its slot until it really stops, so no more
-   * than `slots` jobs ever run; those waiting behind it time out in their turn.
+   * Waits for the engine, then runs `work` with a signal that aborts on timeout (counted from the wait) or with
+   * `signal`. A job past its time keeps its slot until it stops, so never more than `slots` run.
    */
   run<T>(work: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Gives the place back when the request ends without running (idempotent; a no-op after run). */

@@ -1,7 +1,5 @@
-// This instance's side of the leases: a random owner id, the requests it runs (their leases renewed every
-// third of the lease time), and the sweep that settles expired leases of any instance as failed, at start
-// and every half lease time. A SIGKILLed instance stops renewing, so the others refund its charges. Times
-// are the database's (StoreClock), so servers whose clocks disagree agree on what expired.
+// This instance's leases: renewed every third of the lease time while its requests run, and a sweep (at start, then
+// every half lease time) that refunds expired leases of any instance, so a killed server's charges come back.
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -27,10 +27,8 @@ export class StoreClock {
   }
 
   /**
-   * Measures the offset again (at start, and before each lease sweep). A SQLite file has one server, whose
-   * clock is the only one: nothing to measure. The database read its clock somewhere within the round trip, so
-   * a reading is off by up to half of it: a long one (the wait for a connection of a busy pool counts) is
-   * discarded and the last offset kept, unless there is none yet.
+   * Measures the offset again (at start, before each sweep; not on SQLite, which has one server). A reading is off
+   * by up to half its round trip, so a slow one keeps the last offset, unless there is none yet.
    */
   async sync(): Promise<void> {
     if (this.store.engine !== 'postgres') return;

@@ -2,7 +2,7 @@
 // key itself exists in the answer to its creation and in the caller's configuration, nowhere else.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { one, type SqlExecutor } from './sql.js';
+import { camelRow, one, type SqlExecutor } from './sql.js';
 import type { CreatedKey, KeyInfo, KeyOwner, Plan } from './types.js';
 
 const KEY_PREFIX = 'rmbg_';
@@ -30,16 +30,7 @@ interface KeyRow {
   revoked_at: number | null;
 }
 
-function toKeyInfo(row: KeyRow): KeyInfo {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    plan: row.plan,
-    keyPrefix: row.key_prefix,
-    createdAt: row.created_at,
-    revokedAt: row.revoked_at,
-  };
-}
+const toKeyInfo = (row: KeyRow): KeyInfo => camelRow(row);
 
 const SELECT =
   'SELECT k.id, k.account_id, a.plan, k.key_prefix, k.created_at, k.revoked_at FROM api_keys k JOIN accounts a ON a.id = k.account_id';

@@ -60,9 +60,8 @@ export function renewLeases(
 }
 
 /**
- * Inside the transaction that settles it: the next expired lease (by `expiredBy`; any lease when undefined), locked
- * for this transaction. A lease another transaction holds (a server stopped inside its settlement) is passed over
- * rather than waited for, so a sweep never queues behind it.
+ * The next expired lease (by `expiredBy`; any when undefined), locked for the settling transaction; one another
+ * transaction holds is passed over, so a sweep never queues behind a stopped server.
  */
 export async function claimExpiredLease(db: SqlExecutor, expiredBy: number | undefined): Promise<LeaseRow | undefined> {
   const rows = await db.all<LeaseRow>(

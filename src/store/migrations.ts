@@ -124,9 +124,8 @@ const FIRST_SCHEMA = (t: Types) => `
 `;
 
 /**
- * Version 3: each account keeps its balance, per pool, updated in the transaction of each ledger row, so a
- * charge reads one row instead of summing the account's whole ledger (which stays the audit trail:
- * Store.auditBalances compares the two). Indexes for deleting old idempotency records and usage records.
+ * Version 3: balances kept per account and pool with each ledger row (a charge reads one row; the ledger stays the
+ * audit trail), and indexes for deleting old idempotency and usage records.
  */
 const KEPT_BALANCES = (t: Types) => `
   ALTER TABLE accounts ADD COLUMN subscription_credits ${t.int} NOT NULL DEFAULT 0;

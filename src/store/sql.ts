@@ -36,3 +36,17 @@ export interface SqlDriver extends SqlExecutor {
 export async function one<T>(executor: SqlExecutor, sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
   return (await executor.all<T>(sql, params))[0];
 }
+
+type Camel<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
+/** A row whose snake_case columns are named as the store's camelCase fields. */
+export type CamelRow<Row> = { [Column in keyof Row as Camel<Column & string>]: Row[Column] };
+
+/** The row's columns as the store's fields (`account_id` → `accountId`), so a table maps rows in one place. */
+export function camelRow<Row extends object>(row: Row): CamelRow<Row> {
+  return Object.fromEntries(
+    Object.entries(row).map(([column, value]) => [
+      column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()),
+      value,
+    ]),
+  ) as CamelRow<Row>;
+}

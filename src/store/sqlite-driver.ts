@@ -29,17 +29,10 @@ function migrate(db: Database.Database): void {
   apply.immediate();
 }
 
-/**
- * One queue per file for the whole process: two stores on one file in one process (tests, a library user)
- * would otherwise deadlock, one holding the write lock across an await while the other's BEGIN IMMEDIATE
- * blocks the event loop in busy_timeout.
- */
+/** One queue per file per process: two stores on one file would deadlock (BEGIN IMMEDIATE blocks the loop). */
 const queues = new Map<string, Promise<unknown>>();
 
-/**
- * `privateDir`: the directory is rmbg's data directory, made 0700 whatever existed before. A file the user
- * named with --store keeps its directory's mode (it may be their working directory); the file is 0600 either way.
- */
+/** `privateDir`: rmbg's data directory, made 0700; a file named by the user keeps its folder's mode. Files are 0600. */
 export function openSqliteDriver(path: string, { privateDir = false }: { privateDir?: boolean } = {}): SqlDriver {
   preparePrivateFiles(dirname(path), path, { chmodDir: privateDir });
   let db: Database.Database;

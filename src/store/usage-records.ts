@@ -2,7 +2,7 @@
 // USAGE_RETENTION_MS (deleted by the server's purge). No credit ever depends on them: settlement lives in the
 // ledger and the leases.
 
-import type { SqlExecutor } from './sql.js';
+import { camelRow, type SqlExecutor } from './sql.js';
 import type { UsageEndpoint, UsageRecord } from './types.js';
 
 interface Row {
@@ -23,25 +23,11 @@ interface Row {
   created_at: number;
 }
 
-function toRecord(row: Row): UsageRecord {
-  return {
-    requestId: row.request_id,
-    accountId: row.account_id,
-    keyId: row.key_id,
-    endpoint: row.endpoint,
-    status: row.status,
-    code: row.code,
-    credits: row.credits,
-    replayed: row.replayed === 1,
-    inputBytes: row.input_bytes,
-    size: row.size,
-    format: row.format,
-    width: row.width,
-    height: row.height,
-    durationMs: row.duration_ms,
-    createdAt: row.created_at,
-  };
-}
+/** The columns of a record, in the order recordUsage writes them. */
+const COLUMNS =
+  'request_id, account_id, key_id, endpoint, status, code, credits, replayed, input_bytes, size, format, width, height, duration_ms, created_at';
+
+const toRecord = (row: Row): UsageRecord => ({ ...camelRow(row), replayed: row.replayed === 1 });
 
 /** How long usage records are kept: 90 days (docs/deploy.md). */
 export const USAGE_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
@@ -55,27 +41,23 @@ export function deleteOldUsage(db: SqlExecutor, now: number, batch: number): Pro
 }
 
 export async function recordUsage(db: SqlExecutor, r: UsageRecord): Promise<void> {
-  await db.run(
-    `INSERT INTO usage_records (request_id, account_id, key_id, endpoint, status, code, credits, replayed, input_bytes, size, format, width, height, duration_ms, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      r.requestId,
-      r.accountId,
-      r.keyId,
-      r.endpoint,
-      r.status,
-      r.code,
-      r.credits,
-      r.replayed ? 1 : 0,
-      r.inputBytes,
-      r.size,
-      r.format,
-      r.width,
-      r.height,
-      Math.round(r.durationMs),
-      r.createdAt,
-    ],
-  );
+  await db.run(`INSERT INTO usage_records (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+    r.requestId,
+    r.accountId,
+    r.keyId,
+    r.endpoint,
+    r.status,
+    r.code,
+    r.credits,
+    r.replayed ? 1 : 0,
+    r.inputBytes,
+    r.size,
+    r.format,
+    r.width,
+    r.height,
+    Math.round(r.durationMs),
+    r.createdAt,
+  ]);
 }
 
 export async function listUsage(
@@ -85,7 +67,7 @@ export async function listUsage(
   const accountId = filter.accountId ?? null;
   const requestId = filter.requestId ?? null;
   const rows = await db.all<Row>(
-    `SELECT * FROM usage_records
+    `SELECT ${COLUMNS} FROM usage_records
      WHERE (CAST(? AS TEXT) IS NULL OR account_id = ?) AND (CAST(? AS TEXT) IS NULL OR request_id = ?)
      ORDER BY id`,
     [accountId, accountId, requestId, requestId],

@@ -120,7 +120,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await expect(store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({
       code: 'invalid_api_key',
     });
-    await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(/at least 1/);
+    await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(/credits must be a whole number from 1; got 0/);
     expect(await store.charge(a.accountId, 3, lease('req-1'))).toEqual({
       ok: true,
       taken: { subscription: 2, payg: 1 },
@@ -154,7 +154,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-ok'), T0)).toEqual({ state: 'new' });
     await store.charge(a.accountId, 2, lease('req-ok'));
     expect(await store.deliver('req-ok', { ref: ref('ok', 'req-ok'), replay }, T0 + 10)).toBe(true);
-    expect(await store.failRequest('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({
+    expect(await store.refund('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
@@ -167,11 +167,11 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
     await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-bad'), T0);
     await store.charge(a.accountId, 3, lease('req-bad'));
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({
+    expect(await store.refund('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({
       settled: true,
       refunded: { subscription: 0, payg: 3 },
     });
-    expect(await store.failRequest('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({
+    expect(await store.refund('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
@@ -288,7 +288,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
         replay: { payload: Buffer.from('x'), metadata: null },
       }),
     ).toBe(false);
-    expect(await store.failRequest('dead-2', undefined)).toEqual({
+    expect(await store.refund('dead-2', undefined)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
