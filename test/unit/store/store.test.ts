@@ -120,7 +120,9 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     await expect(store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({
       code: 'invalid_api_key',
     });
-    await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(/credits must be a whole number from 1; got 0/);
+    await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(
+      /credits must be a whole number from 1; got 0/,
+    );
     expect(await store.charge(a.accountId, 3, lease('req-1'))).toEqual({
       ok: true,
       taken: { subscription: 2, payg: 1 },
