@@ -129,9 +129,8 @@ export function nonPublicAddressClass(address: string): string | undefined {
 }
 
 /**
- * Checks every address a host resolved to and returns them as the only ones the connection may use.
- * Refusing when ANY address is non-public keeps a host from smuggling a private address in beside a
- * public one. `allowPrivate` (local testing) skips the check; the addresses are still the pinned set.
+ * The addresses a host resolved to, as the only ones the connection may use; ANY non-public one refuses the host
+ * (no private address smuggled in beside a public one). `allowPrivate` (local testing) skips the check.
  */
 export function checkResolvedAddresses(
   host: string,

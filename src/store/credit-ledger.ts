@@ -1,7 +1,5 @@
-// The credit ledger: grants, charges and refunds as rows, per pool. Each row moves the account's kept balance
-// (accounts.subscription_credits / payg_credits) in the same transaction, so reading a balance costs the same
-// at any ledger size; the ledger stays the audit trail (ledgerMismatches). A charge or grant first locks its
-// account (lockAccount), so no two requests, on any instance, spend the same credit.
+// The credit ledger: grants, charges and refunds as rows per pool, each moving the account's kept balance in the
+// same transaction (a balance is one row read; the ledger is the audit trail). The account is locked first.
 
 import { checkWholeNumber } from '../api/whole-number.js';
 import { RmbgError } from '../api/errors.js';

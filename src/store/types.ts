@@ -201,9 +201,8 @@ export interface Store {
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /**
-   * Deletes replay payloads whose window closed (the rows stay, so the keys stay reserved), idempotency records
-   * completed longer ago than the key retention, and usage records older than theirs; the last two in batches,
-   * at most PURGE_MAX_BATCHES a table per call (a backlog takes several calls).
+   * Deletes replay payloads past their window (the keys stay reserved), and idempotency and usage records past
+   * their retention, at most PURGE_MAX_BATCHES batches a table per call.
    */
   purgeExpired(now?: number): Promise<PurgeReport>;
   /**
@@ -215,9 +214,8 @@ export interface Store {
   /** Extends the leases of `owner`'s running requests to expiresAt, in one statement. */
   renewLeases(owner: string, requestIds: readonly string[], expiresAt: number): Promise<number>;
   /**
-   * Refunds (as `refund` does) every request whose lease expired by `now`, whoever's they were,
-   * passing over leases another transaction holds (the next sweep settles them). `all`: every lease whatever its
-   * expiry (a SQLite server at start, alone on its file). The rows written are dated `now`.
+   * Refunds (as `refund` does) every request whose lease expired by `now`, whoever's, passing over leases another
+   * transaction holds. `all`: every lease (a SQLite server at start, alone on its file).
    */
   expireLeases(now: number, options?: { all?: boolean }): Promise<ExpiryReport>;
 
