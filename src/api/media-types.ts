@@ -1,12 +1,59 @@
-// The image formats of the API and their media types: named from the first bytes of an image (never
-// from a file name or a declared type), and mapped between output format and media type both ways.
+// The media types of the API: the request body encodings, the input formats (named from an image's first bytes,
+// never from a file name or a declared type) and the output formats, one table each.
 
-import type { OutputFormat } from './options.js';
+import { LIMITS } from './limits.js';
+
+/** The request body encodings POST /v1.0/removebg accepts; anything else is 415. */
+export const REQUEST_ENCODINGS = {
+  multipart: 'multipart/form-data',
+  json: 'application/json',
+  urlencoded: 'application/x-www-form-urlencoded',
+} as const;
+
+export type RequestEncoding = keyof typeof REQUEST_ENCODINGS;
+
+interface OutputFormatRow {
+  mimeType: string;
+  /** Result pixels at most, whatever the size (undefined: only the size's ceiling). */
+  maxPixels: number | undefined;
+}
+
+/**
+ * The output formats, one row each: the `format` option's values, the result's media type, the OpenAPI
+ * document's 200 answers and the per-format pixel cap all come from here. A new row also needs its encoder
+ * (engine/pipeline.ts `encode`), its EXIF embedding (engine/embed-exif.ts) and its file extension
+ * (batch/output-paths.ts); the compiler points at each.
+ */
+export const OUTPUT_FORMATS = {
+  png: { mimeType: 'image/png', maxPixels: LIMITS.pngMaxPixels },
+  jpg: { mimeType: 'image/jpeg', maxPixels: undefined },
+  webp: { mimeType: 'image/webp', maxPixels: undefined },
+} as const satisfies Record<string, OutputFormatRow>;
+
+export type OutputFormat = keyof typeof OUTPUT_FORMATS;
+
+export const OUTPUT_FORMAT_NAMES = Object.keys(OUTPUT_FORMATS) as OutputFormat[];
+
+/** What format=auto chooses from (engine/pipeline.ts `chooseFormat`: PNG when transparent, JPG when opaque). */
+export const AUTO_FORMATS = ['png', 'jpg'] as const satisfies readonly OutputFormat[];
+
+export const MIME_OF_FORMAT = Object.fromEntries(
+  OUTPUT_FORMAT_NAMES.map((format) => [format, OUTPUT_FORMATS[format].mimeType]),
+) as Record<OutputFormat, string>;
+
+/** A format's cap on result pixels whatever the size (Infinity: none); auto is capped like what it may choose. */
+export function formatMaxPixels(format: OutputFormat | 'auto'): number {
+  const formats: readonly OutputFormat[] = format === 'auto' ? AUTO_FORMATS : [format];
+  return Math.min(...formats.map((name) => OUTPUT_FORMATS[name].maxPixels ?? Number.POSITIVE_INFINITY));
+}
+
+/** The output format a media type names, or undefined when it is none of them. */
+export function formatOfMime(mimeType: string): OutputFormat | undefined {
+  return OUTPUT_FORMAT_NAMES.find((format) => OUTPUT_FORMATS[format].mimeType === mimeType);
+}
 
 /** The input formats the API accepts, as named from their signature. */
 export type SupportedFormat = 'jpeg' | 'png' | 'webp';
-
-const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] as const;
 
 export const MIME_OF_INPUT: Record<SupportedFormat, string> = {
   jpeg: 'image/jpeg',
@@ -14,7 +61,7 @@ export const MIME_OF_INPUT: Record<SupportedFormat, string> = {
   webp: 'image/webp',
 };
 
-export const MIME_OF_FORMAT: Record<OutputFormat, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] as const;
 
 function startsWith(data: Buffer, bytes: readonly number[]): boolean {
   return data.length >= bytes.length && bytes.every((byte, i) => data[i] === byte);
@@ -27,11 +74,6 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
   if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP')
     return 'webp';
   return undefined;
-}
-
-/** The output format a media type names, or undefined when it is none of PNG, JPG, WebP. */
-export function formatOfMime(mimeType: string): OutputFormat | undefined {
-  return (Object.keys(MIME_OF_FORMAT) as OutputFormat[]).find((format) => MIME_OF_FORMAT[format] === mimeType);
 }
 
 /** The media type of a Content-Type header, lower-cased, without parameters ('' when absent). */

@@ -1,5 +1,5 @@
-// The OpenAPI 3.1 document of the API (served at GET /v1.0/openapi.json), generated from the option
-// schema, the error catalogue, the body limits and the header names, so it cannot drift from the code.
+// The OpenAPI 3.1 document of the API (served at GET /v1.0/openapi.json), generated from the option schema, the
+// error table, the media types, the body limits and the header names, so it cannot drift from the code.
 
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
 import {
@@ -10,7 +10,7 @@ import {
   type OptionField,
   type SourceField,
 } from './options.js';
-import { REQUEST_ENCODINGS, type RequestEncoding } from './request-content-type.js';
+import { OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';
 
@@ -201,9 +201,12 @@ export function openApiDocument(): Schema {
               description: 'The image with its background removed.',
               headers: Object.fromEntries(successHeaders),
               content: {
-                'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
-                'image/jpeg': { schema: { type: 'string', contentMediaType: 'image/jpeg' } },
-                'image/webp': { schema: { type: 'string', contentMediaType: 'image/webp' } },
+                ...Object.fromEntries(
+                  Object.values(OUTPUT_FORMATS).map(({ mimeType }) => [
+                    mimeType,
+                    { schema: { type: 'string', contentMediaType: mimeType } },
+                  ]),
+                ),
                 'application/json': { schema: { $ref: '#/components/schemas/RemoveResult' } },
               },
             },

@@ -5,15 +5,17 @@ import { describeValue } from './describe-value.js';
 import { RmbgError } from './errors.js';
 import { parseColor, type Rgba } from './color.js';
 import { LIMITS } from './limits.js';
+import { OUTPUT_FORMAT_NAMES, type OutputFormat } from './media-types.js';
 
 export { LIMITS, LIMIT_TEXT } from './limits.js';
 
 export const SIZES = ['preview', 'small', 'regular', 'medium', 'hd', 'full', '4k', 'auto', '50MP'] as const;
 export type Size = (typeof SIZES)[number];
 
-export const FORMATS = ['auto', 'png', 'jpg', 'webp'] as const;
+/** auto, then the output formats of api/media-types.ts's table (a new format is a row there). */
+export const FORMATS = ['auto', ...OUTPUT_FORMAT_NAMES] as const;
 export type Format = (typeof FORMATS)[number];
-export type OutputFormat = Exclude<Format, 'auto'>;
+export type { OutputFormat };
 
 /** Ceilings on result pixels, per size (api-spec: Endpoints, size ceilings). */
 export const SIZE_MAX_PIXELS: Record<Size, number> = {
@@ -27,9 +29,6 @@ export const SIZE_MAX_PIXELS: Record<Size, number> = {
   auto: 25_000_000,
   '50MP': 50_000_000,
 };
-
-/** PNG output and format=auto are capped, whatever the size. */
-export const PNG_MAX_PIXELS = LIMITS.pngMaxPixels;
 
 export const SOURCE_FIELDS = ['image_file', 'image_url', 'image_file_b64'] as const;
 export type SourceField = (typeof SOURCE_FIELDS)[number];

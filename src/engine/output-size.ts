@@ -1,10 +1,10 @@
-// Result dimensions: the size's pixel ceiling (and the PNG/auto cap, LIMITS.pngMaxPixels), aspect kept, never upscaled.
+// Result dimensions: the size's pixel ceiling (and the format's cap, e.g. PNG's), aspect kept, never upscaled.
 
-import { PNG_MAX_PIXELS, SIZE_MAX_PIXELS, type Format, type Size } from '../api/options.js';
+import { formatMaxPixels } from '../api/media-types.js';
+import { SIZE_MAX_PIXELS, type Format, type Size } from '../api/options.js';
 
 export function maxResultPixels(size: Size, format: Format): number {
-  const ceiling = SIZE_MAX_PIXELS[size];
-  return format === 'png' || format === 'auto' ? Math.min(ceiling, PNG_MAX_PIXELS) : ceiling;
+  return Math.min(SIZE_MAX_PIXELS[size], formatMaxPixels(format));
 }
 
 /** Largest width×height with the source's aspect that fits maxPixels; the source size when it already fits. */
