@@ -2,25 +2,23 @@
 // handler, 404/405 and load shedding while shutting down. Tests and `rmbg serve` both build it here.
 
 import { randomUUID } from 'node:crypto';
-import { createServer, type RequestListener } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
+import type { Socket } from 'node:net';
 import { RmbgError } from '../api/errors.js';
-import { openApiDocument } from '../api/openapi.js';
 import { HEADERS } from '../api/response-headers.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
-import { accountHandler } from './account-route.js';
+import { apiRoutes } from './api-routes.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import type { ServerMetrics } from './metrics.js';
-import { closeIdleConnectionsAfterPendingReads } from './idle-close.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
-import { removeBackgroundHandler } from './remove-route.js';
 import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
@@ -28,7 +26,7 @@ import { Slots } from '../service/slots.js';
 export interface AppOptions {
   /** Where the model runs, for /readyz. */
   device?: DeviceReport;
-  service: Pick<Service, 'removeBackground' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
+  service: Pick<Service, 'handleRemoveRequest' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
   /** Counts every answer, and serves GET /metrics; without it there is no /metrics. */
   metrics?: ServerMetrics;
   /** Lets /metrics be read from any address with this bearer token (loopback only without it). */
@@ -53,20 +51,14 @@ export interface AppOptions {
 
 /** Seconds a client should wait when the server is shutting down. */
 const CLOSING_RETRY_SECONDS = 5;
-/**
- * How often Node checks connections against the headers and request timeouts. Its default (30 s) would let a
- * slow client hold a connection up to 30 s past its timeout.
- */
+/** How often Node checks the headers and request timeouts (its default would let a slow client overstay by 30 s). */
 const TIMEOUT_CHECK_MS = 1000;
 /** Idle time of a kept-alive connection between requests (Node's default). */
 export const KEEP_ALIVE_MS = 5000;
-/** Slack past headers + body timeouts for Node's whole-request timeout, so the route's own 408 (with its body) comes first. */
+/** Slack past headers + body timeouts for Node's request timeout, so the route's own 408 with its body comes first. */
 const REQUEST_TIMEOUT_SLACK_MS = 2000;
 
-/**
- * Node's server with its timeouts set: headers within headersTimeoutMs, the whole request within the
- * headers and body timeouts (fastify's default is no limit), and at most maxConnections sockets.
- */
+/** Node's server with its timeouts (fastify's default is none) and at most maxConnections sockets. */
 function serverFactory(options: AppOptions) {
   return (handler: RequestListener) => {
     const server = createServer(
@@ -104,8 +96,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     serverFactory: serverFactory(options),
   });
 
-  // Bodies are read by the route itself (src/api/request-parsing.ts), streamed and with our limits;
-  // fastify's parsers would answer unknown types and bad JSON with errors of their own.
+  // The route reads bodies itself (src/api/request-parsing.ts), streamed and within our limits; fastify's
+  // parsers would answer unknown types and bad JSON with errors of their own.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
@@ -141,16 +133,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
   }
 
   const routes = [
-    {
-      method: 'POST' as const,
-      url: '/v1.0/removebg',
-      handler: removeBackgroundHandler(options.service, {
-        bodyTimeoutMs: options.bodyTimeoutMs,
-        uploads: new Slots(options.maxUploads, 'maxUploads'),
-      }),
-    },
-    { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
-    { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
+    ...apiRoutes({
+      service: options.service,
+      bodyTimeoutMs: options.bodyTimeoutMs,
+      uploads: new Slots(options.maxUploads, 'maxUploads'),
+    }),
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },
@@ -184,8 +171,17 @@ export function buildApp(options: AppOptions): FastifyInstance {
   return app;
 }
 
-function openApiHandler() {
-  const document = JSON.stringify(openApiDocument());
-  return async (_request: FastifyRequest, reply: FastifyReply) =>
-    reply.type('application/json; charset=utf-8').send(document);
+/**
+ * Closes a kept-alive connection idle past its timeout one turn of the loop later, and only if nothing arrived:
+ * after the loop was held (the engine's JS work on a large image) a request sent meanwhile is still unread, and
+ * Node's own close would reset it. Node arms this timer only between requests, so the socket is idle.
+ */
+function closeIdleConnectionsAfterPendingReads(server: Server): void {
+  // A 'timeout' listener replaces Node's own destroy; libuv reads the sockets before setImmediate callbacks run.
+  server.on('timeout', (socket: Socket) => {
+    const readBefore = socket.bytesRead;
+    setImmediate(() => {
+      if (socket.bytesRead === readBefore) socket.destroy();
+    });
+  });
 }

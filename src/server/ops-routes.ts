@@ -6,7 +6,7 @@ import { RmbgError } from '../api/errors.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
 import { mayReadMetrics, type ServerMetrics } from './metrics.js';
-import { headerValue } from './request-headers.js';
+import { headerValue } from './headers.js';
 import type { TrustedProxies } from './trusted-proxies.js';
 
 export function healthHandler() {

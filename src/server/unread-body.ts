@@ -7,23 +7,17 @@ import { MAX_BODY_BYTES } from '../api/request-limits.js';
 
 /** No accepted request is larger; past this, the client is sending something no answer will change. */
 const DISCARD_MAX_BYTES = Math.max(...Object.values(MAX_BODY_BYTES));
-/**
- * A body refused before any of it was read (no key, rate limit, busy, a bad query string) and larger than
- * SMALL_UNREAD_BYTES (or of unknown length) is not read at all: the answer goes out with Connection: close,
- * the server half-closes and stops reading, and cuts the connection after HOLD_UNREAD_MS. Closing at once
- * would reset it while the client still sends (a broken pipe instead of the 403); draining would let anyone
- * make the server read gigabytes for nothing. A small body is drained, so the connection stays reusable.
- */
+/** A large body refused before any of it was read is held unread this long, then cut (draining it: work for no one). */
 const HOLD_UNREAD_MS = 2000;
+/** A body refused unread and at most this large is drained instead, so the connection stays reusable. */
 const SMALL_UNREAD_BYTES = 64 * 1024;
 /** A bound on a client that keeps sending slowly after its answer; the connection is then cut. */
 const DISCARD_MAX_MS = 10_000;
 
 /**
- * Returns true when the connection must be closed after the answer: the body was refused for its size or
- * its slowness, or declares more than any request may carry. Otherwise starts discarding the rest of the
- * body: closing at once would reset the connection while the client still sends, and many clients then
- * report a broken pipe instead of the answer. Once the body has ended, the connection stays usable.
+ * True when the connection must close after the answer (a large body refused unread, a body refused for its size
+ * or slowness, or one declaring more than any request may carry); otherwise the rest is drained in the background.
+ * Closing at once would reset the connection while the client still sends: a broken pipe instead of the answer.
  */
 export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgError): boolean {
   if (raw.complete) return false;
@@ -56,17 +50,15 @@ export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgErro
 }
 
 /**
- * Stops reading the socket without closing it. A read(0) marks the body as consumed, so Node does not drain it
- * after the answer; the body then fills its small buffer and backpressure stops reading from the socket.
- * After a Connection: close answer Node would destroy the socket at once (destroySoon), which resets it while
- * unread data waits: here it only half-closes (FIN after the answer), so the client reads the answer and
- * sees the end. The connection is cut after HOLD_UNREAD_MS (or when the client leaves), whatever the client does.
+ * Stops reading without closing: read(0) marks the body consumed (backpressure then stops the socket), and the
+ * answer ends with a half-close instead of Node's destroy, which would reset the client before it reads the answer.
  */
 function holdUnread(raw: IncomingMessage): void {
   raw.read(0);
   const socket = raw.socket as (typeof raw.socket & { destroySoon?: () => void }) | null;
   if (socket) socket.destroySoon = () => void socket.end();
-  const timer = setTimeout(() => raw.socket?.destroy(), HOLD_UNREAD_MS);
+  // destroy?.(): fastify's inject() hands in a socket stand-in without it.
+  const timer = setTimeout(() => raw.socket?.destroy?.(), HOLD_UNREAD_MS);
   timer.unref();
   raw.socket?.once('close', () => clearTimeout(timer));
 }

@@ -1,7 +1,7 @@
 // The service's contract with its transports (HTTP today, in-process callers later): what a
 // background-removal request and an account query carry in, and what comes back.
 
-import type { ImageSource } from '../api/image-source.js';
+import type { ImageSource } from '../api/request-parsing.js';
 import type { RemoveOptions } from '../api/options.js';
 import type { AccountRecord, RateLimitInfo } from '../api/wire-types.js';
 import type { EngineResult } from '../engine/types.js';
