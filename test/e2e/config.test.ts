@@ -1,5 +1,6 @@
 // `rmbg config` end to end: settings written by the CLI become defaults of `rmbg remove`, and typed
-// flags still win over them; bad values are refused with exit 2 and change nothing.
+// flags still win over them; bad values are refused with exit 2 and change nothing. The quick model: this is
+// about which options a run gets, not the cut.
 
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,14 +8,16 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
 
 let settingsDir: string;
-const withSettings = { env: { RMBG_CONFIG_DIR: '' } };
+const withSettings: { configDir: string; env: Record<string, string> } = { configDir: '', env: {} };
 
-beforeAll(() => {
+beforeAll(async () => {
   ensureBuilt();
   settingsDir = tempDir('rmbg-settings-');
-  withSettings.env.RMBG_CONFIG_DIR = settingsDir;
+  withSettings.configDir = settingsDir;
+  withSettings.env = await addQuickModel(tempDir('rmbg-data-'));
 });
 afterAll(removeTempDirs);
 
@@ -33,7 +36,7 @@ describe('rmbg config', () => {
     const input = tempDir();
     writeFileSync(path.join(input, 'photo.jpg'), await jpegPhoto(1200, 900));
     const out = tempDir();
-    const byDefaults = await rmbg(['remove', input, '--local', '-o', out], withSettings);
+    const byDefaults = await rmbg(['remove', input, '--local', '-o', out, ...QUICK_MODEL], withSettings);
     expect(byDefaults.exitCode).toBe(0);
     const [file] = jsonLines(byDefaults.stdout);
     expect(file).toMatchObject({ status: 'done', output: path.join(out, 'photo.webp') });
@@ -42,7 +45,7 @@ describe('rmbg config', () => {
     expect(meta.width! * meta.height!).toBeLessThanOrEqual(250_000);
 
     const typed = await rmbg(
-      ['remove', input, '--local', '-o', out, '--format', 'png', '--size', 'medium'],
+      ['remove', input, '--local', '-o', out, '--format', 'png', '--size', 'medium', ...QUICK_MODEL],
       withSettings,
     );
     expect(typed.exitCode).toBe(0);

@@ -1,7 +1,8 @@
-// What `rmbg remove` says before any image is touched: usage errors exit 2 with a message naming what is
-// allowed, and help shows examples and exits 0 without loading the heavy native modules.
+// What rmbg says before any image is touched: usage errors exit 2 with a message naming what is allowed (of
+// `rmbg remove` and of nested commands), help shows examples and exits 0 without loading the heavy native
+// modules, and --dry-run lists the work and writes nothing.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,6 +75,32 @@ describe('rmbg remove: usage errors exit 2', () => {
     await rmbg(['remove', 'in', '-o', 'never', '--local', '--size', 'huge'], { cwd: work });
     await rmbg(['remove', 'in', '-o', 'never', '--local', '--bg-color', 'notacolour'], { cwd: work });
     expect(() => readFileSync(path.join(work, 'never/photo.png'))).toThrow(/ENOENT/);
+  });
+});
+
+describe('usage errors of nested commands exit 2', () => {
+  it.each([
+    [['keys', 'create', '--plan', 'gold'], 'Allowed choices are pro, enterprise, free'],
+    [
+      ['credits', 'add', '5'],
+      'name the account: --key-id ID (from `rmbg keys list`), --key - (the key on stdin), or RMBG_API_KEY',
+    ],
+    [['config', 'sett', 'size', 'hd'], "unknown action 'sett'"],
+  ])('rmbg %j exits 2 with a message', async (args, message) => {
+    const dataDir = tempDir();
+    const result = await rmbg([...args, ...(args[0] === 'config' ? [] : ['--data-dir', dataDir])]);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain(message);
+  });
+});
+
+describe('rmbg remove --dry-run', () => {
+  it('lists what would be processed with its cost (0 credits on this computer) and writes nothing', async () => {
+    const dry = await rmbg(['remove', 'in', '--local', '-o', 'dry-out', '--dry-run'], { cwd: work });
+    expect(dry.exitCode).toBe(0);
+    expect(dry.stdout).toContain(`would process ${path.join(work, 'in', 'photo.jpg')}`);
+    expect(dry.stdout).toContain('0 credits');
+    expect(existsSync(path.join(work, 'dry-out'))).toBe(false);
   });
 });
 

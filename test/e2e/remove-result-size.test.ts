@@ -1,7 +1,7 @@
 // Result sizes of `rmbg remove --local`: --size preview caps a 1200x900 photo at 0.25 MP, the CLI's default
 // is full resolution (unlike the API's preview default), and --overwrite replaces an existing output.
 // Each test has its own output folder: neither depends on what the other left.
-// Without --recursive, subfolders of an input folder are left alone.
+// Without --recursive, subfolders of an input folder are left alone. The quick model: sizes are the pipeline's.
 
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -9,9 +9,10 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { expectCutout, JOURNAL, listFiles, writeTree } from './remove-local-files.js';
+import { addQuickModel, expectCutout, JOURNAL, listFiles, QUICK_MODEL, writeTree } from './remove-local-files.js';
 
 let work: string;
+let env: Record<string, string>;
 
 beforeAll(async () => {
   ensureBuilt();
@@ -20,6 +21,7 @@ beforeAll(async () => {
     'big.jpg': await jpegPhoto(1200, 900),
     'sub/small.jpg': await jpegPhoto(200, 150),
   });
+  env = await addQuickModel(path.join(work, 'data'));
 });
 
 afterAll(removeTempDirs);
@@ -28,7 +30,10 @@ describe('rmbg remove --local: result size', () => {
   const cutout = () => path.join(work, 'out/big.png');
 
   it('--size preview caps the result at 250,000 pixels, keeping the aspect; without --recursive sub/ is ignored', async () => {
-    const result = await rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--json'], { cwd: work });
+    const result = await rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--json', ...QUICK_MODEL], {
+      cwd: work,
+      env,
+    });
     expect(result.exitCode).toBe(0);
     const [line, summary] = jsonLines(result.stdout);
     expect(summary).toMatchObject({ summary: true, total: 1, done: 1 });
@@ -49,7 +54,10 @@ describe('rmbg remove --local: result size', () => {
     await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } })
       .png()
       .toFile(own);
-    const result = await rmbg(['remove', 'in', '-o', 'out-full', '--local', '--overwrite'], { cwd: work });
+    const result = await rmbg(['remove', 'in', '-o', 'out-full', '--local', '--overwrite', ...QUICK_MODEL], {
+      cwd: work,
+      env,
+    });
     expect(result.exitCode).toBe(0);
     const [line, summary] = jsonLines(result.stdout);
     expect(summary).toMatchObject({ summary: true, total: 1, done: 1, skipped: 0 });

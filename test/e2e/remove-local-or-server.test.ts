@@ -1,6 +1,7 @@
 // Local by default: `rmbg remove photo.jpg` with no API URL anywhere runs on this computer and says so once
 // on stderr; an API URL from a flag, the environment or the settings file still selects the server, and
-// --local still wins over all of them. Every run has its own empty settings folder and HOME.
+// --local still wins over all of them. Every run has its own empty settings folder and HOME. The first run is
+// the one run of the CLI with its built-in model; the other local runs use the quick model.
 
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -9,17 +10,19 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { expectCutout, writeTree } from './remove-local-files.js';
+import { addQuickModel, expectCutout, QUICK_MODEL, writeTree } from './remove-local-files.js';
 
 const NOTE = 'no API URL configured: removing backgrounds on this computer';
 let photo: Buffer;
 let server: Server;
 let apiUrl: string;
+let quick: Record<string, string>;
 const requests: string[] = [];
 
 beforeAll(async () => {
   ensureBuilt();
   photo = await jpegPhoto(200, 150);
+  quick = await addQuickModel(tempDir('rmbg-data-'));
   // A stand-in API that refuses every key: enough to see whether a run went to the server.
   server = createServer((request, response) => {
     requests.push(`${request.method} ${request.url}`);
@@ -73,7 +76,7 @@ describe('rmbg remove with no API URL configured', () => {
 
   it('says nothing about it when --local was asked for', async () => {
     const { work, run } = fresh();
-    const result = await run(['--local']);
+    const result = await run(['--local', ...QUICK_MODEL], quick);
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stderr).not.toContain(NOTE);
     expect(existsSync(path.join(work, 'rmbg-out', 'photo.png'))).toBe(true);
@@ -113,7 +116,10 @@ describe('an API URL from anywhere selects the server; --local still wins', () =
   it('--local with RMBG_API_URL set runs on this computer and sends nothing', async () => {
     const { work, run } = fresh();
     const before = requests.length;
-    const result = await run(['--local', '--api-key', 'rmbg_unused'], { RMBG_API_URL: apiUrl });
+    const result = await run(['--local', '--api-key', 'rmbg_unused', ...QUICK_MODEL], {
+      RMBG_API_URL: apiUrl,
+      ...quick,
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(requests.length).toBe(before);
     await expectCutout(path.join(work, 'rmbg-out', 'photo.png'), 200, 150);

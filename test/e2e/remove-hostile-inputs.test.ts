@@ -1,6 +1,6 @@
 // Hostile and unusual inputs through `rmbg remove --local`: a folder mixing good photos with damaged, animated,
 // unsupported, tiny, huge and bomb images (names lie about formats: decoding goes by content), one
-// EXIF-rotated photo, and one image through stdin → stdout.
+// EXIF-rotated photo, and one image through stdin → stdout. The quick model: this is about what reaches it.
 
 import path from 'node:path';
 import sharp from 'sharp';
@@ -21,10 +21,23 @@ import {
   widePng,
 } from '../fixtures/hostile-images.js';
 import { ensureBuilt, HAS_SCRIPT, jsonLines, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
-import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from './remove-local-files.js';
+import {
+  addQuickModel,
+  expectCutout,
+  JOURNAL,
+  listFiles,
+  partialFiles,
+  QUICK_MODEL,
+  writeTree,
+} from './remove-local-files.js';
+
+let env: Record<string, string>;
 
 afterAll(removeTempDirs);
-beforeAll(ensureBuilt);
+beforeAll(async () => {
+  ensureBuilt();
+  env = await addQuickModel(tempDir('rmbg-data-'));
+});
 
 describe('rmbg remove FOLDER --local with hostile files beside good ones', () => {
   /** File name → the error code the user must see. Extensions are what the folder scan picks up, not the content. */
@@ -69,8 +82,8 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
 
   it('does the good files, fails each bad one with its code and no output, exits 1 and names the failures', async () => {
     const result = await rmbg(
-      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'],
-      { cwd: work },
+      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', ...QUICK_MODEL],
+      { cwd: work, env },
     );
     expect(result.exitCode).toBe(1);
     const lines = jsonLines(result.stdout);
@@ -115,8 +128,8 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
 
   it('on a re-run skips both the finished files and the ones that failed for good (failed-before), exit 1; --retry-failed retries them', async () => {
     const result = await rmbg(
-      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json'],
-      { cwd: work },
+      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', ...QUICK_MODEL],
+      { cwd: work, env },
     );
     const lines = jsonLines(result.stdout);
     expect(lines.pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 15, failedBefore: 13, failed: 0 });
@@ -129,8 +142,20 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     expect(result.exitCode).toBe(1);
 
     const retried = await rmbg(
-      ['remove', 'in', 'loose/named.gif', '-o', 'out', '--local', '--size', 'preview', '--json', '--retry-failed'],
-      { cwd: work },
+      [
+        'remove',
+        'in',
+        'loose/named.gif',
+        '-o',
+        'out',
+        '--local',
+        '--size',
+        'preview',
+        '--json',
+        '--retry-failed',
+        ...QUICK_MODEL,
+      ],
+      { cwd: work, env },
     );
     expect(jsonLines(retried.stdout).pop()).toMatchObject({
       summary: true,
@@ -154,7 +179,7 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
     const gifPath = path.join(work, 'in/gif-named.png');
     const tinyPath = path.join(work, 'in/tiny.png');
 
-    const first = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local'], { cwd: work });
+    const first = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local', ...QUICK_MODEL], { cwd: work, env });
     expect(first.exitCode).toBe(1);
     const text = plain(first.stdout);
     expect(text).toContain(`failed: ${gifPath}: the data is GIF; JPG, PNG or WebP only (unsupported_image_format)`);
@@ -167,7 +192,7 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
     expect(text.split('\n')).toContain(`failed: ${gifPath}, ${tinyPath}`);
     expect(text).not.toContain('{"input"');
 
-    const again = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local'], { cwd: work });
+    const again = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local', ...QUICK_MODEL], { cwd: work, env });
     expect(plain(again.stdout)).toMatch(
       /rmbg: 0 done, 2 skipped \(2 failed before; --retry-failed retries them\), 0 failed of 2/,
     );
@@ -178,7 +203,8 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
 
 describe('rmbg remove - --local (stdin → stdout)', () => {
   it('turns a JPEG on stdin into a PNG cut-out on stdout, full size by default', async () => {
-    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], {
+    const result = await rmbg(['remove', '-', '--local', '--format', 'png', ...QUICK_MODEL], {
+      env,
       input: await jpegPhoto(200, 150),
       encoding: 'buffer',
     });
@@ -195,7 +221,8 @@ describe('rmbg remove - --local (stdin → stdout)', () => {
   });
 
   it('a corrupt image on stdin: exit 1, the reason on stderr, nothing on stdout', async () => {
-    const result = await rmbg(['remove', '-', '--local', '--format', 'png'], {
+    const result = await rmbg(['remove', '-', '--local', '--format', 'png', ...QUICK_MODEL], {
+      env,
       input: await truncatedJpeg(),
       encoding: 'buffer',
     });

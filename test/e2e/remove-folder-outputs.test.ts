@@ -1,6 +1,7 @@
 // `rmbg remove DIR --local` on a folder as a photographer runs it, twice: the first run cuts out every image
 // (kept subfolders, colliding names, JSON lines), the second skips them untouched but regenerates an output
-// deleted by hand. The output folder sits inside the input folder on purpose.
+// deleted by hand. The output folder sits inside the input folder on purpose. The quick model: this is about
+// the files, not the cut.
 
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -8,15 +9,25 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto, pngPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from './remove-local-files.js';
+import {
+  addQuickModel,
+  expectCutout,
+  JOURNAL,
+  listFiles,
+  partialFiles,
+  QUICK_MODEL,
+  writeTree,
+} from './remove-local-files.js';
 
 let work: string;
 let input: string;
 let output: string;
+let env: Record<string, string>;
 const run = () =>
-  rmbg(['remove', 'shoot', '-o', 'shoot/cutouts', '--local', '--recursive', '--size', 'preview', '--json'], {
-    cwd: work,
-  });
+  rmbg(
+    ['remove', 'shoot', '-o', 'shoot/cutouts', '--local', '--recursive', '--size', 'preview', '--json', ...QUICK_MODEL],
+    { cwd: work, env },
+  );
 
 const EXPECTED = {
   // a.jpg and a.png share the stem `a`: each keeps its source extension, so neither overwrites the other.
@@ -30,6 +41,7 @@ beforeAll(async () => {
   work = tempDir();
   input = path.join(work, 'shoot');
   output = path.join(input, 'cutouts');
+  env = await addQuickModel(path.join(work, 'data'));
   writeTree(input, {
     'a.jpg': await jpegPhoto(200, 150),
     'a.png': await pngPhoto(160, 120),
