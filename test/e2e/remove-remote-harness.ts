@@ -6,11 +6,9 @@ import http from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
 import {
   createFaultServer,
   respond,
@@ -18,17 +16,9 @@ import {
   type FaultStep,
   type RecordedRequest,
 } from '../helpers/fault-server.js';
-import {
-  balance,
-  CLI,
-  createKey,
-  ensureBuilt,
-  ROOT,
-  rmbg as rmbgCommand,
-  startServe,
-  tempDataDir,
-  type ServeProcess,
-} from './serve-harness.js';
+import { rmbg } from '../helpers/cli.js';
+import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
+import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
 export const PRICE = 2;
 
@@ -50,34 +40,19 @@ export interface RemoteServer {
 }
 
 /**
- * The server's model. 'built-in': the real isnet-medium (about a second per image, many on a busy machine).
- * 'quick': a user model added with `rmbg models add` (a 1×1 convolution of the red channel, 64×48 input,
- * mean 215 and std 25 on 0–255: the photos' pale backdrop (red 206) comes out transparent and the orange
- * disc (red about 240 at its centre) opaque), for tests of what travels between client and server, where
- * the model's time only slows the run down.
+ * The server's model. 'built-in': the real isnet-medium (seconds per image on a busy machine). 'quick': the
+ * quick model of remove-local-files.ts, for tests of what travels between client and server, where the model's
+ * time only slows the run down.
  */
 export type ServerModel = 'built-in' | 'quick';
-
-async function addQuickModel(dataDir: string, env: Record<string, string>): Promise<string[]> {
-  const file = join(dataDir, 'quick.onnx');
-  writeRedChannelModel(file, { width: 64, height: 48, bias: 0 });
-  const flags = ['--input-size', '64x48', '--mean', '215', '--std', '25', '--range', '0-255', '--activation', 'none'];
-  const added = await execa('node', [CLI, 'models', 'add', 'quick', file, ...flags], { cwd: ROOT, env, reject: false });
-  if (added.exitCode !== 0) throw new Error(`models add failed: ${added.stderr}`);
-  return ['--model', 'quick'];
-}
 
 export async function startRemoteServer(flags: string[] = [], model: ServerModel = 'built-in'): Promise<RemoteServer> {
   await ensureBuilt();
   const dataDir = tempDataDir();
   // The user model and its graph cache stay in the data directory.
-  const env = { RMBG_DATA_DIR: dataDir, XDG_CACHE_HOME: join(dataDir, 'cache') };
-  const modelFlags = model === 'quick' ? await addQuickModel(dataDir, env) : [];
-  const serve = await startServe(
-    dataDir,
-    ['--credits-per-image', String(PRICE), ...modelFlags, ...flags],
-    model === 'quick' ? env : {},
-  );
+  const env = model === 'quick' ? await addQuickModel(dataDir) : {};
+  const modelFlags = model === 'quick' ? QUICK_MODEL : [];
+  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...modelFlags, ...flags], env);
   return {
     serve,
     url: serve.url,
@@ -85,7 +60,7 @@ export async function startRemoteServer(flags: string[] = [], model: ServerModel
     account: async (credits) => (await createKey(dataDir, credits)).key,
     total: async (key) => (await balance(serve.url, key)).total,
     async addCredits(key, credits) {
-      const result = await rmbgCommand(['credits', 'add', String(credits), '--key', key, '--data-dir', dataDir]);
+      const result = await rmbg(['credits', 'add', String(credits), '--key', key, '--data-dir', dataDir]);
       if (result.exitCode !== 0) throw new Error(`credits add failed: ${result.stderr}`);
     },
     async close() {
@@ -193,35 +168,9 @@ export function removeRemote(
   extra: string[] = [],
   options: { timeoutMs?: number } = {},
 ) {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    RMBG_API_URL: undefined,
-    RMBG_API_KEY: undefined,
-    RMBG_CONFIG_DIR: shoot.configDir,
-  };
-  return execa(
-    'node',
-    [
-      CLI,
-      'remove',
-      shoot.inputs,
-      '-o',
-      shoot.output,
-      '--api-url',
-      url,
-      '--api-key',
-      key,
-      '--size',
-      'preview',
-      ...extra,
-    ],
-    {
-      cwd: ROOT,
-      env,
-      extendEnv: false,
-      reject: false,
-      timeout: options.timeoutMs ?? LONG - 60_000,
-    },
+  return rmbg(
+    ['remove', shoot.inputs, '-o', shoot.output, '--api-url', url, '--api-key', key, '--size', 'preview', ...extra],
+    { configDir: shoot.configDir, timeout: options.timeoutMs ?? LONG - 60_000 },
   );
 }
 
@@ -385,19 +334,38 @@ export interface Relayed {
   answeredAt: number;
 }
 
+/** The upstream's answer as a fault-server step, without the headers of its own connection. */
+function relayed(answer: UpstreamAnswer): FaultStep {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length')
+      headers[name] = String(value);
+  }
+  return respond(answer.status, { headers, body: answer.body });
+}
+
 /**
  * A fault-server step that forwards to the real server and relays its answer, noting the status and the
  * moment it was answered (the fault server's own log has only arrivals).
  */
-export function relayStep(upstream: string, relayed: Relayed[]): FaultStep {
+export function relayStep(upstream: string, relayedRequests: Relayed[]): FaultStep {
   return async (request) => {
     const answer = await forwardTo(upstream, request);
-    relayed.push({ request, status: answer.status, answeredAt: Date.now() });
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(answer.headers)) {
-      if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length')
-        headers[name] = String(value);
-    }
-    return respond(answer.status, { headers, body: answer.body });
+    relayedRequests.push({ request, status: answer.status, answeredAt: Date.now() });
+    return relayed(answer);
+  };
+}
+
+/**
+ * A slow network in front of a quick server: each request reaches the server at once (which does the work and
+ * charges), and its answer comes back `holdMs` later. A signal sent meanwhile finds requests in flight whose
+ * result the server keeps. Sets upstreamStatus as the fault server's proxy step does.
+ */
+export function heldAnswers(upstream: string, holdMs: number): FaultStep {
+  return async (request) => {
+    const answer = await forwardTo(upstream, request);
+    request.upstreamStatus = answer.status;
+    await new Promise((held) => setTimeout(held, holdMs)); // the latency being simulated, not a wait for rmbg
+    return relayed(answer);
   };
 }

@@ -1,6 +1,7 @@
 // `rmbg remove DIR --api-url URL --api-key KEY` against a real `rmbg serve` (2 credits per image): a whole
 // folder charged exactly once per photo, --dry-run and --confirm-over sending nothing they should not, and a
-// bad key stopping the batch at once and resumable once fixed.
+// bad key stopping the batch at once and resumable once fixed. What is charged does not depend on the model:
+// the server runs the quick model.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ import {
   type Shoot,
 } from './remove-remote-harness.js';
 
-const suite = useRemoteServer();
+const suite = useRemoteServer('quick');
 
 describe('a folder of 20 photos, then dry runs and --confirm-over on the same folder', () => {
   let shoot: Shoot;

@@ -1,6 +1,8 @@
 // Stopping `rmbg remove` mid-batch against a real `rmbg serve` and running the same command again: SIGKILL,
 // Ctrl-C (finish the files in flight) and Ctrl-C twice (cancel them). The re-run finishes the job, leaves
-// no broken file, and the balance says each photo was charged exactly once.
+// no broken file, and the balance says each photo was charged exactly once. The server runs the quick model
+// behind a slow network (heldAnswers): the server has done the work of a request in flight, as a slow model's
+// would be by the time the re-run asks.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +12,7 @@ import {
   cutoutsIn,
   expectCompleteCutouts,
   expectOneKeyPerImage,
+  heldAnswers,
   imageHashOf,
   jsonLines,
   keyOf,
@@ -23,11 +26,13 @@ import {
   type Shoot,
 } from './remove-remote-harness.js';
 
-const suite = useRemoteServer();
+const suite = useRemoteServer('quick');
+/** How long each answer takes to come back: long enough that a signal always finds requests in flight. */
+const HOLD_MS = 1000;
 
 async function setUp(count: number, credits: number): Promise<{ shoot: Shoot; key: string; proxy: FaultServer }> {
   const shoot = await suite.shoot(count);
-  const proxy = await suite.faultServer();
+  const proxy = await suite.faultServer(heldAnswers(suite.server.url, HOLD_MS));
   return { shoot, key: await suite.server.account(credits), proxy };
 }
 
