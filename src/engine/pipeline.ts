@@ -1,6 +1,4 @@
-// The image pipeline for one image: probe → decode + orient (sharp) → model → mask → compose → encode.
-// The model input and the output pixels are decoded by two sharp pipelines that run on libuv threads
-// while the model runs, so decoding overlaps inference (bench/ measures the overlap).
+// One image through the model; the result's pixels decode on libuv's threads while the model runs.
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
@@ -9,12 +7,16 @@ import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
 import { pixelScale } from './model-contract.js';
-import type { ModelSession } from './model-session.js';
+import type { MaskPlane, ModelSession } from './model-session.js';
 import { isUpsizing, upsampleMask, type Size } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import { encodePng } from './png-encode.js';
 import type { EngineResult, ForegroundBox } from './types.js';
 
+/** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
+export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
+
+/** Decoded pixels, 8 bits per channel, interleaved. */
 interface Raw {
   data: Buffer;
   width: number;
@@ -22,7 +24,174 @@ interface Raw {
   channels: 3 | 4;
 }
 
-/** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data instead of returning grey pixels. */
+/** The input and what its probe and the options fix about the result before the model runs. */
+interface Source {
+  input: Buffer;
+  /** The image's size once EXIF-oriented. */
+  canvas: Size;
+  channels: 3 | 4;
+  /** The result's pixel ceiling (its size and format). */
+  maxPixels: number;
+}
+
+/** The result's pixels and mask, at the result's size, and the foreground's box on the canvas. */
+interface Cutout {
+  pixels: Raw;
+  mask: Buffer;
+  foreground: ForegroundBox;
+}
+
+/** Without crop, the result's size is known before inference: its pixels, decoding meanwhile. */
+interface EarlyDecode {
+  size: Size;
+  pixels: Promise<Raw>;
+}
+
+/** Milliseconds per stage, for the result's `timings`. */
+export class Timer {
+  readonly timings: Record<string, number> = {};
+  private last = performance.now();
+  lap(stage: string): void {
+    const now = performance.now();
+    this.timings[stage] = (this.timings[stage] ?? 0) + (now - this.last);
+    this.last = now;
+  }
+}
+
+/** One image: probe → decode + orient → model → mask → compose → encode. */
+export async function runPipeline(
+  session: ModelRunner,
+  input: Buffer,
+  options: RemoveOptions,
+  signal?: AbortSignal,
+): Promise<EngineResult> {
+  const timer = new Timer();
+  const probe = await probeImage(input);
+  timer.lap('probe');
+  const source: Source = {
+    input,
+    canvas: { width: probe.orientedWidth, height: probe.orientedHeight },
+    channels: probe.hasAlpha ? 4 : 3,
+    maxPixels: maxResultPixels(options.size, options.format),
+  };
+  const early = options.crop ? undefined : decodeResultEarly(source);
+  const plane = await inferMask(session, input, timer, signal);
+  const mask = maskToBytes(plane.data);
+  const cutout = early
+    ? await fitMaskToResult(early, mask, plane, source)
+    : await cropToForeground(source, mask, plane);
+  timer.lap('mask');
+  const format = chooseFormat(options, cutout);
+  const data = await composeAndEncode(cutout, options.bgColor, format, timer, signal);
+  timer.lap('encode');
+  const { width, height } = cutout.pixels;
+  return {
+    data,
+    format,
+    mimeType: MIME_OF_FORMAT[format],
+    width,
+    height,
+    foreground: cutout.foreground,
+    timings: timer.timings,
+  };
+}
+
+/** Starts decoding the result's pixels, so that the decode overlaps inference. */
+function decodeResultEarly(source: Source): EarlyDecode {
+  const size = fitWithin(source.canvas.width, source.canvas.height, source.maxPixels);
+  const pixels = toRaw(decoder(source.input).resize(size.width, size.height, { fit: 'fill' }), source.channels);
+  pixels.catch(() => undefined); // awaited later; no unhandled rejection if inference fails first
+  return { size, pixels };
+}
+
+/** The model's mask plane for the input: decode at the model's size, normalise, run. */
+async function inferMask(
+  session: ModelRunner,
+  input: Buffer,
+  timer: Timer,
+  signal: AbortSignal | undefined,
+): Promise<MaskPlane> {
+  const { width, height } = session.inputSize;
+  const { contract } = session.model;
+  const { mean, std } = contract.normalization;
+  const modelInput = await toRaw(
+    decoder(input).resize(width, height, { fit: 'fill' }).flatten({ background: '#ffffff' }),
+    3,
+  );
+  timer.lap('decode');
+  throwIfAborted(signal);
+  const plane = await session.run(toTensor(modelInput.data, width * height, mean, std, pixelScale(contract)));
+  timer.lap('inference');
+  throwIfAborted(signal);
+  return plane;
+}
+
+/** Without crop: the mask resized to the early-decoded pixels; the box found on them, mapped to the canvas. */
+async function fitMaskToResult(early: EarlyDecode, mask: Buffer, plane: Size, source: Source): Promise<Cutout> {
+  const [pixels, resultMask] = await Promise.all([early.pixels, resizeMask(mask, plane, early.size)]);
+  const foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, source.canvas);
+  return { pixels, mask: resultMask, foreground };
+}
+
+/** With crop: the exact box on the canvas, then the pixels and the mask cut to it. */
+async function cropToForeground(source: Source, mask: Buffer, plane: Size): Promise<Cutout> {
+  const { input, canvas, channels, maxPixels } = source;
+  const canvasMask = await resizeMask(mask, plane, canvas);
+  const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
+  const foreground = toBox(bounds);
+  // No foreground at all: nothing is trimmed (an empty image is not a valid result).
+  const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
+  const size = fitWithin(region.width, region.height, maxPixels);
+  const [pixels, resultMask] = await Promise.all([
+    toRaw(decoder(input).extract(region).resize(size.width, size.height, { fit: 'fill' }), channels),
+    shrinkMask(canvasMask, canvas, size, region), // the region is never smaller than `size` (fitWithin)
+  ]);
+  return { pixels, mask: resultMask, foreground };
+}
+
+/** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
+function chooseFormat(options: RemoveOptions, { mask, pixels }: Cutout): OutputFormat {
+  const background = options.bgColor;
+  if (options.format !== 'auto') return options.format;
+  if (background && background.alpha === 1) return 'jpg';
+  if (background) return 'png';
+  if (!mask.every((a) => a === 255)) return 'png';
+  // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
+  if (pixels.channels === 4) {
+    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return 'png';
+  }
+  return 'jpg';
+}
+
+/** PNG is composed band by band while earlier bands deflate (png-encode.ts); other formats take the whole image. */
+async function composeAndEncode(
+  { pixels, mask }: Cutout,
+  background: RemoveOptions['bgColor'],
+  format: OutputFormat,
+  timer: Timer,
+  signal: AbortSignal | undefined,
+): Promise<Buffer> {
+  const { width, height, channels } = pixels;
+  const composeRows = (top: number, count: number): ComposeOutput => {
+    throwIfAborted(signal); // a cancelled request stops between bands
+    return compose({
+      pixels: pixels.data.subarray(top * width * channels, (top + count) * width * channels),
+      channels,
+      mask: mask.subarray(top * width, (top + count) * width),
+      width,
+      height: count,
+      background,
+      opaque: format === 'jpg',
+    });
+  };
+  if (format === 'png') return encodePng(width, height, composeRows);
+  const composed = composeRows(0, height);
+  timer.lap('compose');
+  throwIfAborted(signal);
+  return encodeWithSharp(composed, width, height, format);
+}
+
+/** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data rather than decode it grey. */
 function decoder(input: Buffer): Sharp {
   return sharp(input, { failOn: 'error', limitInputPixels: LIMITS.maxPixels, sequentialRead: true }).rotate();
 }
@@ -42,10 +211,8 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
   }
 }
 
-/**
- * Planar CHW float tensor with the model's normalisation, from interleaved RGB bytes. One pass with a
- * 768-entry lookup table: the same float values as computing (v × scale - mean) / std per pixel, without the division.
- */
+/** The model's normalised CHW tensor from RGB bytes, through a lookup table: the same values, without a division per
+ * pixel (bench/RESULTS.md, "What changed in the engine, and why"). */
 function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[], scale: number): Float32Array {
   const lut = new Float32Array(768);
   for (let c = 0; c < 3; c++)
@@ -61,6 +228,7 @@ function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[]
   return tensor;
 }
 
+/** The mask plane's 0..1 floats as bytes, rounded. */
 function maskToBytes(mask: Float32Array): Buffer {
   const bytes = Buffer.allocUnsafe(mask.length);
   for (let i = 0; i < mask.length; i++) {
@@ -70,10 +238,12 @@ function maskToBytes(mask: Float32Array): Buffer {
   return bytes;
 }
 
-/**
- * sharp's linear resize of a one-byte-per-pixel mask, of a region of it when given: for shrinking, where the
- * kernel widens with the shrink. Its raw output stays one channel ('b-w': sharp would otherwise emit sRGB).
- */
+/** The mask at another size: upsizing (the costly case) by mask-upsample.ts, shrinking on either axis by sharp. */
+async function resizeMask(mask: Buffer, plane: Size, to: Size): Promise<Buffer> {
+  return isUpsizing(plane, to) ? upsampleMask(mask, plane, to) : shrinkMask(mask, plane, to);
+}
+
+/** A mask (or a region of it) shrunk by sharp, whose kernel widens with the shrink; 'b-w' keeps one channel. */
 function shrinkMask(mask: Buffer, from: Size, to: Size, region?: Region): Promise<Buffer> {
   const image = sharp(mask, { raw: { width: from.width, height: from.height, channels: 1 } });
   return (region ? image.extract(region) : image)
@@ -81,142 +251,6 @@ function shrinkMask(mask: Buffer, from: Size, to: Size, region?: Region): Promis
     .toColourspace('b-w')
     .raw()
     .toBuffer();
-}
-
-/**
- * The mask at another size, one byte per pixel. Upsizing (a photo larger than the model's input, the costly
- * case) is mask-upsample.ts' bilinear pass; a mask shrunk on either axis goes to shrinkMask.
- */
-async function resizeMask(mask: Buffer, plane: Size, to: Size): Promise<Buffer> {
-  return isUpsizing(plane, to) ? upsampleMask(mask, plane, to) : shrinkMask(mask, plane, to);
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new RmbgError('interrupted', 'processing was cancelled');
-}
-
-export class Timer {
-  readonly timings: Record<string, number> = {};
-  private last = performance.now();
-  lap(stage: string): void {
-    const now = performance.now();
-    this.timings[stage] = (this.timings[stage] ?? 0) + (now - this.last);
-    this.last = now;
-  }
-}
-
-/** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
-export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
-
-export async function runPipeline(
-  session: ModelRunner,
-  input: Buffer,
-  options: RemoveOptions,
-  signal?: AbortSignal,
-): Promise<EngineResult> {
-  const timer = new Timer();
-  const probe = await probeImage(input);
-  timer.lap('probe');
-  const canvas = { width: probe.orientedWidth, height: probe.orientedHeight };
-  const { width: modelW, height: modelH } = session.inputSize;
-  const { contract } = session.model;
-  const { mean, std } = contract.normalization;
-  const channels: 3 | 4 = probe.hasAlpha ? 4 : 3;
-  const maxPixels = maxResultPixels(options.size, options.format);
-
-  // Without crop the output size is known now, so its decode overlaps inference.
-  const outputSize = fitWithin(canvas.width, canvas.height, maxPixels);
-  const outputPixels = options.crop
-    ? undefined
-    : toRaw(decoder(input).resize(outputSize.width, outputSize.height, { fit: 'fill' }), channels);
-  outputPixels?.catch(() => undefined); // awaited below; avoid an unhandled rejection if inference fails first
-
-  const modelInput = await toRaw(
-    decoder(input).resize(modelW, modelH, { fit: 'fill' }).flatten({ background: '#ffffff' }),
-    3,
-  );
-  timer.lap('decode');
-  throwIfAborted(signal);
-  const plane = await session.run(toTensor(modelInput.data, modelW * modelH, mean, std, pixelScale(contract)));
-  timer.lap('inference');
-  throwIfAborted(signal);
-  const mask = maskToBytes(plane.data);
-
-  let pixels: Raw;
-  let resultMask: Buffer;
-  let foreground: ForegroundBox;
-  if (options.crop) {
-    // Exact box on the canvas, then cut both the pixels and the mask to it. With no foreground at all,
-    // nothing is trimmed (an empty image is not a valid result).
-    const canvasMask = await resizeMask(mask, plane, canvas);
-    const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
-    foreground = toBox(bounds);
-    const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
-    const size = fitWithin(region.width, region.height, maxPixels);
-    [pixels, resultMask] = await Promise.all([
-      toRaw(decoder(input).extract(region).resize(size.width, size.height, { fit: 'fill' }), channels),
-      shrinkMask(canvasMask, canvas, size, region), // the region is never smaller than `size` (fitWithin)
-    ]);
-  } else {
-    [pixels, resultMask] = await Promise.all([outputPixels as Promise<Raw>, resizeMask(mask, plane, outputSize)]);
-    foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, canvas);
-  }
-  timer.lap('mask');
-
-  const background = options.bgColor;
-  const format = chooseFormat(options, background, resultMask, pixels);
-  // Compose is per pixel, so a band of rows composes on its own: the PNG encoder asks for bands and deflates
-  // each on the thread pool while the next is composed (png-encode.ts). Other formats take the whole image.
-  const { width, height } = pixels;
-  const composeRows = (top: number, count: number): ComposeOutput => {
-    throwIfAborted(signal); // a cancelled request stops between bands
-    return compose({
-      pixels: pixels.data.subarray(top * width * pixels.channels, (top + count) * width * pixels.channels),
-      channels: pixels.channels,
-      mask: resultMask.subarray(top * width, (top + count) * width),
-      width,
-      height: count,
-      background,
-      opaque: format === 'jpg',
-    });
-  };
-  let data: Buffer;
-  if (format === 'png') {
-    data = await encodePng(width, height, composeRows);
-  } else {
-    const composed = composeRows(0, height);
-    timer.lap('compose');
-    throwIfAborted(signal);
-    data = await encode(composed, width, height, format);
-  }
-  timer.lap('encode');
-  return {
-    data,
-    format,
-    mimeType: MIME_OF_FORMAT[format],
-    width: pixels.width,
-    height: pixels.height,
-    foreground,
-    timings: timer.timings,
-  };
-}
-
-/** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
-function chooseFormat(
-  options: RemoveOptions,
-  background: RemoveOptions['bgColor'],
-  mask: Buffer,
-  pixels: Raw,
-): OutputFormat {
-  if (options.format !== 'auto') return options.format;
-  if (background && background.alpha === 1) return 'jpg';
-  if (background) return 'png';
-  if (!mask.every((a) => a === 255)) return 'png';
-  // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
-  if (pixels.channels === 4) {
-    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return 'png';
-  }
-  return 'jpg';
 }
 
 function toBox(bounds: Bounds | null): ForegroundBox {
@@ -246,7 +280,7 @@ function scaleBox(
 }
 
 /** JPG and WebP through sharp; PNG has its own banded encoder (png-encode.ts). */
-async function encode(
+async function encodeWithSharp(
   composed: ComposeOutput,
   width: number,
   height: number,
@@ -259,4 +293,8 @@ async function encode(
     case 'webp':
       return image.webp({ quality: 90, alphaQuality: 100, effort: 2 }).toBuffer();
   }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new RmbgError('interrupted', 'processing was cancelled');
 }
