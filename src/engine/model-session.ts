@@ -1,12 +1,10 @@
-// One onnxruntime-node inference session per model, reused for every image, with runs serialised:
-// two concurrent runs on 2 cores would only fight over the same threads, while decode/encode of
-// other images proceeds meanwhile on sharp's (libuv) threads.
+// One onnxruntime session per model, runs serialised: two at once would fight over the same threads.
 
 import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
 import { RmbgError } from '../api/errors.js';
 import { readFileParallel } from '../platform/read-file-parallel.js';
-import { cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
+import { type CachedGraph, cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
 
@@ -63,68 +61,26 @@ export class ModelSession {
     return problems;
   }
 
-  /**
-   * `verified` (the weights' sha256 check, run alongside): the optimised graph is kept for later starts only
-   * once it resolves, so a graph made from a corrupt file is never cached under the good file's hash.
-   */
+  /** `verified`: the weights' check, run alongside; only once it passes is the optimised graph cached. */
   static async load(
     model: ResolvedModel,
     options: SessionOptions = {},
     verified: Promise<unknown> = Promise.resolve(),
   ): Promise<ModelSession> {
     const ort = await import('onnxruntime-node');
-    const sessionEntries = { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } };
     const provider = options.provider ?? 'cpu';
-    const base: OrtSession.SessionOptions = {
-      executionProviders: [provider],
-      graphOptimizationLevel: 'all',
-      executionMode: 'sequential',
-      intraOpNumThreads: options.threads ?? availableParallelism(),
-      interOpNumThreads: 1,
-      // ORT's arena, without the memory pattern: every run's activations (~450 MB at 1024²) come from memory the
-      // first run faulted in, instead of fresh mmaps that each run faults in again (110k page faults; steady runs
-      // 7 % faster without them). The arena keeps that memory for the session's life: idle RSS ~750 MiB instead
-      // of ~300, and the peak of a 50 MP image 1,700 MiB instead of 1,251 (+5 % at 12 MP). The memory pattern
-      // would plan one block per run on top (2.4 GB peak with the fp16 graph). bench/RESULTS.md, "Issue #9:
-      // large photos, ORT's arena".
-      enableCpuMemArena: true,
-      enableMemPattern: false,
-      extra: { session: sessionEntries },
-      // Errors only: saving the optimised graph warns on stderr that it is specific to this CPU, which the
-      // cache's file name already accounts for (graph-cache.ts).
-      logSeverityLevel: 3,
-    };
+    const settings = sessionSettings(options, provider);
     const cacheDir = provider === 'cpu' ? (options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR) : false;
     const graph =
       cacheDir && model.expected
         ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common, provider)
         : undefined;
     try {
-      if (graph?.cached) {
-        try {
-          // ORT reads the graph and its weights in place from these bytes (no parse, no copy: measured 0.37 s
-          // against 0.95 s for the same graph as an ONNX file, bench/session-start.mjs); the session keeps them.
-          const bytes = await readFileParallel(graph.cached);
-          const inPlace = { use_ort_model_bytes_directly: '1', use_ort_model_bytes_for_initializers: '1' };
-          const session = await ort.InferenceSession.create(bytes, {
-            ...base,
-            graphOptimizationLevel: 'disabled',
-            extra: { session: { ...sessionEntries, ...inPlace } },
-          });
-          return new ModelSession(session, ort, model, bytes);
-        } catch {
-          dropCachedGraph(graph.cached); // unreadable: optimise the original again (and save it next time)
-        }
-      }
-      const save = graph?.saveTo
-        ? { optimizedModelFilePath: graph.saveTo, extra: { session: { ...sessionEntries, save_model_format: 'ORT' } } }
+      const fromCache = graph?.cached
+        ? await ModelSession.loadCachedGraph(ort, model, graph.cached, settings)
         : undefined;
-      // A graph ORT cannot write in its format still runs: then without a cached copy.
-      const session = await ort.InferenceSession.create(model.path, { ...base, ...save }).catch((error: unknown) => {
-        if (!save) throw error;
-        graph?.discard();
-        return ort.InferenceSession.create(model.path, base);
-      });
+      if (fromCache) return fromCache;
+      const session = await optimiseModel(ort, model.path, settings, graph);
       await verified.then(
         () => graph?.commit(),
         () => graph?.discard(),
@@ -136,6 +92,29 @@ export class ModelSession {
         `cannot load model ${model.name} from ${model.path}: ${(error as Error).message}`,
         { cause: error },
       );
+    }
+  }
+
+  /** A session on the cached optimised graph; undefined, and the file dropped, when ORT cannot load it. */
+  private static async loadCachedGraph(
+    ort: Ort,
+    model: ResolvedModel,
+    file: string,
+    { base, entries }: SessionSettings,
+  ): Promise<ModelSession | undefined> {
+    try {
+      // Read in place, no parse or copy (bench/RESULTS.md, "Issue #9: fp32 graph, start-up, memory").
+      const bytes = await readFileParallel(file);
+      const inPlace = { use_ort_model_bytes_directly: '1', use_ort_model_bytes_for_initializers: '1' };
+      const session = await ort.InferenceSession.create(bytes, {
+        ...base,
+        graphOptimizationLevel: 'disabled',
+        extra: { session: { ...entries, ...inPlace } },
+      });
+      return new ModelSession(session, ort, model, bytes);
+    } catch {
+      dropCachedGraph(file); // unreadable: optimise the original again (and save it next time)
+      return undefined;
     }
   }
 
@@ -179,4 +158,49 @@ export class ModelSession {
     await this.session.release();
     void this.graphBytes; // held until here
   }
+}
+
+type Ort = typeof import('onnxruntime-node');
+
+/** ORT's options for every session, and its session config entries (which some loads add to). */
+interface SessionSettings {
+  base: OrtSession.SessionOptions;
+  entries: Record<string, unknown>;
+}
+
+function sessionSettings(options: SessionOptions, provider: Provider): SessionSettings {
+  const entries = { intra_op: { allow_spinning: options.spinWait ? '1' : '0' } };
+  const base: OrtSession.SessionOptions = {
+    executionProviders: [provider],
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    intraOpNumThreads: options.threads ?? availableParallelism(),
+    interOpNumThreads: 1,
+    // Runs reuse the first run's memory instead of faulting in fresh pages
+    // (bench/RESULTS.md, "Issue #9: large photos, ORT's arena").
+    enableCpuMemArena: true,
+    enableMemPattern: false,
+    extra: { session: entries },
+    // Errors only: ORT warns that a saved graph is specific to this CPU, which the cache's file name accounts for.
+    logSeverityLevel: 3,
+  };
+  return { base, entries };
+}
+
+/** A session that optimises the model file, saving the optimised graph where the cache asks. */
+function optimiseModel(
+  ort: Ort,
+  path: string,
+  { base, entries }: SessionSettings,
+  graph: CachedGraph | undefined,
+): Promise<OrtSession> {
+  const save = graph?.saveTo
+    ? { optimizedModelFilePath: graph.saveTo, extra: { session: { ...entries, save_model_format: 'ORT' } } }
+    : undefined;
+  // A graph ORT cannot write in its format still runs: then without a cached copy.
+  return ort.InferenceSession.create(path, { ...base, ...save }).catch((error: unknown) => {
+    if (!save) throw error;
+    graph?.discard();
+    return ort.InferenceSession.create(path, base);
+  });
 }
