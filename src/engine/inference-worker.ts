@@ -1,9 +1,5 @@
-// Inference on a worker thread. onnxruntime-node runs a model synchronously on the thread that calls it (its
-// backend's run() is a setImmediate around the native call), so on the main thread one image held the whole
-// process for seconds: /healthz, other uploads, timeouts and the JS work of the other photo in a batch all
-// waited. WorkerSession has what the pipeline uses of a ModelSession (model, inputSize, run, release) and runs
-// the ModelSession on one worker thread (inference-worker-entry.ts), the only place the model is loaded.
-// Tensors cross the boundary by transfer, not by copy; RmbgErrors cross as code + message.
+// The ModelSession on a worker thread: onnxruntime blocks the thread that runs it, which held the whole process
+// for seconds (bench/RESULTS.md, "Inference on a worker thread").
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../api/errors.js';
@@ -35,8 +31,7 @@ export type FromWorker =
   | { type: 'result'; id: number; plane: MaskPlane }
   | { type: 'failed'; id: number; error: WireError };
 
-// Built, the entry is the .js beside this file. Run from the TypeScript source (the tests), a worker cannot
-// load .ts, so it runs the built entry in dist/ (the tests' globalSetup builds it first).
+// A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
 const ENTRY = import.meta.url.endsWith('.ts')
   ? new URL('../../dist/engine/inference-worker-entry.js', import.meta.url)
   : new URL('./inference-worker-entry.js', import.meta.url);
@@ -49,21 +44,18 @@ interface PendingRun {
 }
 
 export interface WorkerLimits {
-  /**
-   * A run on the CPU that has not answered after this long fails, and its worker is set aside: the next run
-   * starts another. Default: no limit. A GPU run is never set aside: two sessions on one GPU at once crash.
-   */
+  /** A CPU run unanswered after this long fails and its worker is set aside (default: none); never on the GPU. */
   runTimeoutMs?: number;
 }
 
 export class WorkerSession {
-  /** The worker whose model is loaded (or loading); undefined once it stopped, so the next run starts another. */
-  private worker: Promise<Worker> | undefined;
+  /** Resolves to the worker once its model is loaded; undefined once it stopped, so the next run starts another. */
+  private workerReady: Promise<Worker> | undefined;
   private readonly pending = new Map<number, PendingRun>();
   private nextId = 0;
   private released = false;
-  /** The loaded worker behind `worker`, once it has loaded. */
-  private current: Worker | undefined;
+  /** What `workerReady` resolved to, while that worker runs. */
+  private loadedWorker: Worker | undefined;
   /** A GPU session's every load, run and release waits for its turn in the process's one GPU queue. */
   private readonly turn: <T>(work: () => Promise<T>) => Promise<T>;
 
@@ -83,7 +75,7 @@ export class WorkerSession {
     limits: WorkerLimits = {},
   ): Promise<WorkerSession> {
     const session = new WorkerSession(model, options, limits);
-    await session.turn(() => session.started(verified));
+    await session.turn(() => session.ensureWorker(verified));
     return session;
   }
 
@@ -91,10 +83,7 @@ export class WorkerSession {
     return inputSizeOf(this.model.contract);
   }
 
-  /**
-   * Runs the model on a planar CHW float tensor; resolves to the mask plane. The input's buffer moves to the
-   * worker (it is detached here afterwards). Runs are serialised by the worker's ModelSession.
-   */
+  /** Runs the model on a planar CHW float tensor; the input's buffer moves to the worker (detached here). */
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
     return this.turn(() => this.runNow(input));
@@ -102,7 +91,7 @@ export class WorkerSession {
 
   private async runNow(input: Float32Array): Promise<MaskPlane> {
     // The weights were verified when the engine was created; a worker that died is replaced here.
-    const worker = await this.started(Promise.resolve());
+    const worker = await this.ensureWorker(Promise.resolve());
     const id = this.nextId++;
     const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject, worker }));
     const whole =
@@ -120,15 +109,12 @@ export class WorkerSession {
     return result.finally(() => clearTimeout(timer));
   }
 
-  /**
-   * Fails the runs of `worker` and lets the next run start another worker. Not terminate(): ending a worker
-   * while onnxruntime is inside a run ends the whole process (a fatal N-API error). Asked to release, the
-   * worker finishes what it holds and exits by itself; it no longer keeps the process alive.
-   */
+  /** Fails `worker`'s runs and lets the next run start another; asked to release, it exits by itself when done.
+   * Not terminate(): ending a worker inside an onnxruntime run ends the whole process (a fatal N-API error). */
   private setAside(worker: Worker, why: string): void {
-    if (this.current === worker) {
-      this.worker = undefined;
-      this.current = undefined;
+    if (this.loadedWorker === worker) {
+      this.workerReady = undefined;
+      this.loadedWorker = undefined;
     }
     this.failRuns(
       worker,
@@ -156,18 +142,19 @@ export class WorkerSession {
   }
 
   private async releaseNow(): Promise<void> {
-    const current = this.worker;
-    const worker = await current?.catch(() => undefined);
-    if (!worker || this.worker !== current) return; // never loaded, or already stopped
+    const ready = this.workerReady;
+    const worker = await ready?.catch(() => undefined);
+    if (!worker || this.workerReady !== ready) return; // never loaded, or already stopped
     worker.ref();
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.postMessage({ type: 'release' } satisfies ToWorker);
     await exited;
   }
 
-  private started(verified: Promise<unknown>): Promise<Worker> {
-    this.worker ??= this.spawn(verified);
-    return this.worker;
+  /** The worker, started first when there is none. */
+  private ensureWorker(verified: Promise<unknown>): Promise<Worker> {
+    this.workerReady ??= this.spawn(verified);
+    return this.workerReady;
   }
 
   private spawn(verified: Promise<unknown>): Promise<Worker> {
@@ -183,7 +170,7 @@ export class WorkerSession {
     const loaded: Promise<Worker> = new Promise((resolve, reject) => {
       worker.on('message', (message: FromWorker) => {
         if (message.type === 'loaded') {
-          this.current = worker;
+          this.loadedWorker = worker;
           resolve(worker);
           this.unrefWhenIdle(worker);
         } else if (message.type === 'load-failed') {
@@ -194,14 +181,14 @@ export class WorkerSession {
           this.pending.delete(message.id);
           if (message.type === 'result') run?.resolve(message.plane);
           else run?.reject(new RmbgError(message.error.code, message.error.message));
-          if (worker === this.current) this.unrefWhenIdle(worker);
+          if (worker === this.loadedWorker) this.unrefWhenIdle(worker);
         }
       });
       // An uncaught exception or out-of-memory in the worker; 'exit' follows.
       worker.on('error', (error) => (crash = `: ${error.message}`));
       worker.once('exit', (exitCode) => {
-        if (this.worker === loaded) this.worker = undefined;
-        if (this.current === worker) this.current = undefined;
+        if (this.workerReady === loaded) this.workerReady = undefined;
+        if (this.loadedWorker === worker) this.loadedWorker = undefined;
         const why = `the inference worker stopped (exit code ${exitCode}${crash})`;
         reject(new RmbgError('model_unavailable', `cannot load model ${this.model.name}: ${why}`));
         this.failRuns(worker, new RmbgError('processing_failed', `${why} while running model ${this.model.name}`));

@@ -46,7 +46,7 @@ async function rejection(promise: Promise<unknown>): Promise<RmbgError> {
 }
 
 /** The session's current worker (private): only to kill it, as a crash would. */
-const workerOf = (session: WorkerSession) => (session as unknown as { worker: Promise<Worker> }).worker;
+const workerOf = (session: WorkerSession) => (session as unknown as { workerReady: Promise<Worker> }).workerReady;
 
 describe('WorkerSession', () => {
   it('returns the mask the model computes, and moves the input to the worker instead of copying it', async () => {
