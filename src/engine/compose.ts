@@ -1,5 +1,4 @@
-// Applies the mask to the image pixels in one pass: alpha, optional background colour, flattening for JPG,
-// and the foreground's bounding box. Pure function on raw buffers, so it is cheap to test.
+// The mask applied to the pixels (alpha, background, JPG's flattening) and the foreground's box, on raw buffers.
 
 import type { Rgba } from '../api/color.js';
 
@@ -38,11 +37,7 @@ const hasForeground = (mask: Buffer, from: number, to: number): boolean => {
   return false;
 };
 
-/**
- * Bounding box of the foreground in a one-byte-per-pixel mask; null when there is none. Each row is scanned
- * only outside the box found so far (from the left up to `left`, from the right down to `right`), so the
- * subject's interior is never read: at 10 MP that is most of the pixels.
- */
+/** The foreground's box in a one-byte-per-pixel mask, or null; rows are read only outside the box found so far. */
 export function maskBounds(mask: Buffer, width: number, height: number): Bounds | null {
   let top = 0;
   while (top < height && !hasForeground(mask, top * width, (top + 1) * width)) top++;
@@ -69,12 +64,9 @@ export function maskBounds(mask: Buffer, width: number, height: number): Bounds 
   return { left, top, right, bottom };
 }
 
-/**
- * The default result (transparent background, no colour) on its own loop: the same pixels as compose's general
- * loop, with no colour arithmetic, and background pixels left as the zero-filled buffer has them
- * (measured in bench/: 10 MP in about half the time).
- */
-function cutout(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: number): ComposeOutput {
+/** The default result (transparent, no colour) without colour arithmetic: the same pixels as composeLoop, faster
+ * (bench/RESULTS.md, "What changed in the engine, and why"). */
+function transparentLoop(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: number): ComposeOutput {
   const out = Buffer.alloc(pixelCount * 4);
   for (let i = 0; i < pixelCount; i++) {
     const src = i * channels;
@@ -93,7 +85,7 @@ function cutout(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: numbe
 export function compose(input: ComposeInput): ComposeOutput {
   const bgAlpha = input.background ? Math.round(input.background.alpha * 255) : 0;
   if (!input.opaque && bgAlpha === 0)
-    return cutout(input.pixels, input.channels, input.mask, input.width * input.height);
+    return transparentLoop(input.pixels, input.channels, input.mask, input.width * input.height);
   return composeLoop(input);
 }
 
@@ -136,7 +128,8 @@ export function composeLoop(input: ComposeInput): ComposeOutput {
       out[dst + 1] = g + 0.5;
       out[dst + 2] = b + 0.5;
     } else if (a === 0) {
-      // Colour under alpha 0 is invisible; zeroing it makes PNG compress ~20x faster (measured: 243 ms → 11 ms at 4 MP).
+      // Colour under alpha 0 is invisible; zeroed, PNG compresses it far faster
+      // (bench/RESULTS.md, "Figures behind the engine's comments").
       out[dst] = 0;
       out[dst + 1] = 0;
       out[dst + 2] = 0;
