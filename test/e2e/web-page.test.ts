@@ -219,19 +219,3 @@ describe('removing backgrounds', () => {
     await page.context().close();
   });
 });
-
-describe('--no-ui', () => {
-  it('serves the API only: / is 404 and the API still answers', async () => {
-    const otherDir = tempDataDir();
-    const apiOnly = await startServe(otherDir, ['--no-ui', '--model', join(dataDir, 'identity.onnx')]);
-    try {
-      expect((await call(`${apiOnly.url}/`)).status).toBe(404);
-      expect((await call(`${apiOnly.url}/app.js`)).status).toBe(404);
-      expect((await call(`${apiOnly.url}/v1.0/account`)).status).toBe(403);
-      expect(apiOnly.stderr()).not.toContain('web page');
-    } finally {
-      await apiOnly.stop();
-      rmSync(otherDir, { recursive: true, force: true });
-    }
-  });
-});
