@@ -8,10 +8,8 @@ export function describeDevice(report: DeviceReport): string {
   return `running on the ${report.device === 'gpu' ? 'GPU (WebGPU)' : 'CPU'}: ${report.reason}`;
 }
 
-/**
- * The CPU: 2 (one image decodes or encodes while the other is in the model). The GPU infers in ~45 ms, so
- * decoding and encoding on the CPU cores are the limit: half the cores, 2 to 8 (bench/RESULTS.md, "Issue #19").
- */
+/** CPU: 2, one image in the model while the other decodes or encodes; GPU: the CPU's work is the limit, so half
+ * the cores, 2 to 8 (bench/RESULTS.md, "Issue #19: the GPU"). */
 export function concurrencyFor(device: DeviceReport['device'], cores = availableParallelism()): number {
   return device === 'gpu' ? Math.min(8, Math.max(2, Math.floor(cores / 2))) : 2;
 }

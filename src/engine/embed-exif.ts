@@ -1,5 +1,4 @@
-// Puts an EXIF block into an encoded result without re-encoding it: a PNG eXIf chunk, a JPEG APP1 segment, or
-// a WebP EXIF chunk (with the VP8X header that announces it). Used by --keep-metadata (keep-metadata.ts).
+// Puts the kept EXIF into an encoded result without re-encoding it (--keep-metadata).
 
 import type { OutputFormat } from '../api/options.js';
 import { pngChunk } from './png-chunks.js';

@@ -1,7 +1,4 @@
-// The EXIF a result may carry: from the photo's EXIF (a TIFF structure) keep only who made it and when —
-// Artist, Copyright, DateTime, DateTimeOriginal/Digitized and their time offsets — and its GPS position only
-// when asked. Everything else (camera serial numbers, maker notes, thumbnails, the orientation, which the
-// result no longer needs because it is upright) is left out. Written as a new little-endian TIFF block.
+// The EXIF a result keeps: who made it and when, GPS only when asked; never serials, maker notes or orientation.
 
 const IFD0_KEPT = new Set([0x013b /* Artist */, 0x8298 /* Copyright */, 0x0132 /* DateTime */]);
 const EXIF_KEPT = new Set([
@@ -10,7 +7,7 @@ const EXIF_KEPT = new Set([
 const EXIF_IFD = 0x8769;
 const GPS_IFD = 0x8825;
 
-/** Bytes per value of each TIFF type (BYTE, ASCII, SHORT, LONG, RATIONAL, SBYTE, UNDEFINED, SSHORT, SLONG, SRATIONAL, FLOAT, DOUBLE). */
+/** Bytes per value of each TIFF type, 1 (BYTE) to 12 (DOUBLE). */
 const TYPE_SIZE: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8 };
 /** Width of the numbers a value is made of, for byte-order conversion (a RATIONAL is two LONGs). */
 const WORD_SIZE: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 1, 7: 1, 8: 2, 9: 4, 10: 4, 11: 4, 12: 8 };

@@ -1,6 +1,4 @@
-// What this machine offers WebGPU, read from files only (no GPU API is touched, so nothing prints and nothing
-// is slow): GPU device nodes and Vulkan drivers on Linux, and how to fix a missing GPU on each OS. The engine
-// reads it to decide whether `auto` tries the GPU at all; error messages and `rmbg doctor` show it.
+// What this machine offers WebGPU, read from files only, so reading it prints nothing and costs no time.
 
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -100,10 +98,7 @@ export function gpuEnvironment(env: NodeJS.ProcessEnv = process.env): GpuEnviron
   };
 }
 
-/**
- * Whether `auto` should try the GPU. On Linux only with a GPU device node: without one, the only adapters
- * Vulkan could offer are software ones, which `auto` never uses, and trying would cost time and stderr noise.
- */
+/** Whether `auto` tries the GPU: on Linux only with a GPU device node, without which Vulkan offers only software. */
 export function mayHaveHardwareGpu(environment: GpuEnvironment): boolean {
   return environment.platform !== 'linux' || environment.devices.length > 0;
 }
@@ -119,7 +114,7 @@ export function describeEnvironment(environment: GpuEnvironment): string {
   ].join('; ');
 }
 
-/** ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: No supported adapters" → its last sentence. */
+/** The last sentence of ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: …". */
 export function gpuErrorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const ort = /\S+\.(?:cc|h|cpp):\d+ [^\n]*?(?:was false\.|\]) *([^\n]+)/.exec(message);
@@ -166,11 +161,7 @@ export function softwareDriversHidden(
 let hiding = 0;
 let userValues: Record<string, string | undefined> = {};
 
-/**
- * Runs `work` with the software Vulkan drivers hidden from the loader, which reads the variables when WebGPU
- * creates its instance (the process's first GPU session). Loads that overlap share one change, undone when the
- * last one ends, so the user's own values always come back.
- */
+/** Runs `work` with the software Vulkan drivers hidden; overlapping loads share one change, undone by the last. */
 export async function withSoftwareAdaptersHidden<T>(work: () => Promise<T>, environment?: GpuEnvironment): Promise<T> {
   if (hiding++ === 0) {
     const hidden = softwareDriversHidden(process.env, environment);

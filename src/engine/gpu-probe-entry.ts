@@ -1,6 +1,4 @@
-// The GPU probe's child process (gpu-probe.ts): creates a WebGPU session on a one-node model and runs it once,
-// then prints one JSON line. Its own process, because Dawn and the Vulkan loader print to this process's
-// stderr (gpu-probe.ts keeps it apart) and the first adapter request decides WebGPU for the whole process.
+// The GPU probe's child (gpu-probe.ts): its own process, so Dawn's stderr and its adapter choice stay in it.
 
 import { identityModel } from './onnx-bytes.js';
 

@@ -1,6 +1,4 @@
-// Whether WebGPU works here, asked of a child process (gpu-probe-entry.ts) so that neither its stderr noise nor
-// its choice of adapter touches this process: `rmbg doctor` asks twice, once as `gpu` sees the machine
-// (software adapters allowed) and once as `auto` does (hidden).
+// Whether WebGPU works here, asked of a child process so its stderr noise and adapter choice stay out of this one.
 
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

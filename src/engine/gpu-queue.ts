@@ -1,10 +1,9 @@
-// One queue for every GPU operation of the process. onnxruntime's WebGPU provider shares one Dawn device
-// between all sessions of a process, and two sessions working at once from two threads end the process
-// ("Command encoding already finished", then a segmentation fault); runs of one session are serial anyway.
+// One queue for the process's GPU work: two WebGPU sessions working at once crash it
+// (bench/RESULTS.md, "Issue #19: the GPU").
 
 let tail: Promise<unknown> = Promise.resolve();
 
-/** Runs `work` once every GPU operation queued before it has settled; nothing queued after it starts until it settles. */
+/** Runs `work` once the GPU work queued before it has settled; work queued after it waits for it. */
 export function gpuTurn<T>(work: () => Promise<T>): Promise<T> {
   const turn = tail.then(work);
   tail = turn.catch(() => undefined);

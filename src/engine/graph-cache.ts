@@ -1,9 +1,5 @@
-// ORT's optimised graph, kept between runs: creating a session optimises the graph (constant folding, fusions,
-// the NCHWc layout for this CPU), which is most of the session's start-up. The first session saves the result
-// under the user's cache folder, in ORT's own format (a flatbuffer: ORT can use its bytes in place, where an ONNX
-// protobuf is parsed and its weights copied); later ones load it with optimisation off. The file is specific to the model
-// (its sha256), the onnxruntime version, the execution provider and this CPU, so all four are in its name; it is written under a
-// temporary name and renamed only once ORT finished writing it, so a crash never leaves a half file to load.
+// ORT's optimised graph kept between runs, since optimising is most of a session's start-up
+// (bench/RESULTS.md, "Issue #9: fp32 graph, start-up, memory"); named by model, ORT version, provider and CPU.
 
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
@@ -42,8 +38,7 @@ export function cachedGraph(dir: string, modelSha256: string, ortVersion: string
     return none; // no cache folder: optimise at each start, as without the cache
   }
   removeAbandoned(dir, basename(file));
-  // Files of earlier versions of rmbg that nothing reads any more (176 MB each): the graph as ONNX, and the
-  // graph under a name without its provider.
+  // What earlier versions of rmbg wrote and nothing reads: the graph as ONNX, and without the provider in its name.
   for (const old of [`${unkeyed}.onnx`, `${unkeyed}.ort`]) rmSync(join(dir, old), { force: true });
   return {
     saveTo: temp,

@@ -1,5 +1,4 @@
-// The engine's input gate: size, format (by content), animation, container structure and header dimensions
-// of an image are checked before any pixel is decoded, so hostile uploads are refused in milliseconds.
+// The input gate: every check before any pixel is decoded, so a hostile upload is refused in milliseconds.
 
 import sharp from 'sharp';
 import { RmbgError } from '../api/errors.js';
@@ -28,7 +27,7 @@ export interface ProbedImage {
   isPalette: boolean;
 }
 
-const count = (n: number): string => n.toLocaleString('en-US');
+const formatCount = (n: number): string => n.toLocaleString('en-US');
 
 function checkByteSize(input: Buffer): void {
   if (input.length === 0) {
@@ -37,7 +36,7 @@ function checkByteSize(input: Buffer): void {
   if (input.length > LIMITS.maxImageBytes) {
     throw new RmbgError(
       'file_too_large',
-      `the image is ${count(input.length)} bytes; at most ${count(LIMITS.maxImageBytes)} bytes (${LIMIT_TEXT.maxImageBytes}) are allowed`,
+      `the image is ${formatCount(input.length)} bytes; at most ${formatCount(LIMITS.maxImageBytes)} bytes (${LIMIT_TEXT.maxImageBytes}) are allowed`,
     );
   }
 }
@@ -55,12 +54,7 @@ function detectFormat(input: Buffer): SupportedFormat {
   throw unsupportedFormat(found);
 }
 
-/**
- * libvips decodes only the first frame of an APNG and reports nothing, so the chunk list is read here.
- * An acTL (animation control) chunk counts only before the first IDAT, as in the APNG spec; a one-frame APNG
- * is a still image and passes. Walking every chunk also checks CRCs: libvips never checks the last IDAT's CRC,
- * whatever its failOn level.
- */
+/** libvips reports no APNG and skips the last IDAT's CRC, so the chunks are walked here; one frame passes. */
 function checkPngStructure(input: Buffer): void {
   let first = true;
   let seenIdat = false;
@@ -72,7 +66,7 @@ function checkPngStructure(input: Buffer): void {
     if (chunk.type === 'IDAT') seenIdat = true;
     if (chunk.type === 'acTL' && !seenIdat && chunk.length >= 4) {
       const frames = chunk.data.readUInt32BE(0);
-      if (frames > 1) throw animatedImage(`an animated PNG (APNG, ${count(frames)} frames)`);
+      if (frames > 1) throw animatedImage(`an animated PNG (APNG, ${formatCount(frames)} frames)`);
     }
   }
   if (first) throw corruptImage('the PNG is corrupt: it has no chunks after the signature');
@@ -88,7 +82,7 @@ function checkWebpStructure(input: Buffer): void {
     if (chunk.fourcc === 'ANMF') frames++;
   }
   if (frames > 1 || (flagged && frames === 0)) {
-    throw animatedImage(`an animated WebP (${frames > 1 ? `${count(frames)} frames` : 'animation flag set'})`);
+    throw animatedImage(`an animated WebP (${frames > 1 ? `${formatCount(frames)} frames` : 'animation flag set'})`);
   }
 }
 
@@ -104,7 +98,7 @@ async function readHeader(input: Buffer, format: SupportedFormat): Promise<sharp
   if (metadata.format !== format) {
     throw corruptImage(`the data starts like a ${format.toUpperCase()} but reads as ${String(metadata.format)}`);
   }
-  if ((metadata.pages ?? 1) > 1) throw animatedImage(`animated (${count(metadata.pages ?? 0)} frames)`);
+  if ((metadata.pages ?? 1) > 1) throw animatedImage(`animated (${formatCount(metadata.pages ?? 0)} frames)`);
   return metadata;
 }
 
@@ -119,7 +113,7 @@ function checkDimensions(width: number, height: number): void {
   if (width * height > maxPixels) {
     throw new RmbgError(
       'image_too_many_pixels',
-      `the image is ${width}x${height} = ${count(width * height)} pixels; at most ${count(maxPixels)} pixels (${LIMIT_TEXT.maxPixels}) are allowed`,
+      `the image is ${width}x${height} = ${formatCount(width * height)} pixels; at most ${formatCount(maxPixels)} pixels (${LIMIT_TEXT.maxPixels}) are allowed`,
     );
   }
 }
@@ -130,10 +124,8 @@ function validOrientation(tag: number | undefined): number {
 }
 
 /**
- * Checks an image before decoding and describes it. Throws RmbgError (all 400): corrupt_image (empty,
- * unreadable header, broken PNG/WebP container), file_too_large, unsupported_image_format, animated_image,
- * image_dimensions_out_of_range, image_too_many_pixels. Damage past the header of a JPEG (truncation) shows
- * only when decoding: decode with sharp's failOn 'truncated' or stricter.
+ * Checks an image before decoding and describes it; throws a 400 RmbgError. A truncated JPEG shows only when
+ * decoding: decode with sharp's failOn 'truncated' or stricter.
  */
 export async function probeImage(input: Buffer): Promise<ProbedImage> {
   checkByteSize(input);

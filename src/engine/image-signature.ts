@@ -1,5 +1,4 @@
-// Tells an image's format from its first bytes (never from a file name or a declared content type),
-// and names the common formats rmbg refuses so the error can say what it found.
+// An image's format from its first bytes, never its name; refused formats are named so the error says what it found.
 
 import { supportedFormatOf, type SupportedFormat } from '../api/media-types.js';
 

@@ -1,5 +1,4 @@
-// The inference worker thread (started by inference-worker.ts): loads the ModelSession once and runs it for
-// the main thread. Everything the main thread sees of an error is its RmbgError code and message.
+// The inference worker thread (inference-worker.ts): the only place the model is loaded.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { toRmbgError, type ErrorCode } from '../api/errors.js';

@@ -1,9 +1,5 @@
-// The model's mask scaled up to the result's size: bilinear, centre-aligned, in one pass of integer arithmetic.
-// libvips' "linear" upsizing (what the pipeline used before) took 150–280 ms at 10 MP on its one thread against
-// 26–60 ms here, and places the mask half a result pixel off: on a disc shrunk to 1024² and scaled back, its
-// centroid moved +0.5 px and IoU was 0.99914 against 0.99984 for this one (bench/RESULTS.md, "Issue #9: large
-// photos, ORT's arena").
-// Only for upsizing on both axes: shrinking needs a filter wider than two taps, which sharp's resize has.
+// The mask scaled up, bilinear and centre-aligned in integers: faster and better placed than libvips' linear
+// (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). Shrinking needs a wider filter: sharp's.
 
 export interface Size {
   width: number;
@@ -20,11 +16,7 @@ export function isUpsizing(from: Size, to: Size): boolean {
   return to.width >= from.width && to.height >= from.height;
 }
 
-/**
- * For each destination index along one axis: the source sample below it and the weight (0..ONE) of the one
- * after it. Pixel centres are aligned: destination x sits at source (x + 0.5) × from/to − 0.5, clamped to the
- * source's edge pixels (as an edge "extend" does).
- */
+/** Per destination index: the source sample below it and the next one's weight, centres aligned, edges clamped. */
 function taps(from: number, to: number): { index: Int32Array; weight: Int32Array } {
   const index = new Int32Array(to);
   const weight = new Int32Array(to);

@@ -1,7 +1,4 @@
-// What a model expects and gives, which is all the pipeline needs to run any matting/segmentation ONNX file:
-// input size (the photo is squashed to it), per-channel normalisation on a 0–1 or 0–255 scale, and whether
-// the output is probabilities or logits that need a sigmoid. The presets are the published contracts of the
-// model families rembg's users run (their preprocessing in rembg's sessions and the models' own repositories).
+// What a model expects and gives (input size, normalisation, activation): all the pipeline needs to run an ONNX file.
 
 import { RmbgError } from '../api/errors.js';
 
@@ -10,7 +7,7 @@ export interface ModelContract {
   input: { name?: string; shape: [number, number, number, number] };
   /** Output tensor read as the mask (its first H×W plane); absent: the model's first output. */
   output?: string;
-  /** value = (pixel × scale − mean) / std per channel (R, G, B); scale 1/255 for range '0-1', 1 for '0-255' (default). */
+  /** value = (pixel × scale − mean) / std per channel (R, G, B); scale 1/255 for '0-1', 1 for '0-255' (default). */
   normalization: { mean: [number, number, number]; std: [number, number, number]; range?: PixelRange };
   /** 'sigmoid': the output is logits; default 'none' (probabilities, clamped to 0..1). */
   activation?: Activation;
@@ -90,7 +87,7 @@ function oneOf<T extends string>(flag: string, text: string, allowed: readonly T
   return text as T;
 }
 
-/** The contract a user asked for; a preset fills what the flags leave out. Without a preset, size, mean and std are required. */
+/** The contract a user asked for: a preset fills what the flags leave out; without one, size, mean, std are needed. */
 export function contractFromFlags(flags: ContractFlags): ModelContract & { preset?: PresetName } {
   const preset = flags.preset === undefined ? undefined : oneOf('--preset', flags.preset, PRESET_NAMES);
   const base: Partial<ModelContract> = preset ? (structuredClone(PRESETS[preset]) as ModelContract) : {};

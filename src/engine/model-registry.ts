@@ -1,6 +1,4 @@
-// The model registry: models/manifest.json entries and the user's own models (user-models.ts), resolution of
-// --model NAME|PATH, and weight verification. Manifest weights come from an npm package (scripts/fetch-model.mjs
-// assembles or derives them); nothing is downloaded here.
+// Which model file --model NAME|PATH means (manifest, the user's models, a path) and whether its weights are intact.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -46,10 +44,7 @@ export interface ResolvedModel {
   fix: string;
 }
 
-/**
- * --model NAME|PATH: a manifest name, a model added with `rmbg models add` (in `userModelsDir`), or a path to
- * an .onnx file that uses the default model's contract.
- */
+/** --model NAME|PATH: a manifest name, a user model (`userModelsDir`), or an .onnx path with the default's contract. */
 export function resolveModel(nameOrPath?: string, userModelsDir?: string): ResolvedModel {
   const manifest = readManifest();
   const wanted = nameOrPath ?? manifest.default;

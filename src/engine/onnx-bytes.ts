@@ -1,5 +1,4 @@
-// ONNX models written byte by byte (protobuf by hand: no onnx package in Node), for the GPU probe's model
-// of one Identity node; the tests and the benchmarks build their tiny models from the same helpers.
+// ONNX models written by hand (no onnx package in Node): the GPU probe's, and the tests' tiny ones.
 
 function varint(value: number): Buffer {
   const out: number[] = [];

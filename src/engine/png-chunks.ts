@@ -1,5 +1,4 @@
-// PNG chunk framing: reads the chunk list of a PNG (with CRC and bounds checks) and writes chunks.
-// The probe needs it because libvips neither reports APNG animation nor reliably checks the CRC of pixel data.
+// PNG chunks read with CRC and bounds checks (libvips reports no APNG and skips a CRC) and written.
 
 import zlib from 'node:zlib';
 import { corruptImage } from './input-errors.js';
@@ -49,11 +48,8 @@ function crc32(data: Buffer, start = 0, end = data.length): number {
 }
 
 /**
- * Yields the chunks after the signature up to and including IEND; bytes after IEND are ignored, as decoders
- * do. A list that stops cleanly at a chunk boundary without IEND is left to the decoder, which fails only if
- * pixel data is missing. Throws corrupt_image when a chunk runs past the end of the data (a truncated
- * file) or a CRC does not match (libvips decodes a last IDAT with a wrong CRC at every failOn level).
- * A generator, so a hostile file of a million empty chunks is checked without holding a list of them.
+ * The chunks up to IEND (a missing IEND is left to the decoder); corrupt_image when one is truncated or its CRC
+ * is wrong. A generator, so a million empty chunks are checked without a list of them.
  */
 export function* pngChunks(png: Buffer): Generator<PngChunk> {
   if (png.length < PNG_SIGNATURE.length || !png.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)) {

@@ -1,9 +1,5 @@
-// PNG encoding in bands: the rows are made, filtered and deflated band by band, and each band's deflate runs on
-// libuv's thread pool while this thread makes the next band. libvips' PNG encoder makes one zlib stream on one
-// thread, after the whole image exists; at 10 MP that was ~160 ms of a ~2.1 s photo with the other core idle.
-//
-// The bands' deflate streams are joined the way pigz joins them: each band ends with a sync flush (byte-aligned,
-// not final), one empty final block ends the whole, and the stream's Adler-32 is combined from the bands' own.
+// PNG in bands deflated on the thread pool while the next is made; joined as pigz joins its streams
+// (bench/RESULTS.md, "Issue #9: large photos, ORT's arena").
 
 import zlib from 'node:zlib';
 import { PNG_SIGNATURE, pngChunk } from './png-chunks.js';
@@ -17,15 +13,10 @@ export interface Rows {
 /** Makes `count` rows starting at row `top`. Called once per band, top to bottom. */
 export type RowMaker = (top: number, count: number) => Rows;
 
-/**
- * zlib's run-length strategy on Up-filtered rows: on the bench photos the fastest (10 MP: 129–149 ms of CPU
- * against 181–199 at level 1 with default matching) and the smallest but for one (4.32 MB against 4.62 at level
- * 1 and 6.61 from libvips' level 3 unfiltered). Filtered photo rows rarely repeat at a distance; runs they have.
- * bench/RESULTS.md, "Issue #9: large photos, ORT's arena".
- */
+/** Run-length on Up-filtered rows: the fastest and about the smallest of zlib's strategies
+ * (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). */
 const DEFLATE = { level: 1, strategy: zlib.constants.Z_RLE };
-/** Raw bytes per band: small enough that both cores get bands to deflate early, large enough that a band's
- * fresh dictionary costs nothing measurable in size. */
+/** Raw bytes per band: both cores get bands early, and a band's fresh dictionary costs no measurable size. */
 const BAND_BYTES = 2 << 20;
 /** PNG filter type 2: each byte minus the byte above it (the row above the first counts as zeros). */
 const FILTER_UP = 2;
@@ -57,13 +48,9 @@ export function adler32Combine(adler1: number, adler2: number, length2: number):
   return (sum1 | (sum2 << 16)) >>> 0;
 }
 
-/**
- * One band deflated on the thread pool as a zlib stream: its input with a sync flush, then Z_FINISH, which adds
- * the empty final block and the band's Adler-32. Both are cut off here; the checksum is kept for combining.
- */
+/** One band deflated on the thread pool, its final block and Adler-32 cut off (the checksum kept to combine). */
 function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
-  // One output chunk holds the whole band (deflate's worst case is a few bytes per 16 KB over the input), so the
-  // thread pool compresses it in one go instead of calling back to this thread every 16 KB.
+  // One output chunk for the whole band (deflate's worst case is a little over the input): no callback every 16 KB.
   const chunkSize = scanlines.length + (scanlines.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
     zlib.deflate(scanlines, { ...DEFLATE, flush: zlib.constants.Z_SYNC_FLUSH, chunkSize }, (error, stream) => {
@@ -87,11 +74,8 @@ function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
 /** Bytewise a − b of four bytes at once (SWAR: no borrow crosses a byte). */
 const subtractBytes = (a: number, b: number): number => ((a | 0x80808080) - (b & 0x7f7f7f7f)) ^ ((a ^ ~b) & 0x80808080);
 
-/**
- * PNG scanlines of a band: each row prefixed by its filter type and Up-filtered against the row above it.
- * Four bytes at a time (3x faster than byte by byte at 10 MP) when the row length is a multiple of four and
- * the rows are 4-byte aligned in memory, as RGBA rows from a fresh buffer are; byte by byte otherwise.
- */
+/** A band's scanlines, Up-filtered; four bytes at a time when the rows are 4-byte aligned, being faster
+ * (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). */
 function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buffer | undefined): Buffer {
   const out = Buffer.allocUnsafe(count * (rowBytes + 1));
   const wordwise = rowBytes % 4 === 0 && pixels.byteOffset % 4 === 0 && (!rowAbove || rowAbove.byteOffset % 4 === 0);
@@ -117,18 +101,10 @@ function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buf
   return out;
 }
 
-/**
- * Bands deflating at once: enough for every core (the thread pool has 4 threads), few enough that a 10 MP
- * result holds ~16 MB of bands rather than all ~20 of them, and that sharp's and fs' work for other requests
- * queues behind at most this many.
- */
+/** Bands deflating at once: one per thread of the pool, so other requests' sharp and fs work waits behind few. */
 const BANDS_IN_FLIGHT = 4;
 
-/**
- * Encodes width×height pixels made band by band by `makeRows` as a PNG (8-bit RGB or RGBA, no ancillary
- * chunks: an untagged sRGB image, like the rest of rmbg's results). An error of `makeRows` or of a band's
- * deflate rejects the whole.
- */
+/** An 8-bit RGB or RGBA PNG, no ancillary chunks (untagged sRGB, like every result); a band's error rejects it. */
 export async function encodePng(width: number, height: number, makeRows: RowMaker): Promise<Buffer> {
   if (!(Number.isInteger(width) && Number.isInteger(height) && width >= 1 && height >= 1)) {
     throw new RangeError(`a PNG needs a width and a height of at least 1 pixel (got ${width}×${height})`);

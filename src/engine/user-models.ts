@@ -1,6 +1,4 @@
-// Bring-your-own models: ONNX files a user registered with `rmbg models add`, kept in <data dir>/models/
-// with their contract and sha256 in <data dir>/models/models.json. The file is copied in (so moving or
-// editing the original changes nothing) and verified by its sha256 before each use, like the manifest's.
+// Models added with `rmbg models add`: copied into the data directory, so editing the original changes nothing.
 
 import {
   copyFileSync,

@@ -1,5 +1,4 @@
-// WebP's RIFF chunk list, read with bounds checks: the probe finds animation (VP8X flag, ANIM/ANMF chunks)
-// and truncation here, before libvips sees the file.
+// WebP's chunk list read with bounds checks, so the probe sees animation and truncation before libvips does.
 
 import { corruptImage } from './input-errors.js';
 
@@ -16,9 +15,8 @@ export const VP8X_ANIMATION_FLAG = 0x02;
 const corrupt = (reason: string) => corruptImage(`the WebP is corrupt: ${reason}`);
 
 /**
- * Yields the chunks inside the RIFF 'WEBP' container; bytes after the RIFF size are ignored, as libwebp does.
- * Throws corrupt_image when the RIFF size or a chunk runs past the end of the data (a truncated file).
- * A generator, so a hostile file of a million empty chunks is checked without holding a list of them.
+ * The chunks of the RIFF 'WEBP' container; corrupt_image when it or a chunk runs past the data (truncated).
+ * A generator, so a million empty chunks are checked without a list of them.
  */
 export function* webpChunks(webp: Buffer): Generator<WebpChunk> {
   if (webp.length < 12 || webp.toString('latin1', 0, 4) !== 'RIFF' || webp.toString('latin1', 8, 12) !== 'WEBP') {

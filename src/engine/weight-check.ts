@@ -9,11 +9,8 @@ export async function sha256OfFile(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/**
- * The verify stamp: `<model>.verified` next to the weights holds the size, mtime and sha256 they had when they
- * were last hashed. While size and mtime are unchanged the file is taken as verified without reading its
- * 88–176 MB again (that hash cost about 0.3–0.6 s at every start). Any change of the file re-hashes it.
- */
+/** `<model>.verified`: size, mtime and sha256 at the last hash; while size and mtime hold, no re-hash
+ * (bench/RESULTS.md, "Figures behind the engine's comments"). */
 interface VerifyStamp {
   bytes: number;
   mtimeMs: number;

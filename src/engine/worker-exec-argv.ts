@@ -1,12 +1,8 @@
-// The Node flags for the inference worker thread. A worker given no execArgv starts with its parent's options,
-// and that fails under `node --input-type=module -e "…"`: the worker has no string input, so it exits with
-// "--input-type can only be used with string input". For such a parent the worker gets the parent's flags that
-// a worker takes, and only those: Worker throws ERR_WORKER_INVALID_EXEC_ARGV for Node's per-process options
-// and for every V8 flag (V8's flags are process-wide: --max-old-space-size reaches the worker anyway).
+// The inference worker's Node flags: a worker inheriting `--input-type` (node -e) exits, so it gets only the flags
+// a worker accepts (Worker refuses per-process options and V8 flags).
 
-// Node 20's options that `new Worker(code, { eval: true, execArgv: [option] })` accepts, found by trying every
-// option Node 20 lists (test/unit/engine/worker-exec-argv.test.ts tries them again), less --eval, --print and
-// --input-type (the parent's string input: nothing to a worker, which runs its file). `=` marks those taking a value.
+// Node 20's options a Worker accepts (worker-exec-argv.test.ts tries each), less --eval, --print, --input-type.
+// `=` marks those taking a value.
 const WORKER_OPTIONS = `--addons --allow-addons --allow-child-process --allow-fs-read= --allow-fs-write= --allow-wasi
   --allow-worker --build-snapshot --build-snapshot-config= --check --conditions= --cpu-prof --cpu-prof-dir=
   --cpu-prof-interval= --cpu-prof-name= --deprecation --diagnostic-dir= --disable-warning= --dns-result-order=
@@ -89,12 +85,7 @@ function parse(execArgv: readonly string[]): Flag[] {
   return flags;
 }
 
-/**
- * The execArgv for a worker thread of a process started with `execArgv` (process.execArgv): undefined, so
- * the worker inherits its parent's options as Node does by default, unless they hold --input-type, which a
- * worker cannot inherit; then the parent's flags that a worker takes (--import, --require, loaders,
- * --conditions, --enable-source-maps, …), each with its value, and nothing else.
- */
+/** The worker's execArgv: undefined (inherit) unless `execArgv` has --input-type; then only flags a worker takes. */
 export function workerExecArgv(execArgv: readonly string[]): string[] | undefined {
   const flags = parse(execArgv);
   if (!flags.some((flag) => flag.name === '--input-type')) return undefined;
