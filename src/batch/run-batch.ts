@@ -1,11 +1,9 @@
-// The batch: for each input decide skip / process / resume from the journal, run the remover with bounded
-// (adaptive) concurrency, write outputs atomically, and report progress as events. No terminal output
-// and no process.exit here: the CLI renders events and picks the exit code.
+// A folder run: plan, send, write and journal each input under adaptive concurrency; it prints and exits nothing.
 
 import { createHash } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import pLimit from 'p-limit';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { policyOf, RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
@@ -14,7 +12,7 @@ import type { InputItem } from './discover-inputs.js';
 import { Journal, type JournalRecord } from './journal.js';
 import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
 import { planItem } from './plan-item.js';
-import type { Remover } from './remover.js';
+import type { RemoveCall, RemovedImage, Remover } from './remover.js';
 
 export type FileStatus = 'done' | 'skipped' | 'failed';
 
@@ -61,11 +59,7 @@ export type BatchEvent = { type: 'start'; total: number } | ArrivalEvent | FileE
 
 export interface BatchOptions {
   items: InputItem[];
-  /**
-   * More inputs as they land (rmbg remove --watch, src/batch/watch-inputs.ts), processed like `items`;
-   * inputs already seen are left out. The batch ends once this ends, which it must when `signal` aborts:
-   * on stop, on cancel, or when an error stops the batch.
-   */
+  /** Inputs as they land (--watch, watch-inputs.ts); must end when `signal` aborts, and the batch ends with it. */
   arrivals?: (signal: AbortSignal) => AsyncIterable<InputItem>;
   outputDir: string;
   options: RemoveOptions;
@@ -81,20 +75,141 @@ export interface BatchOptions {
 }
 
 export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
-  const started = performance.now();
-  const { options, remover, onEvent } = batch;
-  // A copy: arrivals (--watch) are added to it, in the order they landed.
-  const items = [...batch.items];
-  // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
-  const outputDir = resolve(batch.outputDir);
-  const journal = await Journal.open(outputDir);
-  // Only after taking the journal's lock: another run's temp files are live, a killed run's are debris.
-  await removeStaleTempFiles(outputDir);
-  const slots = assignOutputSlots(items, outputDir, options.format);
-  const optionsKey = canonicalOptions(options);
-  const summary: BatchSummary = {
+  const run = await BatchRun.open(batch);
+  try {
+    await run.processAll();
+  } finally {
+    await run.journal.close();
+  }
+  return run.finish();
+}
+
+/** One run of the batch: its inputs, their output slots, the journal, and the counts of its summary. */
+class BatchRun {
+  private readonly summary: BatchSummary;
+  /** Aborted by the first error that stops the batch (402, 403, …): nothing more starts. */
+  private readonly stopOnError = new AbortController();
+  private readonly limit: LimitFunction;
+  private readonly concurrency: AdaptiveConcurrency;
+  private readonly optionsKey: string;
+
+  private constructor(
+    private readonly started: number,
+    private readonly batch: BatchOptions,
+    /** A copy of the batch's items: arrivals (--watch) are added to it, in the order they landed. */
+    private readonly items: InputItem[],
+    private readonly outputDir: string,
+    readonly journal: Journal,
+    private readonly slots: Map<InputItem, OutputSlot>,
+  ) {
+    this.summary = emptySummary(items.length);
+    this.optionsKey = canonicalOptions(batch.options);
+    this.limit = pLimit(batch.concurrency);
+    this.concurrency = new AdaptiveConcurrency(this.limit, batch.concurrency);
+    batch.remover.onThrottle?.(() => this.concurrency.throttled());
+  }
+
+  /** Takes the output folder's journal (and its lock) and gives every input its output slot. */
+  static async open(batch: BatchOptions): Promise<BatchRun> {
+    const started = performance.now();
+    const items = [...batch.items];
+    // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
+    const outputDir = resolve(batch.outputDir);
+    const journal = await Journal.open(outputDir);
+    // Only after taking the journal's lock: another run's temp files are live, a killed run's are debris.
+    await removeStaleTempFiles(outputDir);
+    const slots = assignOutputSlots(items, outputDir, batch.options.format);
+    return new BatchRun(started, batch, items, outputDir, journal, slots);
+  }
+
+  /** Every input, then every arrival, under the concurrency limit; resolves once all have finished. */
+  async processAll(): Promise<void> {
+    this.batch.onEvent({ type: 'start', total: this.items.length });
+    const running = this.items.map((item) => this.schedule(item));
+    if (this.batch.arrivals) {
+      // Caught here so that a failure while more inputs are awaited is not unhandled; Promise.all reports it.
+      for (const run of running) run.catch(() => undefined);
+      await this.takeArrivals(this.batch.arrivals, running);
+    }
+    await Promise.all(running);
+  }
+
+  /** Adds each arrival to the batch and schedules it, until the arrivals end. */
+  private async takeArrivals(arrivals: NonNullable<BatchOptions['arrivals']>, running: Promise<void>[]): Promise<void> {
+    const seen = new Set(this.items.map((item) => item.path));
+    const taken = new Set([...this.slots.values()].map((slot) => slot.base));
+    const { stop, abort } = this.batch;
+    const ended = AbortSignal.any([this.stopOnError.signal, ...[stop, abort].filter((signal) => signal !== undefined)]);
+    try {
+      for await (const item of arrivals(ended)) {
+        if (seen.has(item.path)) continue;
+        seen.add(item.path);
+        this.slots.set(item, addOutputSlot(item, taken, this.outputDir, this.batch.options.format));
+        this.items.push(item);
+        this.summary.total += 1;
+        this.batch.onEvent({ type: 'arrived', input: item.path, total: this.summary.total });
+        const run = this.schedule(item);
+        run.catch(() => undefined);
+        running.push(run);
+      }
+    } catch (error) {
+      // The watch failed (a folder removed, too many watches): start nothing more, let the photos in
+      // flight finish before the journal closes, then report it.
+      this.stopOnError.abort();
+      await Promise.allSettled(running);
+      throw error;
+    }
+  }
+
+  /** Processes one input when the concurrency allows, unless the batch has stopped by then. */
+  private schedule(item: InputItem): Promise<void> {
+    return this.limit(async () => {
+      if (this.batch.stop?.aborted || this.stopOnError.signal.aborted) {
+        this.summary.notStarted += 1;
+        return;
+      }
+      const slot = this.slots.get(item) as OutputSlot;
+      const event = await processOne(item, slot, this.journal, this.optionsKey, this.batch);
+      this.count(event);
+      this.batch.onEvent(event);
+      if (event.status === 'done') this.concurrency.succeeded();
+      const code = event.error?.code as ErrorCode | undefined;
+      if (code && policyOf(code).stopsBatch && !this.stopOnError.signal.aborted) {
+        this.summary.stoppedBy = code;
+        this.stopOnError.abort();
+      }
+    });
+  }
+
+  /** Adds a file's outcome to the summary. */
+  private count(event: FileEvent): void {
+    this.summary[event.status] += 1;
+    this.summary.credits += event.credits;
+    if (event.status === 'failed') this.summary.failedInputs.push(event.input);
+    if (event.reason === 'failed-before') this.summary.failedBefore += 1;
+  }
+
+  /** Completes the summary and emits it. */
+  finish(): BatchSummary {
+    const { summary, batch } = this;
+    // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
+    // A watch has no end of its own: stopping it with nothing left undone is how it ends, not an interruption.
+    const stoppedEarly = batch.stop?.aborted && batch.arrivals === undefined;
+    if (!summary.stoppedBy && (summary.notStarted > 0 || stoppedEarly || batch.abort?.aborted))
+      summary.stoppedBy = 'interrupted';
+    // In input order, not completion order: the same failures read the same on every run.
+    const inputOrder = new Map(this.items.map((item, index) => [item.path, index]));
+    summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));
+    summary.ms = Math.round(performance.now() - this.started);
+    batch.onEvent(summary);
+    return summary;
+  }
+}
+
+function emptySummary(total: number): BatchSummary {
+  return {
     type: 'summary',
-    total: items.length,
+    total,
     done: 0,
     skipped: 0,
     failedBefore: 0,
@@ -105,84 +220,24 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
     stoppedBy: null,
     failedInputs: [],
   };
-  const stopOnError = new AbortController();
-  const limit = pLimit(batch.concurrency);
-  const concurrency = new AdaptiveConcurrency(limit, batch.concurrency);
-  remover.onThrottle?.(() => concurrency.throttled());
-
-  const emit = (event: FileEvent) => {
-    summary[event.status] += 1;
-    summary.credits += event.credits;
-    if (event.status === 'failed') summary.failedInputs.push(event.input);
-    if (event.reason === 'failed-before') summary.failedBefore += 1;
-    onEvent(event);
-  };
-
-  const runOne = (item: InputItem) =>
-    limit(async () => {
-      if (batch.stop?.aborted || stopOnError.signal.aborted) {
-        summary.notStarted += 1;
-        return;
-      }
-      const event = await processOne(item, slots.get(item) as OutputSlot, journal, optionsKey, batch);
-      emit(event);
-      if (event.status === 'done') concurrency.succeeded();
-      const code = event.error?.code as ErrorCode | undefined;
-      if (code && policyOf(code).stopsBatch && !stopOnError.signal.aborted) {
-        summary.stoppedBy = code;
-        stopOnError.abort();
-      }
-    });
-
-  onEvent({ type: 'start', total: items.length });
-  try {
-    const running = items.map(runOne);
-    if (batch.arrivals) {
-      // Caught here so that a failure while more inputs are awaited is not unhandled; Promise.all reports it.
-      for (const run of running) run.catch(() => undefined);
-      const seen = new Set(items.map((item) => item.path));
-      const taken = new Set([...slots.values()].map((slot) => slot.base));
-      const ended = AbortSignal.any([
-        stopOnError.signal,
-        ...[batch.stop, batch.abort].filter((signal) => signal !== undefined),
-      ]);
-      try {
-        for await (const item of batch.arrivals(ended)) {
-          if (seen.has(item.path)) continue;
-          seen.add(item.path);
-          slots.set(item, addOutputSlot(item, taken, outputDir, options.format));
-          items.push(item);
-          summary.total += 1;
-          onEvent({ type: 'arrived', input: item.path, total: summary.total });
-          const run = runOne(item);
-          run.catch(() => undefined);
-          running.push(run);
-        }
-      } catch (error) {
-        // The watch failed (a folder removed, too many watches): start nothing more, let the photos in
-        // flight finish before the journal closes, then report it.
-        stopOnError.abort();
-        await Promise.allSettled(running);
-        throw error;
-      }
-    }
-    await Promise.all(running);
-  } finally {
-    await journal.close();
-  }
-  // Stopped by the user even when nothing was left to start (the last files were in flight, or cancelled).
-  // A watch has no end of its own: stopping it with nothing left undone is how it ends, not an interruption.
-  const stoppedEarly = batch.stop?.aborted && batch.arrivals === undefined;
-  if (!summary.stoppedBy && (summary.notStarted > 0 || stoppedEarly || batch.abort?.aborted))
-    summary.stoppedBy = 'interrupted';
-  // In input order, not completion order: the same failures read the same on every run.
-  const inputOrder = new Map(items.map((item, index) => [item.path, index]));
-  summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));
-  summary.ms = Math.round(performance.now() - started);
-  onEvent(summary);
-  return summary;
 }
 
+/** A journal record before `append` dates it. */
+type UndatedRecord = Omit<JournalRecord, 'at'>;
+
+/** The request an earlier run sent for the same content and options, as far as the journal knows it. */
+interface EarlierRequest {
+  /** What the remover is told (undefined when that run sent no token, e.g. a local run). */
+  call: RemoveCall['earlier'];
+  /** When that run first sent it (ISO 8601), when the journal says. */
+  firstSentAt: string | undefined;
+}
+
+/** What a file's event says beyond its input and time; unsaid fields keep their defaults (nothing done). */
+type FileOutcome = Pick<FileEvent, 'output' | 'status'> &
+  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error'>>;
+
+/** One input: skipped as planned, or sent through the remover and its output written, each step journaled. */
 async function processOne(
   item: InputItem,
   slot: OutputSlot,
@@ -191,129 +246,126 @@ async function processOne(
   batch: BatchOptions,
 ): Promise<FileEvent> {
   const started = performance.now();
-  const base = {
-    type: 'file' as const,
+  const event = (outcome: FileOutcome): FileEvent => ({
+    type: 'file',
     input: item.path,
     width: null,
     height: null,
     credits: 0,
     replayed: false,
     error: null,
-  };
-  const elapsed = () => Math.round(performance.now() - started);
-  const previous = await settleFinished(journal, journal.latest(item.path), slot, optionsKey);
+    ...outcome,
+    ms: Math.round(performance.now() - started),
+  });
+  const previous = await markDoneIfOutputExists(journal, journal.latest(item.path), slot, optionsKey);
   const plan = planItem(slot, previous, optionsKey, batch);
   if (plan.action === 'skip' && plan.reason === 'exists')
-    return { ...base, output: plan.output, status: 'skipped', reason: plan.reason, ms: elapsed() };
-  const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-  let known: Buffer | undefined;
+    return event({ output: plan.output, status: 'skipped', reason: plan.reason });
+  let image: Buffer | undefined;
   if (plan.action === 'skip') {
     // Failed before for a reason a retry will not fix, unless the photo was replaced since: then it is new.
-    known = await readFile(item.path).catch(() => undefined);
-    if (!known || sha256(known) === previous?.contentHash) {
-      return { ...base, output: null, status: 'skipped', reason: plan.reason, ms: elapsed(), error: plan.error };
-    }
+    image = await readFile(item.path).catch(() => undefined);
+    if (!image || sha256(image) === previous?.contentHash)
+      return event({ output: null, status: 'skipped', reason: plan.reason, error: plan.error });
   }
 
-  let record: Omit<JournalRecord, 'at'> | undefined;
+  let record: UndatedRecord | undefined; // the request's last journal line, written or about to be
   try {
-    const image =
-      known ??
-      (await readFile(item.path).catch((error: Error) => {
-        throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
-      }));
+    image ??= await readInput(item);
     const contentHash = sha256(image);
-    // Same content and options as an earlier run: the remover gets its token back, so a request the server
-    // already charged is replayed for free rather than charged again.
-    const sameRequest = previous && previous.contentHash === contentHash && previous.options === optionsKey;
-    const earlierSentAt = sameRequest ? firstSent(previous) : undefined;
-    const earlier =
-      sameRequest && previous.token !== undefined
-        ? {
-            token: previous.token,
-            finished: previous.state === 'done',
-            sentAt: earlierSentAt === undefined ? undefined : Date.parse(earlierSentAt),
-          }
-        : undefined;
+    const earlier = earlierRequest(previous, contentHash, optionsKey);
     // A failure before anything is sent (the remover refusing to pay again) keeps the earlier token and its date.
-    const sent: Omit<JournalRecord, 'at'> = {
+    const sent: UndatedRecord = {
       input: item.path,
       state: 'sent',
       contentHash,
       options: optionsKey,
-      ...(earlier && { token: earlier.token, sentAt: earlierSentAt }),
+      ...(earlier.call && { token: earlier.call.token, sentAt: earlier.firstSentAt }),
     };
     record = sent;
     const result = await batch.remover.remove(image, batch.options, {
       signal: batch.abort,
       filename: item.relativePath,
-      earlier,
+      earlier: earlier.call,
       payAgain: batch.retryFailed,
       beforeSend: async (token) => {
-        // The first sending of a token dates it: sending it again does not make the server remember it longer.
-        const sentAt =
-          earlier && token === earlier.token && earlierSentAt !== undefined ? earlierSentAt : new Date().toISOString();
-        record = { ...sent, token, sentAt };
+        record = { ...sent, token, sentAt: sentAtFor(token, earlier) };
         await journal.append(record);
       },
     });
-    const output = slot.base + EXTENSION[result.format];
-    await writeFileAtomic(output, result.data).catch((error: Error) => {
-      throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
-    });
-    // With format=auto a re-run may switch png↔jpg: leave only the fresh output in the slot.
-    await Promise.all(
-      slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })),
-    );
+    const output = await writeOutput(slot, result);
     await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
-    // A replay of a request an earlier run sent was paid then; a replay of one first sent by this run (its
-    // answer was lost and a retry collected it) was paid now, and the summary must say so.
-    const paidEarlier = result.replayed && earlier !== undefined && earlier.token === result.token;
-    const credits = paidEarlier ? 0 : result.creditsCharged;
-    return {
-      ...base,
+    const credits = creditsOfThisRun(result, earlier);
+    return event({
       output,
       status: 'done',
       width: result.width,
       height: result.height,
       credits,
       replayed: result.replayed,
-      ms: elapsed(),
-    };
+    });
   } catch (error) {
-    const failure = toRmbgError(error);
-    const retryable = policyOf(failure.code).retryNextRun;
-    if (record)
-      await journal.append({
-        ...record,
-        state: 'failed',
-        error: { code: failure.code, message: failure.message, retryable },
-      });
-    return {
-      ...base,
-      output: null,
-      status: 'failed',
-      ms: elapsed(),
-      error: { code: failure.code, message: failure.message },
-    };
+    const { code, message } = toRmbgError(error);
+    const retryable = policyOf(code).retryNextRun;
+    if (record) await journal.append({ ...record, state: 'failed', error: { code, message, retryable } });
+    return event({ output: null, status: 'failed', error: { code, message } });
   }
 }
 
-/**
- * When an earlier run first sent its token. Journals written before sentAt have the time of the token's last
- * line (its sending, or the failure that followed it).
- */
+const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
+function readInput(item: InputItem): Promise<Buffer> {
+  return readFile(item.path).catch((error: Error) => {
+    throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
+  });
+}
+
+/** The same content and options as an earlier run: its token goes back to the remover, so a charge is replayed. */
+function earlierRequest(previous: JournalRecord | undefined, contentHash: string, optionsKey: string): EarlierRequest {
+  if (!previous || previous.contentHash !== contentHash || previous.options !== optionsKey)
+    return { call: undefined, firstSentAt: undefined };
+  const firstSentAt = firstSent(previous);
+  if (previous.token === undefined) return { call: undefined, firstSentAt };
+  const sentAt = firstSentAt === undefined ? undefined : Date.parse(firstSentAt);
+  return { call: { token: previous.token, finished: previous.state === 'done', sentAt }, firstSentAt };
+}
+
+/** The first sending of a token dates it: sending it again does not make the server remember it longer. */
+function sentAtFor(token: string | undefined, earlier: EarlierRequest): string {
+  const { call, firstSentAt } = earlier;
+  if (call && token === call.token && firstSentAt !== undefined) return firstSentAt;
+  return new Date().toISOString();
+}
+
+/** A replay of an earlier run's request was paid then; one of this run's own (a retry after a lost answer), now. */
+function creditsOfThisRun(result: RemovedImage, earlier: EarlierRequest): number {
+  const paidEarlier = result.replayed && earlier.call !== undefined && earlier.call.token === result.token;
+  return paidEarlier ? 0 : result.creditsCharged;
+}
+
+/** Writes the result into its slot; the slot's other extensions go (format=auto may switch png↔jpg). */
+async function writeOutput(slot: OutputSlot, result: RemovedImage): Promise<string> {
+  const output = slot.base + EXTENSION[result.format];
+  await writeFileAtomic(output, result.data).catch((error: Error) => {
+    throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
+  });
+  await Promise.all(
+    slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })),
+  );
+  return output;
+}
+
+/** When an earlier run first sent its token; journals older than `sentAt` give the token's last line's time. */
 function firstSent(record: JournalRecord): string | undefined {
   const time = record.sentAt ?? record.at;
   return Number.isNaN(Date.parse(time)) ? undefined : time;
 }
 
 /**
- * A record left 'sent' although the output is in place: the run was killed after the output was renamed
- * into place and before its 'done' line was written. The output exists, so the request finished: record it
- * done, or a later --overwrite would take the request for one paid without a result.
+ * A 'sent' record whose output is in place (a kill between the rename and the 'done' line) is recorded done,
+ * or a later --overwrite would take it for a request paid without a result.
  */
-async function settleFinished(
+async function markDoneIfOutputExists(
   journal: Journal,
   previous: JournalRecord | undefined,
   slot: OutputSlot,
