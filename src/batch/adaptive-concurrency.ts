@@ -1,5 +1,4 @@
-// Concurrency that backs off while the server says "slow down" (429/503) and creeps back up after a run
-// of successes: additive increase, multiplicative decrease, between 1 and the user's --concurrency.
+// Concurrency that halves while the server says slow down (429/503) and creeps back after successes.
 
 import type { LimitFunction } from 'p-limit';
 

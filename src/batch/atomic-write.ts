@@ -1,5 +1,4 @@
-// Atomic file output: write a hidden temp file in the target folder, fsync, rename over the target.
-// An interrupted or killed run leaves either the old state or the whole new file, never a partial one.
+// Output written to a temp file, fsynced and renamed: a killed run never leaves a partial file.
 
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';

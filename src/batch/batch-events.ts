@@ -1,6 +1,4 @@
-// The batch as an async iterator of its events: the one way the CLI's renderers and library callers
-// follow a batch. Leaving the loop early (break, a throw) cancels the files in flight and waits until
-// the batch has wound down, so the journal is closed and its lock released when the loop is left.
+// The batch as an async iterator; leaving the loop early cancels the files in flight and closes the journal.
 
 import { runBatch, type BatchEvent, type BatchOptions } from './run-batch.js';
 

@@ -1,6 +1,4 @@
-// Input discovery: expands files and folders into a sorted list of images, each with the relative path
-// its output will keep. Files named explicitly are always taken (the engine decides by content);
-// inside folders only image extensions are taken, so sidecars (.xmp, .CR2, .txt) are not "failures".
+// Inputs from files and folders: named files always, in folders only image extensions (sidecars are no failures).
 
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
@@ -44,10 +42,7 @@ async function walk(
   }
 }
 
-/**
- * A file found under a watched folder (rmbg remove --watch), by the same rules as the walk: an image
- * extension, no hidden file or folder on the way, not inside the output folder, subfolders only if recursive.
- */
+/** A file landing in a watched folder (--watch), taken by the same rules as the folder walk. */
 export function watchedItem(
   path: string,
   root: string,

@@ -1,7 +1,4 @@
-// The resumable journal: one JSON line per state change of an input, appended and fsynced in the
-// output folder (.rmbg-journal.jsonl). The last line of an input wins. JSON lines rather than SQLite:
-// append-only survives SIGKILL at any byte (a torn last line is ignored), needs no native module in the
-// client path, and a person can read it. A lock file keeps two runs from writing one journal.
+// The resumable journal: JSON lines appended and fsynced, which survive a kill at any byte and a person can read.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
@@ -24,10 +21,7 @@ export interface JournalRecord {
   options: string;
   /** What the remover gave for the request (for an API server, its Idempotency-Key); opaque to the batch. */
   token?: string;
-  /**
-   * When the token was first sent (ISO 8601, like `at`): a server forgets a completed key some time after it
-   * (LIMITS.idempotencyKeyRetentionMs), and then takes the same key for a new, charged request.
-   */
+  /** When the token was first sent (ISO 8601): a server forgets a key LIMITS.idempotencyKeyRetentionMs after. */
   sentAt?: string;
   output?: string;
   credits?: number;

@@ -1,6 +1,4 @@
-// Decides, before any work, what happens to one input: skip (output exists, or failed before for a reason
-// a retry will not fix) or send. Shared by the batch and by --dry-run / --confirm-over, so the estimate
-// counts exactly the files the batch would send.
+// Skip or send, decided before any work: shared with --dry-run so an estimate counts what the batch would send.
 
 import type { JournalRecord } from './journal.js';
 import { existingOutput, type OutputSlot } from './output-paths.js';

@@ -1,7 +1,4 @@
-// `rmbg remove DIR --watch`: the photos that land in the input folders, as inputs for the batch, until the
-// signal aborts. chokidar reports a file only once it has stopped growing (awaitWriteFinish), so a photo
-// still being copied in is never read half-written. Files already there are reported too (the batch
-// skips those it already has), so nothing that lands while the watch starts is missed.
+// `--watch`: photos landing in the folders, each reported once it stopped growing, so none is read half-copied.
 
 import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
@@ -41,27 +38,14 @@ export async function* watchInputs(
   const arrived: InputItem[] = [];
   let wake: (() => void) | undefined;
   let failure: unknown;
-  // The deepest watched folder a file is under decides its relative path (and so its output's subfolder).
-  const rootOf = (path: string) =>
-    roots.filter((root) => path.startsWith(root + sep)).sort((a, b) => b.length - a.length)[0];
   const watcher = watch(roots, {
     ignoreInitial: false,
     awaitWriteFinish: { stabilityThreshold: STABLE_MS, pollInterval: 100 },
     depth: options.recursive ? undefined : 0,
-    // Never descend into our own outputs or hidden folders (the journal, temp files).
-    ignored: (path) => {
-      if (path === outputDir || path.startsWith(outputDir + sep)) return true;
-      const root = rootOf(path);
-      return (
-        root !== undefined &&
-        relative(root, path)
-          .split(sep)
-          .some((part) => part.startsWith('.'))
-      );
-    },
+    ignored: (path) => ignored(path, roots, outputDir),
   });
   watcher.on('add', (path) => {
-    const root = rootOf(path);
+    const root = rootOf(path, roots);
     const item = root === undefined ? undefined : watchedItem(path, root, { recursive: options.recursive, outputDir });
     if (item) arrived.push(item);
     wake?.();
@@ -87,4 +71,21 @@ export async function* watchInputs(
     signal.removeEventListener('abort', stop);
     await watcher.close();
   }
+}
+
+/** The deepest watched folder a file is under: it decides the relative path, and so the output's subfolder. */
+function rootOf(path: string, roots: string[]): string | undefined {
+  return roots.filter((root) => path.startsWith(root + sep)).sort((a, b) => b.length - a.length)[0];
+}
+
+/** Never descend into our own outputs or hidden folders (the journal, temp files). */
+function ignored(path: string, roots: string[], outputDir: string): boolean {
+  if (path === outputDir || path.startsWith(outputDir + sep)) return true;
+  const root = rootOf(path, roots);
+  return (
+    root !== undefined &&
+    relative(root, path)
+      .split(sep)
+      .some((part) => part.startsWith('.'))
+  );
 }
