@@ -1,11 +1,13 @@
-// Attacks on the real `rmbg serve` (real model, real SQLite, 127.0.0.1), one shared server: each test is
-// an attack from issue #10 and what a user sees while it runs.
+// Attacks on the real `rmbg serve` (real SQLite, 127.0.0.1, a tiny identity model: no attack reaches the
+// model), one shared server: each test is an attack from issue #10 and what a user sees while it runs.
 
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
 import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
 import { trickle, type Trickler } from '../helpers/trickle-client.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 import { balance, call, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
 const MB = 1024 * 1024;
@@ -18,9 +20,13 @@ let dataDir: string;
 beforeAll(async () => {
   await ensureBuilt();
   dataDir = tempDataDir();
+  const model = join(dataDir, 'identity.onnx');
+  writeIdentityModel(model, 'input', 'output');
   // Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
   // Short headers and body timeouts, so the slow-client test sees the server close connections.
   server = await startServe(dataDir, [
+    '--model',
+    model,
     '--rate-limit',
     '1000',
     '--max-auth-failures',
