@@ -1,6 +1,7 @@
 // image_url through the real `rmbg serve`: refused URLs (scheme, port, redirect, private and loopback
 // addresses) answer 400 and charge nothing; with --allow-private-urls a local HTTPS server on 127.0.0.1:443
-// (throwaway CA) delivers the image. The only file of the e2e tests that binds port 443.
+// (throwaway CA) delivers the image. The only file of the e2e tests that binds port 443. A tiny identity
+// model: what is checked is the fetch, not the cut.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 import {
   balance,
   call,
@@ -66,11 +68,23 @@ beforeAll(async () => {
   openDir = tempDataDir();
   // Both servers trust the test CA, so the strict one fails for its policy and not for an unknown certificate.
   const env = { ...guard, NODE_EXTRA_CA_CERTS: ca.caCertPath };
+  const model = join(guardDir, 'identity.onnx');
+  writeIdentityModel(model, 'input', 'output');
   [strict, open] = await Promise.all([
-    startServe(strictDir, ['--rate-limit', '1000'], env),
+    startServe(strictDir, ['--model', model, '--rate-limit', '1000'], env),
     startServe(
       openDir,
-      ['--allow-private-urls', '--rate-limit', '1000', '--max-queue', '1', '--max-in-flight-per-key', '2'],
+      [
+        '--model',
+        model,
+        '--allow-private-urls',
+        '--rate-limit',
+        '1000',
+        '--max-queue',
+        '1',
+        '--max-in-flight-per-key',
+        '2',
+      ],
       env,
     ),
   ]);
