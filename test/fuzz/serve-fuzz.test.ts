@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode, wireErrorCodes } from '../../src/api/errors.js';
 import { STORE_FILE } from '../../src/store/index.js';
+import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from '../e2e/serve-harness.js';
 import { requestArbitrary, type FuzzRequest } from './request-arbitraries.js';
 
@@ -30,8 +31,13 @@ beforeAll(async () => {
   await ensureBuilt();
   dataDir = tempDataDir();
   // Nothing may be charged: a key without credits (a valid request ends at 402) and a free-plan key (403).
-  // Limits are lifted so the fuzzer meets the parsers, not the throttles.
+  // Limits are lifted so the fuzzer meets the parsers, not the throttles. No request reaches the model: a tiny
+  // identity model starts in a moment.
+  const model = join(dataDir, 'identity.onnx');
+  writeIdentityModel(model, 'input', 'output');
   server = await startServe(dataDir, [
+    '--model',
+    model,
     '--rate-limit',
     '100000000',
     '--max-auth-failures',
