@@ -1,6 +1,6 @@
 // The real model through the real `rmbg serve` (one server for the file): the cut-outs a client gets back,
 // their pixels, formats, sizes and headers, the images the engine refuses (refunded), and /healthz while the
-// model runs. The HTTP contract without the model is checked in test/unit/server/app.test.ts.
+// model runs. The HTTP contract without the model is checked in test/unit/server/http-contract.test.ts.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
