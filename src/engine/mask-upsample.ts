@@ -1,7 +1,7 @@
 // The mask scaled up, bilinear and centre-aligned in integers: faster and better placed than libvips' linear
 // (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). Shrinking needs a wider filter: sharp's.
 
-export interface Size {
+export interface Dimensions {
   width: number;
   height: number;
 }
@@ -12,7 +12,7 @@ const ONE = 1 << WEIGHT_BITS;
 const ROUND = 1 << (2 * WEIGHT_BITS - 1);
 
 /** True when `to` is at least `from` on both axes: the case upsampleMask handles. */
-export function isUpsizing(from: Size, to: Size): boolean {
+export function isUpsizing(from: Dimensions, to: Dimensions): boolean {
   return to.width >= from.width && to.height >= from.height;
 }
 
@@ -31,7 +31,7 @@ function taps(from: number, to: number): { index: Int32Array; weight: Int32Array
 }
 
 /** A one-byte-per-pixel mask of size `from` resampled to `to` (both axes upsizing, see isUpsizing). */
-export function upsampleMask(mask: Uint8Array, from: Size, to: Size): Buffer {
+export function upsampleMask(mask: Uint8Array, from: Dimensions, to: Dimensions): Buffer {
   if (!isUpsizing(from, to))
     throw new RangeError(`upsampleMask only upsizes (${from.width}×${from.height} → ${to.width}×${to.height})`);
   const out = Buffer.allocUnsafe(to.width * to.height);

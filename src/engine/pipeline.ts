@@ -8,7 +8,7 @@ import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.
 import { probeImage } from './image-probe.js';
 import { pixelScale } from './model-contract.js';
 import type { MaskPlane, ModelSession } from './model-session.js';
-import { isUpsizing, upsampleMask, type Size } from './mask-upsample.js';
+import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import { encodePng } from './png-encode.js';
 import type { EngineResult, ForegroundBox } from './types.js';
@@ -28,7 +28,7 @@ interface Raw {
 interface Source {
   input: Buffer;
   /** The image's size once EXIF-oriented. */
-  canvas: Size;
+  canvas: Dimensions;
   channels: 3 | 4;
   /** The result's pixel ceiling (its size and format). */
   maxPixels: number;
@@ -43,7 +43,7 @@ interface Cutout {
 
 /** Without crop, the result's size is known before inference: its pixels, decoding meanwhile. */
 interface EarlyDecode {
-  size: Size;
+  size: Dimensions;
   pixels: Promise<Raw>;
 }
 
@@ -127,14 +127,14 @@ async function inferMask(
 }
 
 /** Without crop: the mask resized to the early-decoded pixels; the box found on them, mapped to the canvas. */
-async function fitMaskToResult(early: EarlyDecode, mask: Buffer, plane: Size, source: Source): Promise<Cutout> {
+async function fitMaskToResult(early: EarlyDecode, mask: Buffer, plane: Dimensions, source: Source): Promise<Cutout> {
   const [pixels, resultMask] = await Promise.all([early.pixels, resizeMask(mask, plane, early.size)]);
   const foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, source.canvas);
   return { pixels, mask: resultMask, foreground };
 }
 
 /** With crop: the exact box on the canvas, then the pixels and the mask cut to it. */
-async function cropToForeground(source: Source, mask: Buffer, plane: Size): Promise<Cutout> {
+async function cropToForeground(source: Source, mask: Buffer, plane: Dimensions): Promise<Cutout> {
   const { input, canvas, channels, maxPixels } = source;
   const canvasMask = await resizeMask(mask, plane, canvas);
   const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
@@ -239,12 +239,12 @@ function maskToBytes(mask: Float32Array): Buffer {
 }
 
 /** The mask at another size: upsizing (the costly case) by mask-upsample.ts, shrinking on either axis by sharp. */
-async function resizeMask(mask: Buffer, plane: Size, to: Size): Promise<Buffer> {
+async function resizeMask(mask: Buffer, plane: Dimensions, to: Dimensions): Promise<Buffer> {
   return isUpsizing(plane, to) ? upsampleMask(mask, plane, to) : shrinkMask(mask, plane, to);
 }
 
 /** A mask (or a region of it) shrunk by sharp, whose kernel widens with the shrink; 'b-w' keeps one channel. */
-function shrinkMask(mask: Buffer, from: Size, to: Size, region?: Region): Promise<Buffer> {
+function shrinkMask(mask: Buffer, from: Dimensions, to: Dimensions, region?: Region): Promise<Buffer> {
   const image = sharp(mask, { raw: { width: from.width, height: from.height, channels: 1 } });
   return (region ? image.extract(region) : image)
     .resize(to.width, to.height, { fit: 'fill', kernel: 'linear' })
