@@ -1,6 +1,7 @@
 // `rmbg remove` through a fault-injecting proxy in front of a real `rmbg serve`: 429/503 with Retry-After,
 // 500s, a proxy's 502 page, dropped connections (before and after the server did the work) and delays; a
-// 402 mid-batch; and a key the server no longer replays. Each photo is charged once, by the balance.
+// 402 mid-batch; and a key the server no longer replays. Each photo is charged once, by the balance. The
+// server runs the quick model, except where a photo must still be in progress when its retry arrives.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,8 +60,8 @@ const fault = {
 };
 
 describe('faults between rmbg and the server', () => {
-  // The real model: the retry of a photo whose answer was lost meets the server still at work (409 in progress).
-  const suite = useRemoteServer();
+  // The quick model: what is retried and charged does not depend on it (the real model's 409 is the next describe).
+  const suite = useRemoteServer('quick');
 
   it(
     'retries 429/503 no sooner than Retry-After, 500s, drops and delays under one key per photo; all done, each charged once',
@@ -159,6 +160,41 @@ describe('faults between rmbg and the server', () => {
       );
       expect(lostInputs.sort()).toEqual(lostAnswers.map((k) => join(shoot.inputs, inputOfKey.get(k) as string)).sort());
       expect(files.filter((file) => file.replayed).every((file) => file.credits === PRICE)).toBe(true);
+    },
+    LONG,
+  );
+});
+
+describe('an answer lost while the real model is still at work on it', () => {
+  // The real model: its seconds per image are what make the retry meet the first request still running.
+  const suite = useRemoteServer();
+
+  it(
+    'the retry meets 409 in progress, waits under the same key, and collects the one charge as a replay',
+    async () => {
+      const shoot = await suite.shoot(1);
+      const key = await suite.server.account(10);
+      const upstream = suite.server.url;
+      let lost: string | undefined;
+      const faults = await suite.faultServer((request) => {
+        if (lost !== undefined) return proxy();
+        // The server gets the request and works on it; the connection dies before the answer.
+        lost = keyOf(request);
+        void forwardTo(upstream, request).catch(() => undefined);
+        return drop(50);
+      });
+
+      const result = await removeRemote(shoot, faults.url, key);
+      expect(result.exitCode, result.stderr + result.stdout).toBe(0);
+      const { files, summary } = jsonLines(result.stdout);
+      expect(summary).toMatchObject({ total: 1, done: 1, failed: 0, credits: PRICE });
+      // Charged by the first request in this run, collected by the retry: a replay, and the summary counts it.
+      expect(files[0]).toMatchObject({ status: 'done', replayed: true, credits: PRICE });
+      const retries = posts(faults.requests).slice(1);
+      expect(retries.map(keyOf).every((sentKey) => sentKey === lost)).toBe(true);
+      expect(retries.some((request) => request.upstreamStatus === 409)).toBe(true);
+      expect(await suite.server.total(key)).toBe(10 - PRICE);
+      await expectCompleteCutouts(shoot);
     },
     LONG,
   );
