@@ -1,5 +1,7 @@
-// The library's functions against the real model and a real server on 127.0.0.1, as a program uses them:
-// one library instance (one engine) and one embedded server shared by every test.
+// The library's functions against a real server on 127.0.0.1, as a program uses them: one library instance and
+// one embedded server shared by every test. The first test runs the real model (its cutout's pixels are checked);
+// the rest run the warm-key model (test/fixtures/fast-models.ts: real ONNX, milliseconds), since they check
+// sizes, aborts, charges and batches, and the close test a model that takes a known long while.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,9 +21,13 @@ import {
 import { createFaultServer, drop } from '../helpers/fault-server.js';
 import { rejectionOf } from '../helpers/rejection.js';
 import { removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
+import { warmKeyModel, writeSlowKeyModel } from '../fixtures/fast-models.js';
+import { jpegPhoto } from '../fixtures/hostile-images.js';
 
 const ASTRONAUT = path.join(ROOT, 'samples/astronaut.png'); // 512×512
 const CREDITS = 10;
+/** On-device calls run the warm-key model, as the server does. */
+const FAST = { model: warmKeyModel() } as const;
 
 let rmbg: Rmbg;
 let server: RmbgServer;
@@ -34,7 +40,7 @@ beforeAll(async () => {
   const store = await openStore(dataDir);
   apiKey = (await store.createAccountWithKey({ plan: 'pro', credits: CREDITS })).key;
   await store.close();
-  server = await createServer({ port: 0, dataDir });
+  server = await createServer({ port: 0, dataDir, model: FAST.model });
 });
 
 afterAll(async () => {
@@ -43,13 +49,17 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-async function post(fields: Record<string, string>, file?: Buffer): Promise<{ status: number; body: Buffer }> {
+async function post(
+  fields: Record<string, string>,
+  file?: Buffer,
+  to = { url: server.url, key: apiKey },
+): Promise<{ status: number; body: Buffer }> {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   if (file) form.append('image_file', new Blob([new Uint8Array(file)]), 'photo.png');
-  const response = await fetch(`${server.url}/v1.0/removebg`, {
+  const response = await fetch(`${to.url}/v1.0/removebg`, {
     method: 'POST',
-    headers: { 'X-API-Key': apiKey },
+    headers: { 'X-API-Key': to.key },
     body: form,
   });
   return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
@@ -60,7 +70,7 @@ const detailOf = (body: Buffer) =>
 
 describe('removeBackground', () => {
   it('gives the same cutout from a Buffer and a path, sized by `size`, its foreground box on the input', async () => {
-    // Concurrent calls: they share the instance's one engine. (The other input kinds: test/unit/library.)
+    // Concurrent calls: they share the instance's one engine, the real model's. (The other input kinds: test/unit/library.)
     const [result, fromPath] = await Promise.all([
       rmbg.removeBackground(readFileSync(ASTRONAUT), { size: 'preview' }),
       rmbg.removeBackground(ASTRONAUT, { size: 'preview' }),
@@ -102,7 +112,7 @@ describe('removeBackground', () => {
 
   it('rejects a cancelled call with AbortError', async () => {
     const cancel = new AbortController();
-    const call = rmbg.removeBackground(ASTRONAUT, { signal: cancel.signal });
+    const call = rmbg.removeBackground(ASTRONAUT, { ...FAST, signal: cancel.signal });
     cancel.abort();
     await expect(call).rejects.toMatchObject({ name: 'AbortError' });
   });
@@ -115,19 +125,19 @@ describe('removeBackground', () => {
       }
     }
     const cancel = new AbortController();
-    const call = rmbg.removeBackground(new StalledBlob([]), { signal: cancel.signal });
+    const call = rmbg.removeBackground(new StalledBlob([]), { ...FAST, signal: cancel.signal });
     cancel.abort(new Error('the user closed the tab'));
     await expect(call).rejects.toThrow('the user closed the tab');
     // Cancelled while its turn at the model came: the next call still gets the model.
     const busy = new AbortController();
-    const cancelled = rmbg.removeBackground(ASTRONAUT, { signal: busy.signal, size: 'small' });
+    const cancelled = rmbg.removeBackground(ASTRONAUT, { ...FAST, signal: busy.signal, size: 'small' });
     busy.abort();
     await expect(cancelled).rejects.toMatchObject({ name: 'AbortError' });
-    expect((await rmbg.removeBackground(ASTRONAUT, { size: 'small' })).width).toBe(500);
+    expect((await rmbg.removeBackground(ASTRONAUT, { ...FAST, size: 'small' })).width).toBe(500);
   });
 
   it("rejects a bad option with the schema's message, as the server answers it", async () => {
-    const error = await rejectionOf(rmbg.removeBackground(ASTRONAUT, { size: 'huge' as Size }));
+    const error = await rejectionOf(rmbg.removeBackground(ASTRONAUT, { ...FAST, size: 'huge' as Size }));
     const answer = await post({ size: 'huge' }, readFileSync(ASTRONAUT));
     expect(answer.status).toBe(400);
     expect({ code: error.code, status: error.status, message: error.message }).toEqual({
@@ -140,7 +150,7 @@ describe('removeBackground', () => {
 
   it("fetches an https: URL under the server's image_url rules: a loopback address is refused as the server refuses it", async () => {
     const url = 'https://127.0.0.1/cat.png';
-    const error = await rejectionOf(rmbg.removeBackground(new URL(url)));
+    const error = await rejectionOf(rmbg.removeBackground(new URL(url), FAST));
     const answer = await post({ image_url: url });
     expect(answer.status).toBe(400);
     expect({ code: error.code, message: error.message }).toEqual({
@@ -151,7 +161,7 @@ describe('removeBackground', () => {
 
   it('through apiUrl: the server answers the same image, and the same call twice is charged once', async () => {
     const options = { size: 'preview', format: 'png' } as const;
-    const local = await rmbg.removeBackground(ASTRONAUT, options);
+    const local = await rmbg.removeBackground(ASTRONAUT, { ...options, ...FAST });
     const first = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
     const again = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
     expect({ ...first, data: undefined }).toEqual({ ...local, data: undefined });
@@ -168,7 +178,8 @@ describe('removeBackground', () => {
     // Between the library and the server: the first request's connection drops, the next ones reach the server.
     const faults = await createFaultServer({ upstream: server.url, script: [drop()] });
     try {
-      const result = await rmbg.removeBackground(readFileSync(ASTRONAUT), {
+      // jpegPhoto's disc: the warm-key model's box is inside the photo on both axes, as the real model's astronaut was.
+      const result = await rmbg.removeBackground(await jpegPhoto(512, 512), {
         size: 'small',
         crop: true,
         apiUrl: faults.url,
@@ -197,7 +208,7 @@ describe('removeBackgrounds', () => {
     const names = ['astronaut.png', 'chelsea.png', 'coffee.png'];
     mkdirSync(inputDir, { recursive: true });
     for (const name of names) copyFileSync(path.join(ROOT, 'samples', name), path.join(inputDir, name));
-    const options = { outDir, size: 'preview', format: 'png', concurrency: 1 } as const;
+    const options = { ...FAST, outDir, size: 'preview', format: 'png', concurrency: 1 } as const;
 
     const stop = new AbortController();
     const firstRun: BatchEvent[] = [];
@@ -309,7 +320,7 @@ describe('removeBackgrounds with watch: true', () => {
     const inputDir = tempDir();
     const outDir = path.join(tempDir(), 'out');
     const events: BatchEvent[] = [];
-    for await (const event of rmbg.removeBackgrounds(inputDir, { outDir, size: 'preview', watch: true })) {
+    for await (const event of rmbg.removeBackgrounds(inputDir, { ...FAST, outDir, size: 'preview', watch: true })) {
       events.push(event);
       // The folder is empty at the start; the photo is copied in once the batch has begun.
       if (event.type === 'start') copyFileSync(ASTRONAUT, path.join(inputDir, 'astronaut.png'));
@@ -330,19 +341,33 @@ describe('removeBackgrounds with watch: true', () => {
 
 describe('createServer', () => {
   it('closes cleanly: requests in flight are answered, then the port and the data directory are released', async () => {
-    const before = await creditsLeft();
-    const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT));
+    // Its own server, whose model holds each image for seconds (8 batched 1024² MatMuls), so close() comes mid-run.
+    const slowDir = tempDir();
+    const store = await openStore(slowDir);
+    const key = (await store.createAccountWithKey({ plan: 'pro', credits: CREDITS })).key;
+    await store.close();
+    const slow = await createServer({
+      port: 0,
+      dataDir: slowDir,
+      model: writeSlowKeyModel(path.join(slowDir, 'slow.onnx'), 8),
+    });
+    const before = await creditsLeft(slowDir);
+    let answered = false;
+    const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT), { url: slow.url, key }).finally(() => {
+      answered = true;
+    });
     // The request is accepted before close() starts: wait until the server has charged it.
-    await expect.poll(() => creditsLeft(), { timeout: 60_000 }).toBeLessThan(before);
-    await server.close();
+    await expect.poll(() => creditsLeft(slowDir), { timeout: 60_000 }).toBeLessThan(before);
+    expect(answered).toBe(false); // still in the model when close() starts
+    await slow.close();
     expect((await inFlight).status).toBe(200);
-    await expect(fetch(`${server.url}/v1.0/account`)).rejects.toThrow();
-    expect(existsSync(path.join(dataDir, 'serve.lock'))).toBe(false);
+    await expect(fetch(`${slow.url}/v1.0/account`)).rejects.toThrow();
+    expect(existsSync(path.join(slowDir, 'serve.lock'))).toBe(false);
   });
 });
 
-async function creditsLeft(): Promise<number> {
-  const store = await openStore(dataDir);
+async function creditsLeft(dir = dataDir): Promise<number> {
+  const store = await openStore(dir);
   try {
     return (await store.balance((await store.listKeys())[0]!.accountId)).total;
   } finally {
