@@ -2,10 +2,9 @@
 // client (any base URL). Each mode's modules are imported only when it is chosen: onnxruntime and sharp for
 // local mode, the HTTP client (undici) for remote mode.
 
-import { RmbgError } from '../api/errors.js';
 import { keepingMetadata, localRemover, type Remover } from '../batch/remover.js';
 import { requireSetting, type Config } from '../config/load-config.js';
-import { engineOptionsOf } from '../library/engine-settings.js';
+import { engineOptionsOf, refuseEngineSettings } from '../library/engine-settings.js';
 import type { REMOVE_TABLE } from '../settings/index.js';
 import type { FlagsOf } from '../settings/setting.js';
 
@@ -33,12 +32,7 @@ async function createBareRemover(flags: RemoveFlags, config: Config): Promise<Re
     const { createEngine } = await import('../engine/index.js');
     return localRemover(await createEngine(engineOptionsOf(flags)));
   }
-  // The server at the API URL decides where its model runs.
-  if (flags.device !== undefined)
-    throw new RmbgError(
-      'usage_error',
-      '--device applies on this computer only (--local); the server at the API URL runs its model where it was started to',
-    );
+  refuseEngineSettings(flags);
   const { remoteRemover } = await import('../batch/remote-remover.js');
   return remoteRemover({
     baseUrl: requireSetting(config, 'apiUrl'),

@@ -8,10 +8,10 @@ import { buildProgram } from './program.js';
 import { reportError } from './report-error.js';
 import { inFlagWords } from './settings-flags.js';
 import { REMOVE_TABLE, SERVE_TABLE } from '../settings/index.js';
+import { stopWhenStdoutCloses } from './stdout-closed.js';
 
 /** The tables whose settings the library's messages name, and the commands give as flags. */
 const FLAG_TABLES = [SERVE_TABLE, REMOVE_TABLE];
-import { stopWhenStdoutCloses } from './stdout-closed.js';
 
 export async function main(argv: string[]): Promise<void> {
   stopWhenStdoutCloses();

@@ -33,8 +33,8 @@ function helpOf(row: SettingRow): string {
 /** A whole number in the flag's unit (seconds for an option in milliseconds), checked by the row's bounds. */
 function wholeParser(flag: string, row: SettingRow & { type: 'whole' }): FlagParser {
   const scale = row.flagInSeconds ? 1000 : 1;
-  const bounds = { ...row, min: Math.ceil(row.min / scale), max: row.max === undefined ? undefined : row.max / scale };
-  return (value) => (checkValue(flag, bounds, value) as number) * scale;
+  const bounds = { ...row, min: Math.ceil(row.min / scale), max: row.max === undefined ? undefined : Math.floor(row.max / scale) };
+  return (value) => (checkValue(flag, bounds, value, true) as number) * scale;
 }
 
 /** Comma-separated, repeatable: the entries so far. */
@@ -100,13 +100,6 @@ export function settingFlags<T extends SettingsTable>(command: Command, table: T
     }
   }
   return flags as FlagsOf<T>;
-}
-
-/** Whether the user typed this row's flag (not a default). */
-export function typedFlag(command: Command, table: SettingsTable, name: string): boolean {
-  const row = table[name] as SettingRow;
-  const option = command.options.find((each) => each.long === flagOf(name, row));
-  return option !== undefined && command.getOptionValueSource(option.attributeName()) === 'cli';
 }
 
 /**

@@ -25,7 +25,7 @@ export function parseBaseUrl(base: string): URL {
     // Credentials in the URL would end up in logs and journals; the key travels in X-API-Key only.
     throw new RmbgError(
       'usage_error',
-      'API URL must not contain a user name or password; the API key is sent in the X-API-Key header, not in the URL',
+      'API URL must not contain a user name or password; give the key as `apiKey`, which is sent in the X-API-Key header',
     );
   }
   url.search = '';

@@ -9,7 +9,7 @@ import { settingsPathOf } from '../config/user-settings.js';
 import { parseDevice, type Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
 import { userModelsDirOf } from '../engine/user-models.js';
-import type { ENGINE_SETTINGS } from '../settings/index.js';
+import { ENGINE_SETTINGS } from '../settings/index.js';
 import type { OptionsOf } from '../settings/setting.js';
 
 /** The engine's rows of src/settings (model, device, threads, spin-wait, graph cache), plus what its callers add. */
@@ -50,4 +50,21 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
     ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
     ...(settings.runTimeoutMs !== undefined && { runTimeoutMs: settings.runTimeoutMs }),
   };
+}
+
+/**
+ * Through a server, the engine's settings cannot apply (the server runs its own model where it was started to):
+ * any that was given is an error naming them, rather than a setting silently ignored.
+ */
+export function refuseEngineSettings(settings: OptionsOf<typeof ENGINE_SETTINGS>): void {
+  const given = (Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>).filter(
+    // graphCache is true unless turned off: only false was asked for.
+    (name) => settings[name] !== undefined && !(name === 'graphCache' && settings[name] === true),
+  );
+  if (given.length === 0) return;
+  const names = given.map((name) => `\`${name}\``).join(', ');
+  throw new RmbgError(
+    'usage_error',
+    `${names} ${given.length > 1 ? 'apply' : 'applies'} on this computer only; the server at \`apiUrl\` runs its own model where it was started to`,
+  );
 }

@@ -10,6 +10,7 @@ import {
   type Size,
 } from '../api/options.js';
 import { CALL_TABLE } from '../settings/index.js';
+import { refuseEngineSettings } from './engine-settings.js';
 import { checkValue, type OptionsOf, type SettingsTable } from '../settings/setting.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
@@ -87,19 +88,6 @@ export function remoteTarget(options: RunOptions): RemoteTarget | undefined {
     return undefined;
   }
   if (!options.apiKey) throw new RmbgError('usage_error', 'apiUrl needs an apiKey');
-  if (options.model !== undefined)
-    throw new RmbgError('usage_error', 'model applies on this computer only; the server at apiUrl uses its own model');
-  if (options.device !== undefined)
-    throw new RmbgError(
-      'usage_error',
-      'device applies on this computer only; the server at apiUrl runs its model where it was started to',
-    );
-  for (const name of ['threads', 'spinWait', 'graphCache'] as const) {
-    if (options[name] !== undefined)
-      throw new RmbgError(
-        'usage_error',
-        `${name} applies on this computer only; the server at apiUrl runs its own model`,
-      );
-  }
+  refuseEngineSettings(options);
   return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs };
 }

@@ -7,8 +7,8 @@ import type { OutputFormat } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { BatchEvent } from '../batch/run-batch.js';
 import type { Remover } from '../batch/remover.js';
-import { BATCH_SETTINGS, CALL_TABLE } from '../settings/index.js';
-import { joinTables, type OptionsOf } from '../settings/setting.js';
+import { type BATCH_SETTINGS, REMOVE_TABLE } from '../settings/index.js';
+import type { OptionsOf } from '../settings/setting.js';
 import { EnginePool } from './engine-pool.js';
 import { readImageInput, type ImageInput } from './image-input.js';
 import { untilAborted } from './until-aborted.js';
@@ -49,9 +49,6 @@ export interface Rmbg {
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
-
-/** removeBackgrounds() takes the batch's rows besides removeBackground()'s. */
-const BATCH_TABLE = joinTables(BATCH_SETTINGS, CALL_TABLE);
 
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
@@ -99,7 +96,7 @@ export function createRmbg(): Rmbg {
     async *removeBackgrounds(inputs, options) {
       const { signal } = options;
       signal?.throwIfAborted();
-      const removeOptions = parseImageOptions(options, BATCH_TABLE);
+      const removeOptions = parseImageOptions(options, REMOVE_TABLE);
       const target = remoteTarget(options);
       if (typeof options.outDir !== 'string' || options.outDir === '') {
         throw new RmbgError(

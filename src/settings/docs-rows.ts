@@ -31,7 +31,7 @@ function optionRows(table: SettingsTable): string {
   const rows = Object.entries(table)
     .filter(([, row]) => !row.cliOnly)
     .map(([name, row]) => {
-      const byDefault = row.requiredInLibrary ? 'required' : defaultOf(row, false);
+      const byDefault = row.requiredInLibrary ? 'required' : (row.libraryDefault ?? defaultOf(row, false));
       return `| \`${name}\` | ${prose(byDefault)} | ${prose(row.doc ?? row.help)} |`;
     });
   return ['| option | default | meaning |', '|---|---|---|', ...rows].join('\n');

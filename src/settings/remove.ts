@@ -12,6 +12,7 @@ export const CALL_SETTINGS = {
     env: 'RMBG_API_URL',
     help: 'base URL of a server that speaks the API (the /v1.0 prefix is added); without one, rmbg runs on this computer',
     defaultText: '`rmbg config set api-url`, else none: on this computer',
+    libraryDefault: 'none: on this computer',
   },
   apiKey: {
     type: 'text',
@@ -20,10 +21,12 @@ export const CALL_SETTINGS = {
     help: "API key, or - to read it from stdin; prefer the environment or '-': a key on the command line shows in `ps` and shell history",
     doc: 'API key for apiUrl',
     defaultText: '`rmbg config set api-key`',
+    libraryDefault: 'none',
   },
   timeoutMs: {
     type: 'whole',
     min: 1000,
+    max: 2_147_483_647,
     default: LIMITS.clientTimeoutMs,
     unit: 'milliseconds',
     flag: '--timeout',

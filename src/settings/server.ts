@@ -3,6 +3,9 @@
 
 import type { SettingsTable } from './setting.js';
 
+/** The longest a Node timer waits (2^31 - 1 ms); a longer one fires at once. */
+const MAX_TIMER_SECONDS = 2_147_483;
+
 export const SERVER_SETTINGS = {
   host: { type: 'text', placeholder: 'host', default: '127.0.0.1', help: 'address to listen on' },
   port: { type: 'whole', min: 0, max: 65535, default: 5000, help: 'port to listen on (0: any free port)' },
@@ -31,6 +34,7 @@ export const SERVER_SETTINGS = {
   processingTimeout: {
     type: 'whole',
     min: 1,
+    max: MAX_TIMER_SECONDS,
     default: 120,
     unit: 'seconds',
     help: 'processing time limit, waiting for the model included, before 504 and a refund',
@@ -38,6 +42,7 @@ export const SERVER_SETTINGS = {
   bodyTimeout: {
     type: 'whole',
     min: 1,
+    max: MAX_TIMER_SECONDS,
     default: 30,
     unit: 'seconds',
     help: 'time to receive a request body before 408',

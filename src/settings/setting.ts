@@ -21,6 +21,8 @@ interface Row {
   cliOnly?: true;
   /** The library requires the option (the CLI's flag has a default). */
   requiredInLibrary?: true;
+  /** The default in the library's docs, when the CLI's (its environment variable, the settings file) does not apply. */
+  libraryDefault?: string;
 }
 
 export interface WholeRow extends Row {
@@ -101,10 +103,15 @@ export function joinTables<A extends SettingsTable, B extends SettingsTable>(a: 
   return { ...a, ...b };
 }
 
-/** A value checked against its row; `name` is how the caller knows it (an option name, or a flag). */
-export function checkValue(name: string, row: SettingRow, value: unknown): unknown {
+/**
+ * A value checked against its row; `name` is how the caller knows it (an option name, or a flag). A flag's text
+ * may spell a whole number ('8'); an option must be a number, so a string never reaches a timer or a pool.
+ */
+export function checkValue(name: string, row: SettingRow, value: unknown, fromText = false): unknown {
   switch (row.type) {
     case 'whole':
+      if (typeof value === 'string' && !fromText)
+        throw new RmbgError('invalid_option', `${name} must be a number, not a string; got '${value}'`);
       return checkWholeNumber(name, value, row.min, row.max);
     case 'switch':
       if (typeof value === 'boolean') return value;

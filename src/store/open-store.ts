@@ -35,7 +35,7 @@ export function storeTarget(
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(given)) {
     throw new RmbgError(
       'usage_error',
-      `the store must be a postgres:// or postgresql:// URL, a sqlite: URL or a file path; got '${given.split('://')[0]}://…'`,
+      `\`store\` must be a postgres:// or postgresql:// URL, a sqlite: URL or a file path; got '${given.split('://')[0]}://…'`,
     );
   }
   return { engine: 'sqlite', path: resolve(given) };

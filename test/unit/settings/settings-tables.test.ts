@@ -9,7 +9,8 @@ import { OPTION_FIELDS } from '../../../src/api/options.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { inFlagWords, settingFlags } from '../../../src/cli/settings-flags.js';
 import { engineOptionsOf } from '../../../src/library/engine-settings.js';
-import { parseImageOptions } from '../../../src/library/remove-options.js';
+import { parseImageOptions, remoteTarget } from '../../../src/library/remove-options.js';
+import { STORE_URL_ENV } from '../../../src/store/open-store.js';
 import { tablesIn, withCurrentTables } from '../../../src/settings/docs-rows.js';
 import { CALL_TABLE, REMOVE_TABLE, SERVE_TABLE } from '../../../src/settings/index.js';
 import { checkOptions, flagOf, type SettingsTable } from '../../../src/settings/setting.js';
@@ -73,7 +74,7 @@ describe('the settings tables', () => {
     expect(parse('serve', ['--max-queue', '1e3']).error).toContain(
       "--max-queue must be a whole number from 0; got '1e3'",
     );
-    expect(parse('remove', ['x.jpg', '--timeout', '0']).error).toContain('--timeout must be a whole number from 1;');
+    expect(parse('remove', ['x.jpg', '--timeout', '0']).error).toContain('--timeout must be a whole number from 1 to 2147483;');
     expect(parse('serve', ['--device', 'tpu']).error).toContain(
       "argument 'tpu' is invalid. Allowed choices are auto, gpu, cpu",
     );
@@ -86,6 +87,9 @@ describe('the settings tables', () => {
     expect(() => checkOptions(SERVE_TABLE, { leaseTime: 86_401 })).toThrow(
       'leaseTime must be a whole number from 1 to 86400; got 86401',
     );
+    // A Node timer longer than 2^31 - 1 ms fires at once: the timeouts stop below it.
+    expect(() => checkOptions(SERVE_TABLE, { processingTimeout: 2_147_484 })).toThrow('from 1 to 2147483;');
+    expect(SERVE_TABLE.store.env).toBe(STORE_URL_ENV);
     expect(() => checkOptions(SERVE_TABLE, { ui: 'no' })).toThrow('ui must be true or false; got "no"');
     expect(() => checkOptions(SERVE_TABLE, { device: 'tpu' })).toThrow(
       'device must be one of auto, gpu, cpu; got "tpu"',
@@ -101,6 +105,17 @@ describe('the settings tables', () => {
     expect(() => parseImageOptions({ keepGps: 'yes' })).toThrow('keepGps must be true or false; got "yes"');
     // The CLI's own flags are not options of the library.
     expect(() => parseImageOptions({ dryRun: true })).toThrow("unknown option 'dryRun'");
+    // An option is a number: text that spells one would reach a timer or a pool as a string.
+    expect(() => parseImageOptions({ timeoutMs: '5000' })).toThrow(
+      "timeoutMs must be a number, not a string; got '5000'",
+    );
+    expect(() => parseImageOptions({ concurrency: '4' }, REMOVE_TABLE)).toThrow('concurrency must be a number');
+    // Through a server, the engine's settings would be silently ignored: refused, named.
+    const remote = { apiUrl: 'http://127.0.0.1:1', apiKey: 'k' };
+    expect(() => remoteTarget({ ...remote, threads: 2, graphCache: false })).toThrow(
+      '`threads`, `graphCache` apply on this computer only; the server at `apiUrl` runs its own model',
+    );
+    expect(remoteTarget({ ...remote, graphCache: true })).toEqual(expect.objectContaining({ apiUrl: remote.apiUrl }));
   });
 
   it('give the engine its environment variables when the caller gives no value: RMBG_MODEL, RMBG_DEVICE', () => {
