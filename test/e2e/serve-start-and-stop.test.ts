@@ -1,6 +1,8 @@
 // What only the `rmbg serve` process shows, with a tiny identity model (the model's output does not matter
 // here): what it says at start-up, --no-ui, the admin commands acting on the store of a running server at
-// once, and SIGTERM, which lets the request in flight finish before the process exits 0.
+// once, --max-queue and --processing-timeout reaching the engine's line (the 503 and 504 themselves are
+// checked in test/unit/server/http-contract.test.ts), and SIGTERM, which lets the request in flight finish
+// before the process exits 0.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,10 +26,14 @@ const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 /** Started on an empty data dir, with --no-ui. */
 let fresh: ServeProcess;
 let freshDir: string;
-/** Started with a key already in its data dir, and --allow-private-urls; SIGTERMed by the last test. */
+/** Started with a key already in its data dir, --allow-private-urls and --max-queue 0; SIGTERMed by the last test. */
 let keyed: ServeProcess;
 let keyedDir: string;
 let keyedKey: string;
+/** --processing-timeout 1. */
+let timed: ServeProcess;
+/** A 24 MP photo-like image: at full size, decoding, resizing and encoding it take seconds even with the identity model. */
+let large: Buffer;
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -36,19 +42,36 @@ beforeAll(async () => {
   const model = join(freshDir, 'identity.onnx');
   // Named like the manifest's output: every inference succeeds, with the input's first plane as the mask.
   writeIdentityModel(model, 'input', 'output');
-  [fresh, keyed] = await Promise.all([
+  [fresh, keyed, timed, large] = await Promise.all([
     startServe(freshDir, ['--model', model, '--no-ui']),
     createKey(keyedDir, 2).then(async ({ key }) => {
       keyedKey = key;
-      return startServe(keyedDir, ['--model', model, '--allow-private-urls']);
+      return startServe(keyedDir, ['--model', model, '--allow-private-urls', '--max-queue', '0']);
     }),
+    startServe(tempDataDir(), ['--model', model, '--processing-timeout', '1']),
+    sharp({
+      create: {
+        width: 6000,
+        height: 4000,
+        channels: 3,
+        background: '#6a8caf',
+        noise: { type: 'gaussian', mean: 120, sigma: 40 },
+      },
+    })
+      .jpeg({ quality: 80 })
+      .toBuffer(),
   ]);
 });
 
 afterAll(async () => {
-  await Promise.all([fresh?.stop(), keyed?.stop()]);
-  for (const dir of [freshDir, keyedDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  await Promise.all([fresh?.stop(), keyed?.stop(), timed?.stop()]);
+  for (const dir of [freshDir, keyedDir, timed?.dataDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+async function queueDepth(url: string): Promise<number> {
+  const text = (await call(`${url}/metrics`)).body.toString();
+  return Number(/^rmbg_queue_depth (\d+)$/m.exec(text)?.[1]);
+}
 
 function upload(server: ServeProcess, key: string, image: Buffer = photo, fields: Record<string, string> = {}) {
   const form = new FormData();
@@ -104,30 +127,26 @@ describe('admin commands on the data dir of a running server', () => {
   });
 });
 
-describe('shutdown', () => {
-  async function queueDepth(url: string): Promise<number> {
-    const text = (await call(`${url}/metrics`)).body.toString();
-    return Number(/^rmbg_queue_depth (\d+)$/m.exec(text)?.[1]);
-  }
+describe('the flags of the engine line', () => {
+  it('--processing-timeout 1: a request that takes longer is answered 504 and refunded', async () => {
+    const { key } = await createKey(timed.dataDir, 2);
+    const answer = await upload(timed, key, large, { size: 'full', format: 'png' });
+    expect([answer.status, errorCode(answer)]).toEqual([504, 'processing_timeout']);
+    expect(await balance(timed.url, key)).toMatchObject({ total: 2 });
+  });
+});
 
-  it('on SIGTERM finishes the request in flight, then exits 0 and stops listening', async () => {
-    // A 24 MP photo-like image at full size: decoding, resizing and encoding it take seconds even with the
-    // identity model, so it is still in the engine when the signal comes.
-    const large = await sharp({
-      create: {
-        width: 6000,
-        height: 4000,
-        channels: 3,
-        background: '#6a8caf',
-        noise: { type: 'gaussian', mean: 120, sigma: 40 },
-      },
-    })
-      .jpeg({ quality: 80 })
-      .toBuffer();
+describe('shutdown', () => {
+  it('with --max-queue 0 refuses a second image while one runs (503); on SIGTERM finishes the one in flight, then exits 0', async () => {
     let answered = false;
     const inFlight = upload(keyed, keyedKey, large, { size: 'full', format: 'png' }).finally(() => (answered = true));
     while (!answered && (await queueDepth(keyed.url)) < 1);
     expect(answered, 'the request was answered before the signal could be sent').toBe(false);
+    const busy = await upload(keyed, keyedKey);
+    expect([busy.status, errorCode(busy)]).toEqual([503, 'service_busy']);
+    expect(Number(busy.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Of the key's 2 credits, only the image in the engine is charged.
+    expect(await balance(keyed.url, keyedKey)).toMatchObject({ total: 1 });
     const exited = keyed.stop('SIGTERM');
     const answer = await inFlight.catch((error: unknown) => {
       throw new Error(`request in flight failed (${String(error)}); server stderr:\n${keyed.stderr()}`);
