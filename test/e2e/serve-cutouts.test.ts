@@ -1,6 +1,8 @@
 // The real model through the real `rmbg serve` (one server for the file): the cut-outs a client gets back,
 // their pixels, formats, sizes and headers, the images the engine refuses (refunded), and /healthz while the
-// model runs. The HTTP contract without the model is checked in test/unit/server/http-contract.test.ts.
+// model runs. The HTTP contract is checked in test/unit/server/http-contract.test.ts, with a fake engine and,
+// for formats and sizes, the real pipeline on a quick model; what the engine alone decides (EXIF orientation,
+// never upscaling, the PNG cap, flattening pixel by pixel) in test/unit/engine/pipeline.test.ts.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,12 +36,6 @@ afterAll(async () => {
   await server?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** A flat light background with a red disc: a clean foreground whose box is known. */
-function discImage(width: number, height: number, disc: { cx: number; cy: number; r: number }): Promise<Buffer> {
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#dfe8f0"/><circle cx="${disc.cx}" cy="${disc.cy}" r="${disc.r}" fill="#c0392b"/></svg>`;
-  return sharp(Buffer.from(svg)).jpeg({ quality: 90 }).toBuffer();
-}
 
 function form(fields: Record<string, string> = {}, file: Buffer | null = photo): FormData {
   const body = new FormData();
@@ -85,21 +81,6 @@ function expectError(answer: HttpAnswer, status: number, code: string, label = c
     expect(typeof error.code, label).toBe('string');
   }
   expect(body.errors[0]!.code, label).toBe(code);
-}
-
-async function pixel(image: Buffer, x: number, y: number): Promise<number[]> {
-  const { data, info } = await sharp(image).raw().toBuffer({ resolveWithObject: true });
-  const at = (y * info.width + x) * info.channels;
-  return [...data.subarray(at, at + info.channels)];
-}
-
-function expectColour(actual: number[], expected: number[], tolerance: number, label: string): void {
-  expect(actual.length, label).toBe(expected.length);
-  for (const [i, value] of actual.entries())
-    expect(
-      Math.abs(value - expected[i]!),
-      `${label}: ${actual.join(',')} vs ${expected.join(',')}`,
-    ).toBeLessThanOrEqual(tolerance);
 }
 
 const SUCCESS_HEADERS = [
@@ -216,97 +197,6 @@ describe('images the engine refuses', () => {
     ];
     for (const [image, code, label] of cases) expectError(await post(key, form({}, image)), 400, code, label);
     expect(await balance(server.url, key)).toEqual({ total: 1, subscription: 0, payg: 1 });
-  });
-});
-
-// What the engine alone decides (EXIF orientation, never upscaling, the PNG cap, flattening and bg_color pixel by
-// pixel) is checked in test/unit/engine/pipeline.test.ts with a fast model; here, what a client of the real
-// server sees of it: the Content-Type of each format, the cut of the real model, the headers.
-describe('output format and pixels', () => {
-  // A 400x300 red disc on a light background: the corner is background, the centre foreground.
-  let disc: Buffer;
-  let key: string;
-  beforeAll(async () => {
-    disc = await discImage(400, 300, { cx: 200, cy: 150, r: 90 });
-    key = (await createKey(dataDir, 10)).key;
-  });
-
-  it('format=jpg flattens transparency onto white and keeps the foreground', async () => {
-    const answer = await post(key, form({ format: 'jpg' }, disc));
-    expect(answer.status).toBe(200);
-    expect(answer.headers.get('content-type')).toBe('image/jpeg');
-    const meta = await sharp(answer.body).metadata();
-    expect([meta.format, meta.hasAlpha, meta.width, meta.height]).toEqual(['jpeg', false, 400, 300]);
-    expectColour(await pixel(answer.body, 2, 2), [255, 255, 255], 6, 'corner');
-    expectColour(await pixel(answer.body, 200, 150), [192, 57, 43], 12, 'centre');
-  });
-
-  it('format=auto gives JPG when bg_color makes the result opaque, and PNG when bg_color is translucent', async () => {
-    const opaque = await post(key, form({ bg_color: 'red' }, disc));
-    expect(opaque.status).toBe(200);
-    expect(opaque.headers.get('content-type')).toBe('image/jpeg');
-    expect((await sharp(opaque.body).metadata()).format).toBe('jpeg');
-    expectColour(await pixel(opaque.body, 2, 2), [255, 0, 0], 8, 'opaque corner');
-
-    const translucent = await post(key, form({ bg_color: '#0000ff80' }, disc));
-    expect(translucent.status).toBe(200);
-    expect(translucent.headers.get('content-type')).toBe('image/png');
-    const meta = await sharp(translucent.body).metadata();
-    expect([meta.format, meta.hasAlpha]).toEqual(['png', true]);
-    expectColour(await pixel(translucent.body, 2, 2), [0, 0, 255, 128], 8, 'translucent corner');
-    expect((await pixel(translucent.body, 200, 150))[3]).toBeGreaterThanOrEqual(250);
-  });
-
-  it('size=medium caps the result at 1.5 MP with the aspect kept; the foreground box is on the input canvas', async () => {
-    const input = await discImage(2000, 1500, { cx: 1000, cy: 750, r: 400 });
-    const answer = await post(key, form({ size: 'medium' }, input));
-    expect(answer.status).toBe(200);
-    const width = Number(answer.headers.get('x-width'));
-    const height = Number(answer.headers.get('x-height'));
-    expect(width * height).toBeLessThanOrEqual(1_500_000);
-    expect(width * height).toBeGreaterThan(1_480_000);
-    expect(Math.abs(width / height - 4 / 3)).toBeLessThan(0.01);
-    const meta = await sharp(answer.body).metadata();
-    expect([meta.width, meta.height]).toEqual([width, height]);
-    // The disc spans 600..1400 x 350..1150 on the 2000x1500 input, not on the smaller result.
-    const box = ['left', 'top', 'width', 'height'].map((side) => Number(answer.headers.get(`x-foreground-${side}`)));
-    for (const [i, value] of box.entries())
-      expect(Math.abs(value - [600, 350, 800, 800][i]!), `foreground ${box.join(',')}`).toBeLessThanOrEqual(20);
-  });
-});
-
-describe('the 10 MP cap of PNG and format=auto', () => {
-  let big: Buffer;
-  let key: string;
-  beforeAll(async () => {
-    big = await discImage(4000, 3000, { cx: 2000, cy: 1500, r: 900 }); // 12 MP
-    // 3 credits left when size=auto runs, as many as it ever had here: auto does not size by the balance.
-    key = (await createKey(dataDir, 4)).key;
-  });
-
-  async function dimensions(
-    answer: HttpAnswer,
-  ): Promise<{ width: number; height: number; format: string | undefined }> {
-    expect(answer.status, answer.body.toString().slice(0, 300)).toBe(200);
-    const meta = await sharp(answer.body).metadata();
-    expect([String(meta.width), String(meta.height)]).toEqual([
-      answer.headers.get('x-width'),
-      answer.headers.get('x-height'),
-    ]);
-    return { width: meta.width ?? 0, height: meta.height ?? 0, format: meta.format };
-  }
-
-  it('format=auto at size=50MP: at most 10 MP even when the result is an opaque JPG', async () => {
-    const auto = await dimensions(await post(key, form({ size: '50MP', bg_color: 'white' }, big)));
-    expect(auto.format).toBe('jpeg');
-    expect(auto.width * auto.height).toBeLessThanOrEqual(10_000_000);
-    expect(auto.width * auto.height).toBeGreaterThan(9_950_000);
-  });
-
-  it('format=jpg at size=auto is not capped at 10 MP (and auto ignores the balance): the 12 MP input comes back whole', async () => {
-    const jpg = await dimensions(await post(key, form({ size: 'auto', format: 'jpg' }, big)));
-    expect([jpg.format, jpg.width, jpg.height]).toEqual(['jpeg', 4000, 3000]);
-    expect(await balance(server.url, key)).toMatchObject({ total: 2 });
   });
 });
 
