@@ -1,4 +1,4 @@
-// What only the `rmbg serve` process shows, with a tiny identity model (the model's output does not matter
+// What only the `rmbg serve` process shows, with quick test models (the model's output does not matter
 // here): what it says at start-up, --no-ui, the admin commands acting on the store of a running server at
 // once, --max-queue and --processing-timeout reaching the engine's line (the 503 and 504 themselves are
 // checked in test/unit/server/http-contract.test.ts), and SIGTERM, which lets the request in flight finish
@@ -6,8 +6,8 @@
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeSlowKeyModel } from '../fixtures/fast-models.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 import {
   balance,
@@ -32,8 +32,6 @@ let keyedDir: string;
 let keyedKey: string;
 /** --processing-timeout 1. */
 let timed: ServeProcess;
-/** A 24 MP photo-like image: at full size, decoding, resizing and encoding it take seconds even with the identity model. */
-let large: Buffer;
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -42,24 +40,15 @@ beforeAll(async () => {
   const model = join(freshDir, 'identity.onnx');
   // Named like the manifest's output: every inference succeeds, with the input's first plane as the mask.
   writeIdentityModel(model, 'input', 'output');
-  [fresh, keyed, timed, large] = await Promise.all([
+  // Holds each image in the model for seconds (8 batched 1024² MatMuls): a request is surely in flight, or late.
+  const slow = writeSlowKeyModel(join(freshDir, 'slow.onnx'), 8);
+  [fresh, keyed, timed] = await Promise.all([
     startServe(freshDir, ['--model', model, '--no-ui']),
     createKey(keyedDir, 2).then(async ({ key }) => {
       keyedKey = key;
-      return startServe(keyedDir, ['--model', model, '--allow-private-urls', '--max-queue', '0']);
+      return startServe(keyedDir, ['--model', slow, '--allow-private-urls', '--max-queue', '0']);
     }),
-    startServe(tempDataDir(), ['--model', model, '--processing-timeout', '1']),
-    sharp({
-      create: {
-        width: 6000,
-        height: 4000,
-        channels: 3,
-        background: '#6a8caf',
-        noise: { type: 'gaussian', mean: 120, sigma: 40 },
-      },
-    })
-      .jpeg({ quality: 80 })
-      .toBuffer(),
+    startServe(tempDataDir(), ['--model', slow, '--processing-timeout', '1']),
   ]);
 });
 
@@ -130,7 +119,7 @@ describe('admin commands on the data dir of a running server', () => {
 describe('the flags of the engine line', () => {
   it('--processing-timeout 1: a request that takes longer is answered 504 and refunded', async () => {
     const { key } = await createKey(timed.dataDir, 2);
-    const answer = await upload(timed, key, large, { size: 'full', format: 'png' });
+    const answer = await upload(timed, key);
     expect([answer.status, errorCode(answer)]).toEqual([504, 'processing_timeout']);
     expect(await balance(timed.url, key)).toMatchObject({ total: 2 });
   });
@@ -139,7 +128,7 @@ describe('the flags of the engine line', () => {
 describe('shutdown', () => {
   it('with --max-queue 0 refuses a second image while one runs (503); on SIGTERM finishes the one in flight, then exits 0', async () => {
     let answered = false;
-    const inFlight = upload(keyed, keyedKey, large, { size: 'full', format: 'png' }).finally(() => (answered = true));
+    const inFlight = upload(keyed, keyedKey, photo, { format: 'png' }).finally(() => (answered = true));
     while (!answered && (await queueDepth(keyed.url)) < 1);
     expect(answered, 'the request was answered before the signal could be sent').toBe(false);
     const busy = await upload(keyed, keyedKey);
