@@ -23,7 +23,7 @@ async function timed(device) {
   const engine = await createEngine({ model, device });
   const readyMs = performance.now() - started;
   started = performance.now();
-  const result = await engine.removeBackground(photo, options);
+  const result = await engine.cutOut(photo, options);
   const runMs = performance.now() - started;
   await engine.close();
   return {

@@ -42,8 +42,7 @@ const timed = async (run) => {
   await run();
   return performance.now() - started;
 };
-const cli = (photo) =>
-  timed(async () => engine.removeBackground(await readFile(join(ROOT, photo)), CALLER_DEFAULT_OPTIONS));
+const cli = (photo) => timed(async () => engine.cutOut(await readFile(join(ROOT, photo)), CALLER_DEFAULT_OPTIONS));
 const library = (photo) => timed(() => rmbg.removeBackground(join(ROOT, photo)));
 
 const rows = [];

@@ -14,7 +14,7 @@ const afterLoad = process.memoryUsage().rss;
 const started = performance.now();
 if (mode === 'image') {
   const options = { ...BENCH_OPTIONS, ...(args[2] ? JSON.parse(args[2]) : {}) };
-  await engine.removeBackground(await readFile(args[0]), options);
+  await engine.cutOut(await readFile(args[0]), options);
   await engine.close();
 } else {
   const [dir, outDir, concurrency] = args;

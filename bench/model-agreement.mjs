@@ -43,7 +43,7 @@ for (const sample of SAMPLES) {
   }
   for (const name of names)
     alphas[name] = await alphaOf(
-      await engines[name].removeBackground(input, { size: 'full', format: 'png', crop: false, bgColor: undefined }),
+      await engines[name].cutOut(input, { size: 'full', format: 'png', crop: false, bgColor: undefined }),
     );
   for (const other of others) {
     const a = alphas[reference];

@@ -79,7 +79,7 @@ const ourLoadMs = performance.now() - started;
 const inputs = await Promise.all(photos.map((p) => readFile(p.file)));
 const tensors = await Promise.all(photos.map((p) => modelInputTensor(p.file)));
 started = performance.now();
-await engine.removeBackground(inputs[0], BENCH_OPTIONS); // warm-up: the first run plans and allocates
+await engine.cutOut(inputs[0], BENCH_OPTIONS); // warm-up: the first run plans and allocates
 const ourWarmupMs = performance.now() - started;
 log(`rmbg: model ${modelName} loaded in ${ms(ourLoadMs)} ms, warm-up ${ms(ourWarmupMs)} ms`);
 
@@ -125,7 +125,7 @@ for (let pass = 1; pass <= repeat; pass++) {
     const before = await pureRun(tensors[i], pureCpu);
     const t = performance.now();
     const c = cpuMs();
-    const result = await engine.removeBackground(inputs[i], BENCH_OPTIONS);
+    const result = await engine.cutOut(inputs[i], BENCH_OPTIONS);
     const e2eCpu = cpuMs() - c;
     const e2e = performance.now() - t;
     const pure = (before + (await pureRun(tensors[i], pureCpu))) / 2;

@@ -55,7 +55,7 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       // Sent again this long after, the key may be new to the server: a second charge.
       if (sentWithoutResult(call, key) && forgotten(call.earlier?.sentAt)) throw keyForgottenError();
       await call.beforeSend?.(key);
-      const result = await client.removeBackground(image, removeOptions, {
+      const result = await client.postRemoveBg(image, removeOptions, {
         idempotencyKey: key,
         signal: call.signal,
         filename: call.filename,

@@ -5,7 +5,7 @@
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
-import type { BackgroundRemover } from '../engine/types.js';
+import type { Engine } from '../engine/types.js';
 
 export interface RemovedImage {
   data: Buffer;
@@ -59,13 +59,13 @@ export function defaultConcurrency(remover: Pick<Remover, 'mode' | 'device'>): n
   return remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4;
 }
 
-export function localRemover(engine: BackgroundRemover): Remover {
+export function localRemover(engine: Engine): Remover {
   return {
     mode: 'local',
     ...(engine.device && { device: engine.device }),
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
-      const result = await engine.removeBackground(image, options, call.signal);
+      const result = await engine.cutOut(image, options, call.signal);
       return {
         data: result.data,
         format: result.format,

@@ -33,7 +33,11 @@ function helpOf(row: SettingRow): string {
 /** A whole number in the flag's unit (seconds for an option in milliseconds), checked by the row's bounds. */
 function wholeParser(flag: string, row: SettingRow & { type: 'whole' }): FlagParser {
   const scale = row.flagInSeconds ? 1000 : 1;
-  const bounds = { ...row, min: Math.ceil(row.min / scale), max: row.max === undefined ? undefined : Math.floor(row.max / scale) };
+  const bounds = {
+    ...row,
+    min: Math.ceil(row.min / scale),
+    max: row.max === undefined ? undefined : Math.floor(row.max / scale),
+  };
   return (value) => (checkValue(flag, bounds, value, true) as number) * scale;
 }
 

@@ -69,7 +69,7 @@ export interface RemoveResult {
 export interface ApiClient {
   /** The normalised base, ending in /v1.0. */
   readonly baseUrl: string;
-  removeBackground(image: Buffer, options: RemoveOptions, call?: RemoveCallOptions): Promise<RemoveResult>;
+  postRemoveBg(image: Buffer, options: RemoveOptions, call?: RemoveCallOptions): Promise<RemoveResult>;
   getAccount(call?: { signal?: AbortSignal }): Promise<AccountRecord>;
 }
 
@@ -147,7 +147,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     baseUrl: base.href,
 
-    async removeBackground(image, removeOptions, call = {}) {
+    async postRemoveBg(image, removeOptions, call = {}) {
       const headers: Record<string, string> = { ...auth };
       if (call.idempotencyKey !== undefined)
         headers[HEADERS.idempotencyKey] = validateIdempotencyKey(call.idempotencyKey);

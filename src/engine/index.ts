@@ -1,5 +1,5 @@
 // The engine's front door: verified model + one reused session on the chosen device + the pipeline, as a
-// BackgroundRemover. The session runs on a worker thread (inference-worker.ts), so an inference never holds
+// Engine. The session runs on a worker thread (inference-worker.ts), so an inference never holds
 // the main thread.
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
@@ -21,7 +21,7 @@ import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
 import type { SessionOptions } from './model-session.js';
 import type { ModelRunner } from './pipeline.js';
-import type { BackgroundRemover, EngineResult } from './types.js';
+import type { Engine, EngineResult } from './types.js';
 
 type Pipeline = typeof import('./pipeline.js').runPipeline;
 
@@ -156,7 +156,7 @@ async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void
 
 export async function createEngine(
   options: EngineOptions = {},
-): Promise<BackgroundRemover & { session: WorkerSession; device: DeviceReport }> {
+): Promise<Engine & { session: WorkerSession; device: DeviceReport }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
@@ -184,7 +184,7 @@ export async function createEngine(
   return {
     session,
     device,
-    async removeBackground(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
+    async cutOut(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
       try {
         return await runPipeline(session, input, removeOptions, signal);
       } catch (error) {

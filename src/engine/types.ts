@@ -21,10 +21,10 @@ export interface EngineResult {
   timings: Record<string, number>;
 }
 
-export interface BackgroundRemover {
+export interface Engine {
   /** Where the model runs (the on-device engine; a test double may leave it out). */
   readonly device?: DeviceReport;
   /** Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
-  removeBackground(input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
+  cutOut(input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
   close(): Promise<void>;
 }

@@ -2,14 +2,14 @@
 // call (concurrent calls wait for the same load; the session serialises inference). Loading onnxruntime and
 // sharp happens here, on the first local removal, never at import.
 
-import type { BackgroundRemover } from '../engine/types.js';
+import type { Engine } from '../engine/types.js';
 import { engineOptionsOf, type EngineSettings } from './engine-settings.js';
 
 export class EnginePool {
-  private readonly engines = new Map<string, Promise<BackgroundRemover>>();
+  private readonly engines = new Map<string, Promise<Engine>>();
 
   /** The engine of `model` (a manifest name or .onnx path; undefined: the default model) on `device`. */
-  async engineFor(settings: EngineSettings): Promise<BackgroundRemover> {
+  async engineFor(settings: EngineSettings): Promise<Engine> {
     const [{ createEngine }, { resolveModel }] = await Promise.all([
       import('../engine/index.js'),
       import('../engine/model-registry.js'),

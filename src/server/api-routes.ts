@@ -21,7 +21,7 @@ export interface ApiRouteOptions {
 
 export function apiRoutes(options: ApiRouteOptions) {
   return [
-    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBackgroundHandler(options) },
+    { method: 'POST' as const, url: '/v1.0/removebg', handler: removeBgHandler(options) },
     { method: 'GET' as const, url: '/v1.0/account', handler: accountHandler(options.service) },
     { method: 'GET' as const, url: '/v1.0/openapi.json', handler: openApiHandler() },
   ];
@@ -33,8 +33,8 @@ export function apiRoutes(options: ApiRouteOptions) {
  * The service gets the request with its body unread and asks for the body once the key is authenticated and
  * within its limits (readBodyInPlace); the answer's signal fires when the client goes away.
  */
-function removeBackgroundHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
-  return async function removeBackground(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+function removeBgHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
+  return async function handleRemoveBg(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
     // The content type is a header: refused (415) before the key is looked at, like the query string.
     requestEncodingOf(headerValue(request.headers, 'content-type'));

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
-import type { BackgroundRemover } from '../engine/types.js';
+import type { Engine } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { AuthThrottle } from './auth-throttle.js';
@@ -39,7 +39,7 @@ export interface ServiceDeps {
   /** Owned by the caller, who closes it after Service.close(). */
   store: Store;
   /** Owned by the caller, like the store. */
-  engine: BackgroundRemover;
+  engine: Engine;
   creditsPerImage: number;
   rateLimitPerMinute: number;
   /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
@@ -92,7 +92,7 @@ export interface Service {
  * Images processed at once: one on the CPU (the model already takes every core, and a request then waits
  * behind one other at most), on the GPU as many as keep it busy (its device report says how many).
  */
-function engineSlots(engine: BackgroundRemover): number {
+function engineSlots(engine: Engine): number {
   return engine.device?.device === 'gpu' ? engine.device.concurrency : 1;
 }
 

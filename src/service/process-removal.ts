@@ -140,7 +140,7 @@ export async function processRemoval(
     const result = await ticket.run(async (engineSignal) => {
       const started = performance.now();
       try {
-        return await ctx.engine.removeBackground(input, req.options, engineSignal);
+        return await ctx.engine.cutOut(input, req.options, engineSignal);
       } catch (error) {
         throw toRmbgError(error, 'processing_failed');
       } finally {

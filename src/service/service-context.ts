@@ -1,7 +1,7 @@
 // What the use cases share: the store, the engine and its scheduler, the rate limiter, the image-URL
 // fetcher, the price, the clock, this instance's lease identity and the observer. Built once by createService.
 
-import type { BackgroundRemover } from '../engine/types.js';
+import type { Engine } from '../engine/types.js';
 import type { Store } from '../store/index.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { EngineScheduler } from './engine-scheduler.js';
@@ -14,7 +14,7 @@ import type { ImageFetcher, ServiceObserver } from './types.js';
 
 export interface ServiceContext {
   store: Store;
-  engine: BackgroundRemover;
+  engine: Engine;
   scheduler: EngineScheduler;
   limiter: RateLimiter;
   authThrottle: AuthThrottle;

@@ -75,7 +75,7 @@ async function start(script: FaultStep[], clientOptions: Partial<ApiClientOption
   return { server, client, retries };
 }
 
-describe('removeBackground: request', () => {
+describe('postRemoveBg: request', () => {
   it('POSTs multipart with image_file and the option fields to {base}/v1.0/removebg, with X-API-Key and Idempotency-Key', async () => {
     const { server, client } = await start([imageResult(png, 40, 30)], {}, '/api');
     const options: RemoveOptions = {
@@ -84,7 +84,7 @@ describe('removeBackground: request', () => {
       crop: true,
       bgColor: { r: 255, g: 0, b: 128, alpha: 1 },
     };
-    await client.removeBackground(input, options, { idempotencyKey: 'rmbg-abc', filename: 'photo.jpg' });
+    await client.postRemoveBg(input, options, { idempotencyKey: 'rmbg-abc', filename: 'photo.jpg' });
 
     expect(server.requests).toHaveLength(1);
     const [request] = server.requests;
@@ -101,7 +101,7 @@ describe('removeBackground: request', () => {
 
   it('sends no Idempotency-Key when none is given, and does not double a base that ends in /v1.0', async () => {
     const { server, client } = await start([imageResult(png, 40, 30)], {}, '/v1.0/');
-    await client.removeBackground(input, DEFAULT_OPTIONS);
+    await client.postRemoveBg(input, DEFAULT_OPTIONS);
     expect(server.requests[0]!.path).toBe('/v1.0/removebg');
     expect(server.requests[0]!.headers['idempotency-key']).toBeUndefined();
     expect(server.requests[0]!.fields).toEqual({ size: 'preview', format: 'auto', crop: 'false' });
@@ -109,18 +109,16 @@ describe('removeBackground: request', () => {
 
   it('refuses an invalid Idempotency-Key before sending anything', async () => {
     const { server, client } = await start([]);
-    const error = await rejectionOf(
-      client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }),
-    );
+    const error = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'x'.repeat(129) }));
     expect(error.code).toBe('invalid_idempotency_key');
     expect(server.requests).toHaveLength(0);
   });
 });
 
-describe('removeBackground: result', () => {
+describe('postRemoveBg: result', () => {
   it('returns the image bytes and the values of the response headers', async () => {
     const { client } = await start([imageResult(png, 40, 30, { 'x-credits-charged': '3', 'x-request-id': 'req-77' })]);
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS);
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS);
     expect(result.data.equals(png)).toBe(true);
     const meta = await sharp(result.data).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(['png', 40, 30]);
@@ -149,7 +147,7 @@ describe('removeBackground: result', () => {
         body: png,
       }),
     ]);
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'k1' });
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'k1' });
     expect(result.replayed).toBe(true);
     expect(result.foreground).toBeUndefined();
     expect(result.rateLimit).toBeUndefined();
@@ -161,10 +159,10 @@ describe('removeBackground: result', () => {
       json(200, { data: {} }),
       respond(200, { headers: { 'content-type': 'image/png', 'x-height': '30', 'x-credits-charged': '1' }, body: png }),
     ]);
-    const notImage = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const notImage = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(notImage.code).toBe('upstream_error');
     expect(notImage.message).toMatch(/application\/json' instead of an image/);
-    const noWidth = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const noWidth = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(noWidth.code).toBe('upstream_error');
     expect(noWidth.message).toMatch(/X-Width/);
   });
@@ -173,7 +171,7 @@ describe('removeBackground: result', () => {
 describe('error mapping', () => {
   it('maps the spec error body to the catalogue code, keeping the server status and title', async () => {
     const { client } = await start([apiError(402, 'insufficient_credits', 'Not enough credits: 0 left, 1 needed')]);
-    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('insufficient_credits');
     expect(error.status).toBe(402);
     expect(error.message).toBe('Not enough credits: 0 left, 1 needed');
@@ -188,13 +186,13 @@ describe('error mapping', () => {
       }),
       json(418, { errors: [{ title: 'I am a teapot', code: 'teapot' }] }),
     ]);
-    const detailed = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const detailed = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect([detailed.code, detailed.status, detailed.message]).toEqual([
       'invalid_option',
       400,
       "size must be one of …; got 'huge'",
     ]);
-    const unknown = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const unknown = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(unknown.code).toBe('upstream_error');
     expect(unknown.status).toBe(418);
     expect(unknown.message).toMatch(/I am a teapot.*teapot/);
@@ -204,7 +202,7 @@ describe('error mapping', () => {
     const { client } = await start([
       respond(502, { headers: { 'content-type': 'text/html' }, body: '<h1>Bad Gateway</h1>' }),
     ]);
-    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('upstream_error');
     expect(error.status).toBe(502);
     expect(error.message).toMatch(/HTTP 502.*<h1>Bad Gateway<\/h1>/);
@@ -230,7 +228,7 @@ describe('error mapping', () => {
         'x-ratelimit-reset': '30',
       }),
     ]);
-    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
     expect(error.code).toBe('rate_limited');
     expect(error.retryAfterSeconds).toBe(30);
     expect(error.rateLimit).toEqual({ limit: 60, remaining: 0, resetSeconds: 30 });
@@ -309,7 +307,7 @@ describe('retries', () => {
     ]) {
       const time = fakeTime();
       const { server, client, retries } = await start([step, imageResult(png, 40, 30)], { retry: time.retry });
-      await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS));
+      await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS));
       expect(server.requests).toHaveLength(1);
       expect(retries).toHaveLength(0);
       await server.close();
@@ -322,7 +320,7 @@ describe('retries', () => {
     const { server, client, retries } = await start([drop(), apiError(503, 'service_busy'), imageResult(png, 40, 30)], {
       retry: time.retry,
     });
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-same' });
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-same' });
     expect(result.data.equals(png)).toBe(true);
     expect(server.requests).toHaveLength(3);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(['rmbg-same', 'rmbg-same', 'rmbg-same']);
@@ -339,7 +337,7 @@ describe('retries', () => {
         retry: time.retry,
       },
     );
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
     expect(result.replayed).toBe(true);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(['rmbg-k', 'rmbg-k']);
     expect(time.slept).toEqual([500]);
@@ -354,7 +352,7 @@ describe('retries', () => {
         retry: { ...time.retry, maxAttempts: 5 },
       },
     );
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' });
     expect(result.replayed).toBe(true);
     expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(Array.from({ length: 6 }, () => 'rmbg-k'));
   });
@@ -369,7 +367,7 @@ describe('retries', () => {
   ])('fails at once on HTTP %i %s, even with an Idempotency-Key', async (status, code) => {
     const time = fakeTime();
     const { server, client } = await start([apiError(status, code), imageResult(png, 40, 30)], { retry: time.retry });
-    const error = await rejectionOf(client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' }));
+    const error = await rejectionOf(client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-k' }));
     expect([error.code, error.status]).toEqual([code, status]);
     expect(server.requests).toHaveLength(1);
     expect(time.slept).toEqual([]);
@@ -436,7 +434,7 @@ describe('timeouts and cancellation', () => {
       timeoutMs: 300,
       retry: { sleep: time.retry.sleep },
     });
-    const result = await client.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-t' });
+    const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-t' });
     expect(result.width).toBe(40);
     expect(server.requests).toHaveLength(2);
     expect(retries[0]!.reason).toBe('network error ETIMEDOUT');
@@ -478,7 +476,7 @@ describe('through the fault server as a transparent proxy', () => {
         script: [apiError(503, 'service_busy'), proxy()],
       });
       const viaProxy = createApiClient({ baseUrl: server.url, apiKey: KEY, retry: time.retry });
-      const result = await viaProxy.removeBackground(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-p' });
+      const result = await viaProxy.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-p' });
       expect(result.requestId).toBe('from-upstream');
       expect(result.data.equals(png)).toBe(true);
       expect(server.requests.map((r) => r.headers['idempotency-key'])).toEqual(['rmbg-p', 'rmbg-p']);

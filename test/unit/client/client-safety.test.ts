@@ -37,7 +37,7 @@ describe('the API client', () => {
       maxResponseBytes: 64,
       retry: { maxAttempts: 1 },
     });
-    const refused = await rejectionOf(capped.removeBackground(png, DEFAULT_OPTIONS));
+    const refused = await rejectionOf(capped.postRemoveBg(png, DEFAULT_OPTIONS));
     expect([refused.code, refused.message]).toEqual([
       'upstream_error',
       expect.stringContaining(`declares ${png.length} bytes`),
@@ -48,7 +48,7 @@ describe('the API client', () => {
       maxResponseBytes: png.length,
       retry: { maxAttempts: 1 },
     });
-    expect((await roomy.removeBackground(png, DEFAULT_OPTIONS)).data).toEqual(png);
+    expect((await roomy.postRemoveBg(png, DEFAULT_OPTIONS)).data).toEqual(png);
   });
 
   it('strips escape sequences and control characters from the server text it reports', async () => {
@@ -57,7 +57,7 @@ describe('the API client', () => {
       script: [json(400, { errors: [{ title: `T\u001b[1m`, code: 'invalid_option', detail: hostile }] })],
     });
     const client = createApiClient({ baseUrl: server.url, apiKey: 'k', retry: { maxAttempts: 1 } });
-    const error = await rejectionOf(client.removeBackground(Buffer.from('x'), DEFAULT_OPTIONS));
+    const error = await rejectionOf(client.postRemoveBg(Buffer.from('x'), DEFAULT_OPTIONS));
     expect(error.code).toBe('invalid_option');
     expect(error.message).toBe('bad red bell line next');
     // eslint-disable-next-line no-control-regex

@@ -47,10 +47,7 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     try {
       expect(gpu.device).toMatchObject({ requested: 'gpu', device: 'gpu' });
       expect(cpu.device).toMatchObject({ requested: 'cpu', device: 'cpu' });
-      const [onGpu, onCpu] = await Promise.all([
-        gpu.removeBackground(photo, options),
-        cpu.removeBackground(photo, options),
-      ]);
+      const [onGpu, onCpu] = await Promise.all([gpu.cutOut(photo, options), cpu.cutOut(photo, options)]);
       expect([onGpu.width, onGpu.height]).toEqual([onCpu.width, onCpu.height]);
       const [gpuAlpha, cpuAlpha] = await Promise.all([alphaOf(onGpu.data), alphaOf(onCpu.data)]);
       expect(maxDifference(gpuAlpha, cpuAlpha)).toBeLessThanOrEqual(1);
@@ -68,12 +65,10 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     ]);
     try {
       const cpu = await createEngine({ model: red, device: 'cpu', graphCache: false });
-      const reference = await alphaOf((await cpu.removeBackground(photo, options)).data);
+      const reference = await alphaOf((await cpu.cutOut(photo, options)).data);
       await cpu.close();
       // Many runs of both at once: without the queue, Dawn aborts the process within the first few.
-      const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (i % 2 ? b : a).removeBackground(photo, options)),
-      );
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? b : a).cutOut(photo, options)));
       for (const [i, result] of results.entries()) {
         const alpha = await alphaOf(result.data);
         if (i % 2)
@@ -136,7 +131,7 @@ describe('--device auto', () => {
       try {
         expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
         expect(engine.device.reason).toMatch(/^no GPU device found \(GPU devices: none;.*lvp_icd.*\(software\)/);
-        const result = await engine.removeBackground(photo, options);
+        const result = await engine.cutOut(photo, options);
         expect(result.format).toBe('png');
       } finally {
         await engine.close();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
-import type { BackgroundRemover } from '../../../src/engine/types.js';
+import type { Engine } from '../../../src/engine/types.js';
 import {
   cmykJpeg,
   greyscaleJpeg,
@@ -21,8 +21,8 @@ import {
 } from '../../fixtures/hostile-images.js';
 import { warmKeyModel } from '../../fixtures/fast-models.js';
 
-let engine: BackgroundRemover;
-let realEngine: BackgroundRemover;
+let engine: Engine;
+let realEngine: Engine;
 beforeAll(async () => {
   [engine, realEngine] = await Promise.all([createEngine({ model: warmKeyModel() }), createEngine()]);
 });
@@ -41,7 +41,7 @@ async function pixelAt(image: Buffer, x: number, y: number) {
 describe('result size', () => {
   it('size ceilings keep the aspect ratio and never upscale', async () => {
     const photo = await jpegPhoto(1200, 900); // 1.08 MP
-    const preview = await engine.removeBackground(photo, opts({ size: 'preview' }));
+    const preview = await engine.cutOut(photo, opts({ size: 'preview' }));
     expect(preview.width * preview.height).toBeLessThanOrEqual(250_000);
     expect(preview.width * preview.height).toBeGreaterThan(240_000);
     expect(Math.abs(preview.width / preview.height - 4 / 3)).toBeLessThan(0.01);
@@ -50,19 +50,19 @@ describe('result size', () => {
 
     // medium (1.5 MP) and 50MP are above the input: the input size comes back, never larger.
     for (const size of ['medium', '50MP']) {
-      const result = await engine.removeBackground(photo, opts({ size }));
+      const result = await engine.cutOut(photo, opts({ size }));
       expect([result.width, result.height]).toEqual([1200, 900]);
     }
   });
 
   it('PNG and format=auto are capped at 10 MP; JPG is not', async () => {
     const photo = await jpegPhoto(4000, 3000); // 12 MP
-    const png = await engine.removeBackground(photo, opts({ size: 'full', format: 'png' }));
+    const png = await engine.cutOut(photo, opts({ size: 'full', format: 'png' }));
     expect(png.width * png.height).toBeLessThanOrEqual(10_000_000);
     expect(png.width * png.height).toBeGreaterThan(9_900_000);
-    const jpg = await engine.removeBackground(photo, opts({ size: 'full', format: 'jpg' }));
+    const jpg = await engine.cutOut(photo, opts({ size: 'full', format: 'jpg' }));
     expect([jpg.width, jpg.height]).toEqual([4000, 3000]);
-    const hd = await engine.removeBackground(photo, opts({ size: 'hd', format: 'jpg' }));
+    const hd = await engine.cutOut(photo, opts({ size: 'hd', format: 'jpg' }));
     expect(hd.width * hd.height).toBeLessThanOrEqual(4_000_000);
   });
 });
@@ -70,7 +70,7 @@ describe('result size', () => {
 describe('cutout', () => {
   it('makes the background transparent and keeps the subject opaque (PNG, zeroed colour under alpha 0)', async () => {
     // The real model: the one test here whose pixels are a model's judgement of subject and background.
-    const result = await realEngine.removeBackground(await jpegPhoto(400, 300), opts({}));
+    const result = await realEngine.cutOut(await jpegPhoto(400, 300), opts({}));
     expect(result.format).toBe('png');
     expect(result.mimeType).toBe('image/png');
     expect(result.data.subarray(1, 4).toString()).toBe('PNG');
@@ -90,7 +90,7 @@ describe('cutout', () => {
   });
 
   it('crop trims to the foreground box and reports it on the input canvas', async () => {
-    const result = await engine.removeBackground(await jpegPhoto(400, 300), opts({ crop: 'true' }));
+    const result = await engine.cutOut(await jpegPhoto(400, 300), opts({ crop: 'true' }));
     expect(result.width).toBe(result.foreground.width);
     expect(result.height).toBe(result.foreground.height);
     expect(result.width).toBeGreaterThan(160);
@@ -101,7 +101,7 @@ describe('cutout', () => {
   });
 
   it('bg_color flattens: an opaque colour gives a JPG with that colour behind the subject', async () => {
-    const result = await engine.removeBackground(await jpegPhoto(400, 300), opts({ bg_color: '81d4fa' }));
+    const result = await engine.cutOut(await jpegPhoto(400, 300), opts({ bg_color: '81d4fa' }));
     expect(result.format).toBe('jpg');
     expect(result.data.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
     const corner = await pixelAt(result.data, 3, 3);
@@ -111,21 +111,18 @@ describe('cutout', () => {
   });
 
   it('bg_color with alpha keeps a PNG with that alpha behind the subject; CSS names work', async () => {
-    const half = await engine.removeBackground(await jpegPhoto(400, 300), opts({ bg_color: '#00ff0080' }));
+    const half = await engine.cutOut(await jpegPhoto(400, 300), opts({ bg_color: '#00ff0080' }));
     expect(half.format).toBe('png');
     expect(await pixelAt(half.data, 2, 2)).toEqual({ r: 0, g: 255, b: 0, a: 128 });
-    const named = await engine.removeBackground(
-      await jpegPhoto(400, 300),
-      opts({ bg_color: 'rebeccapurple', format: 'png' }),
-    );
+    const named = await engine.cutOut(await jpegPhoto(400, 300), opts({ bg_color: 'rebeccapurple', format: 'png' }));
     expect(await pixelAt(named.data, 2, 2)).toEqual({ r: 102, g: 51, b: 153, a: 255 });
   });
 
   it('format=jpg flattens transparency onto white; format=webp keeps alpha', async () => {
-    const jpg = await engine.removeBackground(await jpegPhoto(400, 300), opts({ format: 'jpg' }));
+    const jpg = await engine.cutOut(await jpegPhoto(400, 300), opts({ format: 'jpg' }));
     const corner = await pixelAt(jpg.data, 2, 2);
     expect(Math.min(corner.r, corner.g, corner.b)).toBeGreaterThan(245);
-    const webp = await engine.removeBackground(await jpegPhoto(400, 300), opts({ format: 'webp' }));
+    const webp = await engine.cutOut(await jpegPhoto(400, 300), opts({ format: 'webp' }));
     expect(webp.mimeType).toBe('image/webp');
     expect(webp.data.subarray(8, 12).toString()).toBe('WEBP');
     expect((await pixelAt(webp.data, 2, 2)).a).toBe(0);
@@ -148,7 +145,7 @@ describe('EXIF orientation', () => {
       const input = await orientedPhoto(orientation);
       const stored = await sharp(input).metadata();
       expect(stored.orientation).toBe(orientation);
-      const result = await engine.removeBackground(input, opts({ size: 'full' }));
+      const result = await engine.cutOut(input, opts({ size: 'full' }));
       expect([result.width, result.height]).toEqual([400, 300]);
       const { left, top, width, height } = result.foreground;
       expect(left + width / 2).toBeCloseTo(100, -1.3);
@@ -168,7 +165,7 @@ describe('unusual inputs are handled, broken ones refused', () => {
     ['palette PNG with tRNS', palettePngWithTrns],
   ])('%s gives an sRGB cutout with alpha', async (_name, make) => {
     const input = await make();
-    const result = await engine.removeBackground(input, opts({ format: 'png' }));
+    const result = await engine.cutOut(input, opts({ format: 'png' }));
     const meta = await sharp(result.data).metadata();
     expect(meta.channels).toBe(4);
     expect(meta.space).toBe('srgb');
@@ -182,7 +179,7 @@ describe('unusual inputs are handled, broken ones refused', () => {
     ['truncated PNG', truncatedPng],
     ['PNG with a wrong CRC', () => pngWithBadCrc()],
   ])('%s is refused as corrupt_image, not turned into a grey image', async (_name, make) => {
-    const error = await engine.removeBackground(await make(), opts({})).catch((e: unknown) => e);
+    const error = await engine.cutOut(await make(), opts({})).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RmbgError);
     expect((error as RmbgError).code).toBe('corrupt_image');
     expect((error as RmbgError).status).toBe(400);

@@ -17,7 +17,7 @@ import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/a
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
 import { KEEP_ALIVE_MS } from '../../../src/server/build-app.js';
 import { createEngine } from '../../../src/engine/index.js';
-import type { BackgroundRemover } from '../../../src/engine/types.js';
+import type { Engine } from '../../../src/engine/types.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
@@ -688,7 +688,7 @@ describe('limits and load', () => {
 // The engine's own rules are in test/unit/engine/pipeline.test.ts; the real model's cut in
 // test/e2e/serve-cutouts.test.ts.
 describe('formats and sizes through the real pipeline', () => {
-  let pipeline: BackgroundRemover;
+  let pipeline: Engine;
   beforeAll(async () => {
     pipeline = await createEngine({ model: warmKeyModel() });
   });

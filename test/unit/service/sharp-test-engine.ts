@@ -1,10 +1,10 @@
-// A stand-in BackgroundRemover for billing and idempotency tests, where the model's output does not
+// A stand-in Engine for billing and idempotency tests, where the model's output does not
 // matter: real sharp decodes the input and encodes a real PNG with alpha. Its behaviour can be set to
 // fail, to hang, or to wait for a gate, so tests can prove refunds, 504s and a full queue.
 
 import sharp from 'sharp';
 import { RmbgError } from '../../../src/api/errors.js';
-import type { BackgroundRemover, EngineResult } from '../../../src/engine/types.js';
+import type { Engine, EngineResult } from '../../../src/engine/types.js';
 import { imageUrlFetcher } from '../../../src/service/image-url.js';
 
 export type Behaviour =
@@ -15,7 +15,7 @@ export type Behaviour =
   /** Works once the test opens the gate, whatever its signal says meanwhile. */
   | { kind: 'gated' };
 
-export interface TestEngine extends BackgroundRemover {
+export interface TestEngine extends Engine {
   behaviour: Behaviour;
   calls: number;
   /** Calls running now, and the most that ever ran at once. */
@@ -65,7 +65,7 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
       if (engine.calls >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ n, resolve }));
     },
-    async removeBackground(input, _options, signal) {
+    async cutOut(input, _options, signal) {
       engine.calls += 1;
       engine.running += 1;
       engine.maxRunning = Math.max(engine.maxRunning, engine.running);

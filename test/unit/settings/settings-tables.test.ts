@@ -74,7 +74,9 @@ describe('the settings tables', () => {
     expect(parse('serve', ['--max-queue', '1e3']).error).toContain(
       "--max-queue must be a whole number from 0; got '1e3'",
     );
-    expect(parse('remove', ['x.jpg', '--timeout', '0']).error).toContain('--timeout must be a whole number from 1 to 2147483;');
+    expect(parse('remove', ['x.jpg', '--timeout', '0']).error).toContain(
+      '--timeout must be a whole number from 1 to 2147483;',
+    );
     expect(parse('serve', ['--device', 'tpu']).error).toContain(
       "argument 'tpu' is invalid. Allowed choices are auto, gpu, cpu",
     );
