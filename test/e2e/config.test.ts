@@ -57,3 +57,21 @@ describe('rmbg config', () => {
     expect(JSON.parse(shown.stdout)).toEqual({ format: 'webp' });
   });
 });
+
+describe('RMBG_MODEL', () => {
+  it('is the model rmbg doctor checks: a model that cannot load exits 1 and says why; one that can, 0', async () => {
+    const doctor = async (model: string) => {
+      const result = await rmbg(['doctor', '--json'], {
+        ...withSettings,
+        env: { ...withSettings.env, RMBG_MODEL: model },
+      });
+      return { exitCode: result.exitCode, model: JSON.parse(result.stdout).model };
+    };
+    const missing = path.join(settingsDir, 'absent.onnx');
+    expect(await doctor(missing)).toEqual({
+      exitCode: 1,
+      model: { value: missing, source: 'env', problem: `model file ${missing} does not exist` },
+    });
+    expect(await doctor('quick')).toEqual({ exitCode: 0, model: { value: 'quick', source: 'env' } });
+  });
+});

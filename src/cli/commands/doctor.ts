@@ -12,6 +12,8 @@ import { probeGpu } from '../../engine/gpu-probe.js';
 import { storeTarget } from '../../store/open-store.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
+import { resolveModel } from '../../engine/model-registry.js';
+import { userModelsDirOf } from '../../engine/user-models.js';
 
 interface GpuReport {
   works: boolean;
@@ -57,6 +59,8 @@ interface DoctorReport {
   onnxruntime: string;
   providers: string[];
   device: { value: string | undefined; source: string };
+  /** The model runs use when none is named: RMBG_MODEL, else the manifest's default; `problem` when it cannot load. */
+  model: { value: string | undefined; source: string; problem: string | undefined };
   gpu: GpuReport;
   models: Array<{ name: string; default: boolean; status: string; bytes: number; path: string }>;
   dataDir: { path: string; exists: boolean };
@@ -80,6 +84,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const target = storeTarget(opts.store as string | undefined, dataDir);
   const [gpu, models, backends] = await Promise.all([gpuReport(), modelRows(dataDir), providers()]);
   const device = { value: config.device.value, source: config.device.source };
+  const model = {
+    value: config.model.value,
+    source: config.model.source,
+    problem: config.model.value === undefined ? undefined : modelProblem(config.model.value, dataDir, models),
+  };
   const report: DoctorReport = {
     rmbg: (createRequire(import.meta.url)('../../../package.json') as { version: string }).version,
     node: process.version,
@@ -87,6 +96,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     onnxruntime: onnxruntimeVersion(),
     providers: backends,
     device,
+    model,
     gpu,
     models: models.map((model) => ({
       name: model.name,
@@ -104,14 +114,32 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     settingsFile: config.settingsPath,
   };
   // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
-  // the default model not usable. A wrong device setting is shown, not thrown: this is where one looks for it.
+  // the model runs use (RMBG_MODEL, else the default) not usable. A wrong setting is shown, not thrown.
   const wanted = DEVICES.find((value) => value === device.value);
   const broken =
     wanted === undefined ||
     (wanted === 'gpu' && !gpu.works) ||
-    models.some((model) => model.default && (model.status === 'missing' || model.status === 'corrupt'));
+    (model.value === undefined
+      ? models.some((row) => row.default && (row.status === 'missing' || row.status === 'corrupt'))
+      : model.problem !== undefined);
   process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : text(report));
   return broken ? EXIT.failed : EXIT.ok;
+}
+
+/** Why the model named by a setting cannot load here, or undefined when it can. */
+function modelProblem(
+  nameOrPath: string,
+  dataDir: string,
+  rows: Awaited<ReturnType<typeof modelRows>>,
+): string | undefined {
+  try {
+    const resolved = resolveModel(nameOrPath, userModelsDirOf(dataDir));
+    const row = rows.find((each) => each.name === resolved.name);
+    if (row) return row.status === 'missing' || row.status === 'corrupt' ? `its weights are ${row.status}` : undefined;
+    return existsSync(resolved.path) ? undefined : `no file at ${resolved.path}`;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 function redactedUrl(url: string): string {
@@ -128,6 +156,7 @@ function text(report: DoctorReport): string {
   const lines = [
     `rmbg ${report.rmbg} on Node.js ${report.node} (${report.platform})`,
     `onnxruntime-node ${report.onnxruntime}; providers: ${report.providers.join(', ')}`,
+    `model setting: ${report.model.value === undefined ? "none (the manifest's default)" : `${report.model.value} (from ${report.model.source})${report.model.problem ? `: cannot load: ${report.model.problem}` : ''}`}`,
     `device setting: ${report.device.value} (${report.device.source === 'default' ? 'the default' : `from ${report.device.source}`})${(DEVICES as readonly (string | undefined)[]).includes(report.device.value) ? '' : `: not one of ${DEVICES.join(', ')}`}`,
     '',
     'GPU (WebGPU)',
