@@ -200,8 +200,8 @@ Examples:
       .addHelpText(
         'after',
         `
-Exit code 1 when what the settings ask for cannot work here (device gpu without a working GPU, the default
-model missing or corrupt); 0 otherwise.`,
+Exit code 1 when what the settings ask for cannot work here (device gpu without a working GPU, the model runs
+would use, RMBG_MODEL or else the default, missing or corrupt); 0 otherwise.`,
       ),
   );
 
