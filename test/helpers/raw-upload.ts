@@ -1,13 +1,13 @@
 // A client that declares a large body and keeps sending it until the server answers (or closes): the way
-// an attacker uploads, with the time from connecting to the answer's status line. A raw socket, so a write
+// an attacker uploads, with how much of the body it had sent when the answer began. A raw socket, so a write
 // failing after the answer arrived (the server stopped reading) cannot hide the answer, as it can in node:http.
 
 import net from 'node:net';
 
 export interface UploadAnswer {
   status: number;
-  /** Milliseconds from connecting to the status line. */
-  elapsedMs: number;
+  /** Bytes of the request (after its head) written when the answer's first byte arrived. */
+  sentBeforeAnswer: number;
   /** What arrived (status line, headers, body), as text. */
   text: string;
 }
@@ -18,12 +18,11 @@ export function uploadUntilAnswered(
   options: { headers: Record<string, string>; prefix: string; totalBytes: number },
 ): Promise<UploadAnswer> {
   const { hostname, port, pathname } = new URL(url);
-  const started = performance.now();
   const filler = Buffer.alloc(64 * 1024, 'A');
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname);
     let text = '';
-    let elapsedMs = -1;
+    let sentBeforeAnswer = -1;
     let sent = 0;
     const head = Object.entries({
       host: `${hostname}:${port}`,
@@ -33,7 +32,7 @@ export function uploadUntilAnswered(
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
     socket.on('data', (chunk: Buffer) => {
-      if (elapsedMs < 0) elapsedMs = performance.now() - started;
+      if (sentBeforeAnswer < 0) sentBeforeAnswer = sent;
       text += chunk.toString('latin1');
       // The answer is complete once its declared body arrived; then leave.
       const end = text.indexOf('\r\n\r\n');
@@ -44,12 +43,12 @@ export function uploadUntilAnswered(
     socket.on('close', () => {
       const status = /^HTTP\/1\.1 (\d{3})/.exec(text);
       if (!status) reject(new Error(`no answer after ${sent} bytes sent (got ${JSON.stringify(text.slice(0, 80))})`));
-      else resolve({ status: Number(status[1]), elapsedMs, text });
+      else resolve({ status: Number(status[1]), sentBeforeAnswer, text });
     });
     socket.write(`POST ${pathname} HTTP/1.1\r\n${head}\r\n${options.prefix}`);
     sent = options.prefix.length;
     const pump = (): void => {
-      while (elapsedMs < 0 && sent < options.totalBytes && !socket.destroyed) {
+      while (sentBeforeAnswer < 0 && sent < options.totalBytes && !socket.destroyed) {
         const piece = filler.subarray(0, Math.min(filler.length, options.totalBytes - sent));
         sent += piece.length;
         if (!socket.write(piece)) {
