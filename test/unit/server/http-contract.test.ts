@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { jsonResultOf } from '../../helpers/json-result.js';
 import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
@@ -183,23 +184,8 @@ describe('success', () => {
       'Content-Type': 'application/json',
       Accept: 'application/json',
     });
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    const json = JSON.parse(response.body.toString()) as { data: Record<string, unknown> };
-    expect(Object.keys(json)).toEqual(['data']);
-    expect(Object.keys(json.data).sort()).toEqual(
-      [
-        'credits_charged',
-        'foreground_height',
-        'foreground_left',
-        'foreground_top',
-        'foreground_width',
-        'result_b64',
-        'result_height',
-        'result_width',
-      ].sort(),
-    );
-    expect(json.data).toMatchObject({
+    const data = jsonResultOf(response);
+    expect(data).toMatchObject({
       result_width: 64,
       result_height: 48,
       credits_charged: 1,
@@ -208,7 +194,7 @@ describe('success', () => {
       foreground_width: 62,
       foreground_height: 47,
     });
-    const meta = await sharp(Buffer.from(json.data.result_b64 as string, 'base64')).metadata();
+    const meta = await sharp(Buffer.from(data.result_b64 as string, 'base64')).metadata();
     expect([meta.format, meta.width]).toEqual(['png', 64]);
     expect(response.headers.get('x-width')).toBe('64');
   });
