@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonResultOf } from '../helpers/json-result.js';
+import { expectError, jsonResultOf, UUID } from '../helpers/api-answers.js';
 import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../fixtures/hostile-images.js';
 import {
   balance,
@@ -64,24 +64,6 @@ function postJson(
   headers: Record<string, string> = {},
 ): Promise<HttpAnswer> {
   return post(key, JSON.stringify(fields), { 'Content-Type': 'application/json', ...headers });
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The spec's error body, exactly: {"errors":[{"title","code",…}]} as application/json, plus an X-Request-ID. */
-function expectError(answer: HttpAnswer, status: number, code: string, label = code): void {
-  const text = answer.body.toString();
-  expect(answer.status, `${label}: ${text}`).toBe(status);
-  expect(answer.headers.get('content-type'), label).toMatch(/^application\/json/);
-  expect(answer.headers.get('x-request-id'), label).toMatch(UUID);
-  const body = JSON.parse(text) as { errors: Array<Record<string, unknown>> };
-  expect(Object.keys(body), label).toEqual(['errors']);
-  expect(body.errors.length, label).toBeGreaterThanOrEqual(1);
-  for (const error of body.errors) {
-    expect(typeof error.title, label).toBe('string');
-    expect(typeof error.code, label).toBe('string');
-  }
-  expect(body.errors[0]!.code, label).toBe(code);
 }
 
 const SUCCESS_HEADERS = [

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { jsonResultOf } from '../../helpers/json-result.js';
+import { expectError, jsonResultOf, UUID } from '../../helpers/api-answers.js';
 import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
@@ -120,21 +120,6 @@ interface Answer {
 async function call(path: string, init: RequestInit = {}): Promise<Answer> {
   const response = await fetch(`${server.url}${path}`, init);
   return { status: response.status, headers: response.headers, body: Buffer.from(await response.arrayBuffer()) };
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The spec's error body, exactly: {"errors":[{"title","code",…}]} as application/json, plus an X-Request-ID. */
-function expectError(answer: Answer, status: number, code: string, label = code): void {
-  const text = answer.body.toString();
-  expect(answer.status, `${label}: ${text}`).toBe(status);
-  expect(answer.headers.get('content-type'), label).toMatch(/^application\/json/);
-  expect(answer.headers.get('x-request-id'), label).toMatch(UUID);
-  const body = JSON.parse(text) as { errors: Array<Record<string, unknown>> };
-  expect(Object.keys(body), label).toEqual(['errors']);
-  expect(body.errors, label).toHaveLength(1);
-  expect(typeof body.errors[0]!.title, label).toBe('string');
-  expect(body.errors[0]!.code, label).toBe(code);
 }
 
 function statusLines(raw: string): string[] {
