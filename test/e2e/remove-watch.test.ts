@@ -7,7 +7,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writ
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gif, jpegPhoto } from '../fixtures/hostile-images.js';
+import { gif, jpegPhoto, noisyJpeg } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
 
@@ -155,17 +155,7 @@ describe('rmbg remove DIR --watch', () => {
     const work = tempDir();
     // 6 MP noise: a full-size PNG of it takes long enough to encode that the second photo is still in flight
     // when the signal arrives (one at a time: --concurrency 1).
-    const large = await sharp({
-      create: {
-        width: 3000,
-        height: 2000,
-        channels: 3,
-        background: '#6a8caf',
-        noise: { type: 'gaussian', mean: 120, sigma: 40 },
-      },
-    })
-      .jpeg({ quality: 80 })
-      .toBuffer();
+    const large = await noisyJpeg(3000, 2000, { background: '#6a8caf', mean: 120, sigma: 40, quality: 80 });
     mkdirSync(path.join(work, 'in'));
     for (const name of ['p1.jpg', 'p2.jpg', 'p3.jpg']) writeFileSync(path.join(work, 'in', name), large);
     const watch = startWatch(work, ['--concurrency', '1', '--size', 'full', '--format', 'png']);

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
+import { noisyJpeg } from '../fixtures/hostile-images.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
@@ -52,17 +53,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'rmbg-pg-stall-'));
   const model = join(work, 'identity.onnx');
   writeIdentityModel(model, 'input', 'output');
-  bigPhoto = await sharp({
-    create: {
-      width: 3000,
-      height: 2500,
-      channels: 3,
-      background: '#808080',
-      noise: { type: 'gaussian', mean: 128, sigma: 60 },
-    },
-  })
-    .jpeg({ quality: 95 })
-    .toBuffer();
+  bigPhoto = await noisyJpeg(3000, 2500);
   smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
     .jpeg()
     .toBuffer();

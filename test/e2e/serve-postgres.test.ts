@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
+import { noisyJpeg } from '../fixtures/hostile-images.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFaultServer, type FaultStep } from '../helpers/fault-server.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
@@ -65,17 +66,7 @@ beforeAll(async () => {
   model = join(work, 'identity.onnx');
   // Named like the manifest's output: every inference succeeds, with the input's first plane as the mask.
   writeIdentityModel(model, 'input', 'output');
-  bigPhoto = await sharp({
-    create: {
-      width: 2400,
-      height: 2000,
-      channels: 3,
-      background: '#808080',
-      noise: { type: 'gaussian', mean: 128, sigma: 60 },
-    },
-  })
-    .jpeg({ quality: 95 })
-    .toBuffer();
+  bigPhoto = await noisyJpeg(2400, 2000);
   smallPhoto = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
     .jpeg()
     .toBuffer();
