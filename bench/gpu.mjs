@@ -6,18 +6,15 @@
 // Usage: node bench/run.mjs --device gpu [--quick] [--model=NAME|PATH] [--runs=N] [--allow-software]
 //   --allow-software: measure a software adapter (lavapipe) too; only to try this script on a machine without a
 //   GPU, with a small --model: ISNet takes minutes a run there.
-import { execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { ROOT, median, modelInputTensor } from './lib/inputs.mjs';
 import { ms, ratio, table } from './lib/markdown.mjs';
 import { preparePhotos } from './lib/photo-set.mjs';
-import { removeTimes } from './lib/cli-probes.mjs';
+import { removeTimes, startServe } from './lib/cli-probes.mjs';
 import { BENCH_OPTIONS, loadRmbg } from './lib/rmbg.mjs';
-import { listeningUrl } from './lib/serve-url.mjs';
 
 const arg = (name, fallback) => {
   const found = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
@@ -107,23 +104,9 @@ for (const device of devices) {
 
 /** `rmbg serve --device D`, then 8 clients each sending `perClient` requests at size preview, one after another. */
 async function serveThroughput(device, file, perClient = quick ? 2 : 4) {
-  const run = promisify(execFile);
-  const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-gpu-serve-'));
-  const { stdout } = await run(
-    process.execPath,
-    [CLI, 'keys', 'create', '--json', '--credits', '100000', '--data-dir', dataDir],
-    { cwd: ROOT },
-  );
-  const { key } = JSON.parse(stdout);
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
+  const server = await startServe({
+    credits: 100000,
+    flags: [
       '--device',
       device,
       '--max-queue',
@@ -134,34 +117,19 @@ async function serveThroughput(device, file, perClient = quick ? 2 : 4) {
       '100000',
       ...(model ? ['--model', model] : []),
     ],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
-  );
+  });
   try {
-    const url = await listeningUrl(child);
     const image = await readFile(file);
-    const post = async () => {
-      const form = new FormData();
-      form.append('image_file', new Blob([image]), 'photo');
-      const response = await fetch(`${url}/v1.0/removebg`, {
-        method: 'POST',
-        body: form,
-        headers: { 'X-API-Key': key },
-      });
-      await response.arrayBuffer();
-      if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
-    };
-    await post(); // warm
+    await server.post(image); // warm
     const t = performance.now();
     await Promise.all(
       Array.from({ length: 8 }, async () => {
-        for (let i = 0; i < perClient; i++) await post();
+        for (let i = 0; i < perClient; i++) await server.post(image);
       }),
     );
     return { rps: (8 * perClient) / ((performance.now() - t) / 1000) };
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
-    await rm(dataDir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

@@ -52,64 +52,79 @@ async function peakRss(pid) {
 }
 
 /**
+ * `rmbg serve` on a free port with its own data directory and a key holding `credits`, `flags` added. `post(image,
+ * fields)` sends one image and resolves once its answer is read (throwing on any status but 200); `stop()` ends the
+ * server and removes its data directory.
+ */
+export async function startServe({ credits, flags, stderr = 'ignore' }) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-serve-'));
+  const { stdout } = await run(
+    process.execPath,
+    [CLI, 'keys', 'create', '--json', '--credits', String(credits), '--data-dir', dataDir],
+    { cwd: ROOT },
+  );
+  const { key } = JSON.parse(stdout);
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, ...flags], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', stderr],
+  });
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  let url;
+  try {
+    url = await listeningUrl(child);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const post = async (image, fields = {}) => {
+    const form = new FormData();
+    form.append('image_file', new Blob([image]), 'photo');
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
+    const response = await fetch(`${url}/v1.0/removebg`, { method: 'POST', body: form, headers: { 'X-API-Key': key } });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
+  };
+  return { child, post, stop };
+}
+
+/**
  * Starts `rmbg serve` on a free port with its own data dir; times `sequential` requests of `small` one after
  * another (the first against the rest), then sends `concurrent` requests of `large` at once and reads the
  * server's peak RSS.
  */
 export async function serveProbe({ small, large, sequential = 4, concurrent = 8, model }) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'rmbg-bench-serve-'));
-  const { stdout } = await run(
-    process.execPath,
-    [CLI, 'keys', 'create', '--json', '--credits', '1000', '--data-dir', dataDir],
-    { cwd: ROOT },
-  );
-  const { key } = JSON.parse(stdout);
   const started = performance.now();
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
+  const server = await startServe({
+    credits: 1000,
+    flags: [
       '--max-queue',
       String(concurrent),
       '--max-in-flight-per-key',
       String(concurrent),
       ...(model ? ['--model', model] : []),
     ],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+    stderr: 'inherit',
+  });
   try {
-    const url = await listeningUrl(child);
     const readyMs = performance.now() - started;
-    const post = async (image) => {
-      const form = new FormData();
-      form.append('image_file', new Blob([image]), 'photo');
-      form.append('size', 'full');
+    const timedPost = async (image) => {
       const t = performance.now();
-      const response = await fetch(`${url}/v1.0/removebg`, {
-        method: 'POST',
-        body: form,
-        headers: { 'X-API-Key': key },
-      });
-      await response.arrayBuffer();
-      if (response.status !== 200) throw new Error(`serve answered ${response.status}`);
+      await server.post(image, { size: 'full' });
       return performance.now() - t;
     };
     const smallBytes = await readFile(small);
     const requests = [];
-    for (let i = 0; i < sequential; i++) requests.push(await post(smallBytes));
+    for (let i = 0; i < sequential; i++) requests.push(await timedPost(smallBytes));
     const largeBytes = await readFile(large);
     const t = performance.now();
-    await Promise.all(Array.from({ length: concurrent }, () => post(largeBytes)));
+    await Promise.all(Array.from({ length: concurrent }, () => timedPost(largeBytes)));
     const concurrentMs = performance.now() - t;
-    return { readyMs, requests, concurrentMs, maxRss: await peakRss(child.pid) };
+    return { readyMs, requests, concurrentMs, maxRss: await peakRss(server.child.pid) };
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
-    await rm(dataDir, { recursive: true, force: true });
+    await server.stop();
   }
 }
