@@ -3,23 +3,17 @@
 // values to the rows' names.
 
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { checkValue, flagOf, type FlagsOf, type SettingRow, type SettingsTable } from '../settings/setting.js';
+import {
+  checkValue,
+  flagOf,
+  type FlagsOf,
+  type SettingRow,
+  type SettingsTable,
+  valueNameOf,
+} from '../settings/setting.js';
 
 /** A row's own parsing of one flag value, where the table's type is not enough (e.g. --trust-proxy's entries). */
 export type FlagParser = (value: string, previous: unknown) => unknown;
-
-function placeholderOf(row: SettingRow): string | undefined {
-  switch (row.type) {
-    case 'switch':
-      return undefined;
-    case 'whole':
-      return row.unit === 'seconds' || row.flagInSeconds ? 'seconds' : 'n';
-    case 'choice':
-      return 'value';
-    default:
-      return row.placeholder;
-  }
-}
 
 /** The default as `--help` shows it; commander adds literal defaults itself when it applies them. */
 function helpOf(row: SettingRow): string {
@@ -52,7 +46,7 @@ const listParser: FlagParser = (value, previous) => [
 
 function optionOf(name: string, row: SettingRow, parse: FlagParser | undefined): Option {
   const long = flagOf(name, row) as string;
-  const placeholder = placeholderOf(row);
+  const placeholder = valueNameOf(row);
   const flags = `${row.flag || long}${placeholder ? ` <${placeholder}>` : ''}`;
   const option = new Option(flags, helpOf(row));
   if (row.type === 'choice') option.choices(row.choices);

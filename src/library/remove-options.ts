@@ -11,7 +11,7 @@ import {
 } from '../api/options.js';
 import { CALL_TABLE } from '../settings/index.js';
 import { refuseEngineSettings } from './engine-settings.js';
-import { checkValue, type OptionsOf, type SettingsTable } from '../settings/setting.js';
+import { checkOptions, type OptionsOf, type SettingsTable } from '../settings/setting.js';
 
 /** The image options of POST /v1.0/removebg, camelCased. */
 export interface ImageOptions {
@@ -54,20 +54,9 @@ const fieldName = (name: string): string => name.replace(/[A-Z]/g, (letter) => `
  * be a silent no-op.
  */
 export function parseImageOptions(options: object, table: SettingsTable = CALL_TABLE): RemoveOptions {
+  checkOptions(table, options, { before: IMAGE_KEYS, after: ['signal'] });
   const fields: Record<string, unknown> = {};
-  const runKeys = Object.keys(table).filter((name) => !table[name]?.cliOnly);
-  for (const [name, value] of Object.entries(options)) {
-    const row = runKeys.includes(name) ? table[name] : undefined;
-    if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
-    else if (row !== undefined) {
-      if (value !== undefined) checkValue(name, row, value);
-    } else if (name !== 'signal') {
-      throw new RmbgError(
-        'unknown_field',
-        `unknown option '${name}'; allowed options: ${[...IMAGE_KEYS, ...runKeys, 'signal'].join(', ')}`,
-      );
-    }
-  }
+  for (const [name, value] of Object.entries(options)) if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
   return parseRemoveOptions(fields, CALLER_DEFAULT_OPTIONS);
 }
 

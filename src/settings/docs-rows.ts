@@ -3,7 +3,7 @@
 
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
 import { BATCH_SETTINGS, CALL_TABLE, REMOVE_TABLE, SERVE_TABLE } from './index.js';
-import { flagOf, type SettingRow, type SettingsTable } from './setting.js';
+import { flagOf, type SettingRow, type SettingsTable, valueNameOf } from './setting.js';
 
 const UNITS = { seconds: ' s', milliseconds: ' ms' } as const;
 
@@ -53,11 +53,9 @@ function flagRows(table: SettingsTable, withImageOptions: boolean): string {
   const rows = Object.entries(table)
     .filter(([, row]) => row.flag !== false)
     .map(([name, row]) => {
-      const value =
-        row.type === 'switch'
-          ? ''
-          : ` <${row.type === 'choice' ? row.choices.join('|') : row.type === 'whole' ? (row.unit === 'seconds' || row.flagInSeconds ? 'seconds' : 'n') : row.placeholder}>`;
-      const flag = `${row.flag || flagOf(name, row)}${value}`;
+      // The docs list a choice's values where --help (which lists them after the text) says <value>.
+      const valueName = row.type === 'choice' ? row.choices.join('|') : valueNameOf(row);
+      const flag = `${row.flag || flagOf(name, row)}${valueName ? ` <${valueName}>` : ''}`;
       // A switch is off until typed (for `--no-ui`, off means the page is served).
       const byDefault = row.type === 'switch' ? 'off' : defaultOf(row, true);
       return `| \`${cell(flag)}\` | ${prose(byDefault)} | ${prose(row.help)} |`;

@@ -97,6 +97,20 @@ export function flagOf(name: string, row: SettingRow): string | undefined {
   return row.type === 'switch' && row.default === true ? `--no-${kebab}` : `--${kebab}`;
 }
 
+/** The name of a flag's value: `--store <url>`, `--port <n>`, `--timeout <seconds>`; none for a switch. */
+export function valueNameOf(row: SettingRow): string | undefined {
+  switch (row.type) {
+    case 'switch':
+      return undefined;
+    case 'whole':
+      return row.unit === 'seconds' || row.flagInSeconds ? 'seconds' : 'n';
+    case 'choice':
+      return 'value';
+    default:
+      return row.placeholder;
+  }
+}
+
 /** The rows of several tables as one (a command's flags, a function's options). */
 export function joinTables<A extends SettingsTable, B extends SettingsTable>(a: A, b: B): A & B {
   for (const name of Object.keys(b)) if (name in a) throw new Error(`setting ${name} is declared twice`);
@@ -136,15 +150,22 @@ export function checkValue(name: string, row: SettingRow, value: unknown, fromTe
  * default", as an absent flag does; a key the table lacks is refused, naming the allowed ones (a misspelt option
  * would otherwise be a silent no-op).
  */
-export function checkOptions<T extends SettingsTable>(table: T, options: object): OptionsOf<T> & DefaultsOf<T> {
+export function checkOptions<T extends SettingsTable>(
+  table: T,
+  options: object,
+  /** Options the caller checks itself (e.g. the image options), named before and after the table's in the message. */
+  others: { before?: readonly string[]; after?: readonly string[] } = {},
+): OptionsOf<T> & DefaultsOf<T> {
+  const { before = [], after = [] } = others;
   const checked: Record<string, unknown> = { ...defaultsOf(table) };
   for (const [name, value] of Object.entries(options)) {
+    if (before.includes(name) || after.includes(name)) continue;
     const row = Object.hasOwn(table, name) ? table[name] : undefined;
     if (row === undefined || row.cliOnly) {
-      const allowed = Object.entries(table).filter(([, each]) => !each.cliOnly);
+      const allowed = Object.keys(table).filter((each) => !table[each]?.cliOnly);
       throw new RmbgError(
         'unknown_field',
-        `unknown option '${name}'; allowed options: ${allowed.map(([each]) => each).join(', ')}`,
+        `unknown option '${name}'; allowed options: ${[...before, ...allowed, ...after].join(', ')}`,
       );
     }
     if (value !== undefined) checked[name] = checkValue(name, row, value);
