@@ -4,8 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Builds dist/ and type-checks src/ and test/ once per run (a type error stops the run); then starts the
-    // run's one PostgreSQL (or uses RMBG_TEST_POSTGRES_URL).
-    globalSetup: ['test/global-setup.ts', 'test/setup/postgres.ts'],
+    // run's one PostgreSQL (or uses RMBG_TEST_POSTGRES_URL). One entry, so every teardown runs.
+    globalSetup: ['test/global-setup.ts'],
     // Tests run the real ONNX model on a 2-core machine: generous timeouts, few workers.
     testTimeout: 120_000,
     hookTimeout: 120_000,

