@@ -15,5 +15,8 @@ export default defineConfig({
     maxWorkers: 3,
     fileParallelism: true,
     reporters: ['default'],
+    // Inert unless a test sets HELD_INFERENCE_GATE before its engine starts: then the model's runs wait for the
+    // test's word (test/helpers/inference-gate.ts), for tests of what happens while an image is in the model.
+    execArgv: ['--import', './test/fixtures/held-inference.mjs'],
   },
 });

@@ -19,9 +19,10 @@ import {
   type Size,
 } from '../../src/index.js';
 import { createFaultServer, drop } from '../helpers/fault-server.js';
+import { inferenceGate } from '../helpers/inference-gate.js';
 import { rejectionOf } from '../helpers/rejection.js';
 import { removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
-import { warmKeyModel, writeSlowKeyModel } from '../fixtures/fast-models.js';
+import { warmKeyModel } from '../fixtures/fast-models.js';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 
 const ASTRONAUT = path.join(ROOT, 'samples/astronaut.png'); // 512×512
@@ -344,28 +345,30 @@ describe('removeBackgrounds with watch: true', () => {
 
 describe('createServer', () => {
   it('closes cleanly: requests in flight are answered, then the port and the data directory are released', async () => {
-    // Its own server, whose model holds each image for seconds (8 batched 1024² MatMuls), so close() comes mid-run.
-    const slowDir = tempDir();
-    const store = await openStore(slowDir);
+    // Its own server, whose model runs wait for the test's word: the request is surely in the model when
+    // close() starts, on any machine.
+    const closingDir = tempDir();
+    const store = await openStore(closingDir);
     const key = (await store.createAccountWithKey({ plan: 'pro', credits: CREDITS })).key;
     await store.close();
-    const slow = await createServer({
-      port: 0,
-      dataDir: slowDir,
-      model: writeSlowKeyModel(path.join(slowDir, 'slow.onnx'), 8),
-    });
-    const before = await creditsLeft(slowDir);
-    let answered = false;
-    const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT), { url: slow.url, key }).finally(() => {
-      answered = true;
-    });
-    // The request is accepted before close() starts: wait until the server has charged it.
-    await expect.poll(() => creditsLeft(slowDir), { timeout: 60_000 }).toBeLessThan(before);
-    expect(answered).toBe(false); // still in the model when close() starts
-    await slow.close();
-    expect((await inFlight).status).toBe(200);
-    await expect(fetch(`${slow.url}/v1.0/account`)).rejects.toThrow();
-    expect(existsSync(path.join(slowDir, 'serve.lock'))).toBe(false);
+    const gate = inferenceGate();
+    try {
+      const closing = await gate.whileStarting(() =>
+        createServer({ port: 0, dataDir: closingDir, model: warmKeyModel() }),
+      );
+      gate.close();
+      const inFlight = post({ size: 'preview' }, readFileSync(ASTRONAUT), { url: closing.url, key });
+      await gate.held();
+      const closed = closing.close();
+      gate.open();
+      expect((await inFlight).status).toBe(200);
+      await closed;
+      await expect(fetch(`${closing.url}/v1.0/account`)).rejects.toThrow();
+      expect(existsSync(path.join(closingDir, 'serve.lock'))).toBe(false);
+    } finally {
+      gate.open();
+      gate.remove();
+    }
   });
 });
 

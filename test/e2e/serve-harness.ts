@@ -64,8 +64,11 @@ export async function startServe(
   dataDir: string,
   flags: string[] = [],
   env: Record<string, string> = {},
+  /** Node flags before the CLI, e.g. an inference gate's (test/helpers/inference-gate.ts). */
+  nodeArgs: string[] = [],
 ): Promise<ServeProcess> {
-  const child = execa('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...flags], {
+  const args = [...nodeArgs, CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...flags];
+  const child = execa('node', args, {
     cwd: ROOT,
     env,
     reject: false,

@@ -7,8 +7,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeSlowKeyModel } from '../fixtures/fast-models.js';
 import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
 import {
   balance,
   call,
@@ -32,6 +32,9 @@ let keyedDir: string;
 let keyedKey: string;
 /** --processing-timeout 1. */
 let timed: ServeProcess;
+/** Hold the model's runs of `keyed` and `timed` until the tests let them go: in flight, or late, on any machine. */
+let keyedGate: InferenceGate;
+let timedGate: InferenceGate;
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -40,26 +43,46 @@ beforeAll(async () => {
   const model = join(freshDir, 'identity.onnx');
   // Named like the manifest's output: every inference succeeds, with the input's first plane as the mask.
   writeIdentityModel(model, 'input', 'output');
-  // Holds each image in the model for seconds (8 batched 1024² MatMuls): a request is surely in flight, or late.
-  const slow = writeSlowKeyModel(join(freshDir, 'slow.onnx'), 8);
+  keyedGate = inferenceGate();
+  timedGate = inferenceGate();
   [fresh, keyed, timed] = await Promise.all([
     startServe(freshDir, ['--model', model, '--no-ui']),
     createKey(keyedDir, 2).then(async ({ key }) => {
       keyedKey = key;
-      return startServe(keyedDir, ['--model', slow, '--allow-private-urls', '--max-queue', '0']);
+      return startServe(
+        keyedDir,
+        ['--model', model, '--allow-private-urls', '--max-queue', '0'],
+        keyedGate.env,
+        keyedGate.nodeArgs,
+      );
     }),
-    startServe(tempDataDir(), ['--model', slow, '--processing-timeout', '1']),
+    startServe(tempDataDir(), ['--model', model, '--processing-timeout', '1'], timedGate.env, timedGate.nodeArgs),
   ]);
 });
 
 afterAll(async () => {
+  for (const gate of [keyedGate, timedGate]) gate?.open();
   await Promise.all([fresh?.stop(), keyed?.stop(), timed?.stop()]);
+  for (const gate of [keyedGate, timedGate]) gate?.remove();
   for (const dir of [freshDir, keyedDir, timed?.dataDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 async function queueDepth(url: string): Promise<number> {
   const text = (await call(`${url}/metrics`)).body.toString();
   return Number(/^rmbg_queue_depth (\d+)$/m.exec(text)?.[1]);
+}
+
+/** Resolves once the server's stderr shows `text`. */
+function stderrShows(server: ServeProcess, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!server.stderr().includes(text)) return;
+      server.child.stderr?.off('data', check);
+      resolve();
+    };
+    server.child.stderr?.on('data', check);
+    check();
+  });
 }
 
 function upload(server: ServeProcess, key: string, image: Buffer = photo, fields: Record<string, string> = {}) {
@@ -119,7 +142,9 @@ describe('admin commands on the data dir of a running server', () => {
 describe('the flags of the engine line', () => {
   it('--processing-timeout 1: a request that takes longer is answered 504 and refunded', async () => {
     const { key } = await createKey(timed.dataDir, 2);
-    const answer = await upload(timed, key);
+    timedGate.close();
+    // The run waits in the model until the test ends: longer than the limit on any machine.
+    const [answer] = await Promise.all([upload(timed, key), timedGate.held()]);
     expect([answer.status, errorCode(answer)]).toEqual([504, 'processing_timeout']);
     expect(await balance(timed.url, key)).toMatchObject({ total: 2 });
   });
@@ -127,16 +152,18 @@ describe('the flags of the engine line', () => {
 
 describe('shutdown', () => {
   it('with --max-queue 0 refuses a second image while one runs (503); on SIGTERM finishes the one in flight, then exits 0', async () => {
-    let answered = false;
-    const inFlight = upload(keyed, keyedKey, photo, { format: 'png' }).finally(() => (answered = true));
-    while (!answered && (await queueDepth(keyed.url)) < 1);
-    expect(answered, 'the request was answered before the signal could be sent').toBe(false);
+    keyedGate.close();
+    const inFlight = upload(keyed, keyedKey, photo, { format: 'png' });
+    await keyedGate.held();
+    expect(await queueDepth(keyed.url)).toBe(1);
     const busy = await upload(keyed, keyedKey);
     expect([busy.status, errorCode(busy)]).toEqual([503, 'service_busy']);
     expect(Number(busy.headers.get('retry-after'))).toBeGreaterThan(0);
     // Of the key's 2 credits, only the image in the engine is charged.
     expect(await balance(keyed.url, keyedKey)).toMatchObject({ total: 1 });
     const exited = keyed.stop('SIGTERM');
+    await stderrShows(keyed, 'SIGTERM: finishing requests in flight');
+    keyedGate.open();
     const answer = await inFlight.catch((error: unknown) => {
       throw new Error(`request in flight failed (${String(error)}); server stderr:\n${keyed.stderr()}`);
     });

@@ -1,0 +1,56 @@
+// The test's side of test/fixtures/held-inference.mjs: start `rmbg serve` with `gate.nodeArgs` and `gate.env`
+// (or an engine in this process inside `gate.whileStarting`), close() to hold the model's next runs, await held()
+// to know one is in the model, open() to let them end.
+
+import { existsSync, mkdtempSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT } from './cli.js';
+
+export interface InferenceGate {
+  nodeArgs: string[];
+  env: Record<string, string>;
+  /** Runs `start` with the gate in this process's environment, which engines started meanwhile then obey. */
+  whileStarting<T>(start: () => Promise<T>): Promise<T>;
+  /** Runs that start from now on wait in the model until open(). */
+  close(): void;
+  /** Resolves once a run waits in the model. */
+  held(): Promise<void>;
+  /** Lets the waiting runs (and later ones) go on. */
+  open(): void;
+  remove(): void;
+}
+
+export function inferenceGate(): InferenceGate {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rmbg-gate-'));
+  const file = (name: string) => path.join(dir, name);
+  return {
+    nodeArgs: ['--import', pathToFileURL(path.join(ROOT, 'test/fixtures/held-inference.mjs')).href],
+    env: { HELD_INFERENCE_GATE: dir },
+    async whileStarting(start) {
+      process.env.HELD_INFERENCE_GATE = dir;
+      try {
+        return await start();
+      } finally {
+        delete process.env.HELD_INFERENCE_GATE;
+      }
+    },
+    close: () => writeFileSync(file('hold'), ''),
+    held: () =>
+      new Promise<void>((resolve) => {
+        const watcher = watch(dir, () => {
+          if (existsSync(file('held'))) {
+            watcher.close();
+            resolve();
+          }
+        });
+        if (existsSync(file('held'))) {
+          watcher.close();
+          resolve();
+        }
+      }),
+    open: () => rmSync(file('hold'), { force: true }),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
