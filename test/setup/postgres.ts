@@ -166,7 +166,8 @@ export async function startPostgres(from: string | URL = import.meta.url): Promi
       user: 'postgres',
       password,
       persistent: false,
-      createPostgresUser: true,
+      // Only root must run the server as another user (PostgreSQL refuses to run as root).
+      createPostgresUser: process.getuid?.() === 0,
       // A throwaway cluster: no fsync of the new files (initdb waits seconds for it on a busy disk).
       initdbFlags: ['--no-sync'],
       // The socket next to the data, not in /var/run/postgresql (absent, or someone else's).
