@@ -33,9 +33,10 @@ async function derive(source, width, height, target) {
     .toFile(target);
 }
 
-/** Makes (or reuses) the photo folder and lists its files, smallest first. */
-export async function preparePhotos(workDir, { quick = false } = {}) {
-  const dir = join(workDir, quick ? 'photos-quick' : 'photos');
+/** Makes (or reuses) the photo folder and lists its files, smallest first. `copies` > 1 puts each photo in the
+ * folder that many times (a longer run, for a device that takes the set in a second). */
+export async function preparePhotos(workDir, { quick = false, copies = 1 } = {}) {
+  const dir = join(workDir, `${quick ? 'photos-quick' : 'photos'}${copies > 1 ? `-x${copies}` : ''}`);
   await mkdir(dir, { recursive: true });
   const wanted = [];
   for (const sample of SAMPLES) {
@@ -47,6 +48,13 @@ export async function preparePhotos(workDir, { quick = false } = {}) {
     const target = join(dir, `${source.replace(/\.\w+$/, '')}-${width}x${height}.jpg`);
     wanted.push(target);
     if (!(await stat(target).catch(() => null))) await derive(source, width, height, target);
+  }
+  for (const original of wanted.splice(0)) {
+    for (let copy = 1; copy <= copies; copy++) {
+      const target = copy === 1 ? original : original.replace(/(\.\w+)$/, `-copy${copy}$1`);
+      if (copy > 1) await copyFile(original, target);
+      wanted.push(target);
+    }
   }
   // Leftovers from an older set would be picked up by the folder run.
   for (const name of await readdir(dir))

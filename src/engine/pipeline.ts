@@ -4,13 +4,14 @@ import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
 import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
-import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
+import { maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
 import { pixelScale } from './model-contract.js';
 import type { MaskPlane, ModelSession } from './model-session.js';
 import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
-import { encodePng } from './png-encode.js';
+import { rowComposer } from './png-job.js';
+import { encodePngOnWorker } from './png-workers.js';
 import type { EngineResult, ForegroundBox } from './types.js';
 
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
@@ -163,7 +164,8 @@ function chooseFormat(options: RemoveOptions, { mask, pixels }: Cutout): OutputF
   return 'jpg';
 }
 
-/** PNG is composed band by band while earlier bands deflate (png-encode.ts); other formats take the whole image. */
+/** PNG is composed band by band while earlier bands deflate, on a PNG worker (png-workers.ts); other formats take the
+ * whole image. */
 async function composeAndEncode(
   { pixels, mask }: Cutout,
   background: RemoveOptions['bgColor'],
@@ -172,20 +174,14 @@ async function composeAndEncode(
   signal: AbortSignal | undefined,
 ): Promise<Buffer> {
   const { width, height, channels } = pixels;
-  const composeRows = (top: number, count: number): ComposeOutput => {
-    throwIfAborted(signal); // a cancelled request stops between bands
-    return compose({
-      pixels: pixels.data.subarray(top * width * channels, (top + count) * width * channels),
-      channels,
-      mask: mask.subarray(top * width, (top + count) * width),
-      width,
-      height: count,
-      background,
-      opaque: format === 'jpg',
-    });
-  };
-  if (format === 'png') return encodePng(width, height, composeRows);
-  const composed = composeRows(0, height);
+  const job = { pixels: pixels.data, channels, mask, width, height, background };
+  throwIfAborted(signal);
+  if (format === 'png') {
+    const png = await encodePngOnWorker(job);
+    throwIfAborted(signal); // a request cancelled meanwhile gets no result
+    return png;
+  }
+  const composed = rowComposer(job, format === 'jpg')(0, height);
   timer.lap('compose');
   throwIfAborted(signal);
   return encodeWithSharp(composed, width, height, format);

@@ -72,7 +72,7 @@ export const BATCH_SETTINGS = {
     max: 64,
     help: 'images in flight at once',
     defaultText:
-      'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU',
+      'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU, fewer where memory is short',
   },
   retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
   json: {
