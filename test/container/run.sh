@@ -4,7 +4,8 @@
 # on: the server runs as non-root and is healthy, a key created in the container cuts a sample out through the
 # API, SIGTERM while an image is in flight answers it and exits 0, and a new container on the same data volume
 # still knows the key and its balance. Skipped, with a line saying why, where containers cannot run.
-# Usage: test/container/run.sh   (root; installs podman, runc and debootstrap with apt-get when missing)
+# Then compose.yaml, run by compose.sh.
+# Usage: test/container/run.sh   (root; installs podman, runc, debootstrap and podman-compose when missing)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -13,12 +14,15 @@ skip() {
   exit 0
 }
 
-if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
+needed=(podman runc debootstrap podman-compose)
+for tool in "${needed[@]}"; do
+  command -v "$tool" >/dev/null && continue
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
-    skip "podman, runc or debootstrap is missing and cannot be installed here (needs root and apt-get)"
+    skip "$tool is missing and cannot be installed here (needs root and apt-get)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null
-fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${needed[@]}" >/dev/null
+  break
+done
 [ "$(id -u)" = 0 ] || skip "debootstrap and rootful podman need root"
 # runc, not crun (which fails on this kernel's hybrid cgroups); ulimits no higher than the host's.
 podman() { command podman --runtime runc "$@"; }
@@ -47,6 +51,7 @@ run_id="rmbg-container-test-$$"
 volume="$run_id-data"
 token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 cleanup() {
+  rm -f "$probe_log"
   podman rm --force --ignore "$run_id-1" "$run_id-2" >/dev/null 2>&1 || true
   podman volume rm --force "$volume" >/dev/null 2>&1 || true
 }
@@ -77,4 +82,8 @@ node test/container/serve-checks.mjs drain "$url" "$key" "$run_id-1" "$token"
 # A new container on the same volume, as after an upgrade: the key works and its two images were charged.
 url="$(start "$run_id-2")"
 node test/container/serve-checks.mjs balance "$url" "$key" 1
+podman rm --force "$run_id-1" "$run_id-2" >/dev/null 2>&1
+
+# compose.yaml: PostgreSQL, the first-key step and two servers sharing one key's balance.
+test/container/compose.sh "$image" "$base"
 echo "container test passed"

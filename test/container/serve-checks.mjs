@@ -3,11 +3,12 @@
 // prints one line and exits 1 with the reason when what it sees is not what a deployment relies on.
 //   serve-checks.mjs ready URL                      waits for /readyz 200 (the container's log on failure)
 //   serve-checks.mjs cutout URL KEY                 a cut-out of samples/chelsea.png: a PNG whose alpha is a mask
-//   serve-checks.mjs drain URL KEY CONTAINER TOKEN  SIGTERM while an image is in the engine: answered, then exit 0
+//   serve-checks.mjs drain URL KEY CONTAINER TOKEN  `podman stop` while an image is in the engine: answered, exit 0
 //   serve-checks.mjs balance URL KEY EXPECTED       GET /v1.0/account: the key's credits
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
 
 const sample = readFileSync(new URL('../../samples/chelsea.png', import.meta.url));
@@ -90,9 +91,11 @@ if (check === 'ready') {
   });
   while (!answered && (await queueDepth(token)) < 1);
   if (answered) fail('the request was answered before the signal could be sent (nothing was in flight)');
-  podman('kill', '--signal', 'TERM', container);
+  // As `docker stop`: the image's STOPSIGNAL, then SIGKILL after the grace period.
+  const stopped = promisify(execFile)('podman', ['stop', '--time', '130', container]);
   const cutout = await expectCutout(await inFlight.catch((error) => fail(`request in flight failed: ${error}`)));
-  const exitCode = podman('wait', container);
+  await stopped;
+  const exitCode = podman('inspect', '--format', '{{.State.ExitCode}}', container);
   const log = logsOf(container);
   if (exitCode !== '0') fail(`exit code ${exitCode} after SIGTERM:\n${log}`);
   if (!log.includes('SIGTERM: finishing requests in flight')) fail(`the server did not say it drained:\n${log}`);
