@@ -43,7 +43,11 @@ echo "compose: PostgreSQL healthy"
 # first-key, until it exits 0: it prints the key.
 compose up -d --no-build --no-deps first-key
 [ "$(podman wait "${project}_first-key_1")" = 0 ] || { podman logs "${project}_first-key_1" >&2; exit 1; }
-key="$(podman logs "${project}_first-key_1" 2>/dev/null | grep '^rmbg_')"
+key="$(podman logs "${project}_first-key_1" 2>/dev/null | grep '^rmbg_')" || {
+  echo "compose check FAILED: first-key printed no key:" >&2
+  podman logs "${project}_first-key_1" >&2
+  exit 1
+}
 echo "compose: first-key created a key with 100 credits"
 
 compose up -d --no-build --no-deps rmbg-1 rmbg-2
