@@ -1,0 +1,81 @@
+# syntax=docker/dockerfile:1
+# `rmbg serve` as a container image: docs/deploy.md "Container" (run, compose, GPU, upgrades, backups).
+#   docker build -t rmbg .
+#   docker run -p 5000:5000 -v rmbg-data:/data rmbg
+# NODE_IMAGE: any Debian-based Node 20+ image with npm and Node's headers in /usr/local (as the official ones).
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# The model, assembled from its npm package and checked against models/manifest.json's sha256 by
+# scripts/fetch-model.mjs; its own stage, so a change to the code does not fetch it again.
+FROM ${NODE_IMAGE} AS model
+WORKDIR /app
+COPY models/manifest.json models/
+COPY scripts/fetch-model.mjs scripts/
+COPY scripts/lib scripts/lib/
+RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm \
+    node scripts/fetch-model.mjs \
+    && file="$(node -p "const m = require('./models/manifest.json'); m.models.find((x) => x.name === m.default).file")" \
+    && mkdir /model && mv "models/$file" /model/
+
+# dist/: TypeScript compiled with the dev dependencies, which stay in this stage.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src src/
+RUN npm run build
+
+# node_modules/ for the runtime: production dependencies only.
+FROM ${NODE_IMAGE} AS deps
+# better-sqlite3 compiles from source where its prebuilt binary cannot be downloaded, against the base image's
+# own Node headers (nodedir) rather than headers fetched from nodejs.org.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
+ENV npm_config_nodedir=/usr/local
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+# Scripts off: the project's own would fetch the model and compile; of the dependencies only better-sqlite3
+# needs its install script (sharp and onnxruntime-node ship their binaries in their packages).
+RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+    && npm rebuild better-sqlite3 \
+    && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
+        node_modules/better-sqlite3/build/Release/obj* node_modules/better-sqlite3/build/Release/.deps \
+    && arch="$(node -p process.arch)" \
+    && find node_modules/onnxruntime-node/bin/*/ -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} + \
+    && find node_modules/onnxruntime-node/bin/*/linux/ -mindepth 1 -maxdepth 1 ! -name "$arch" -exec rm -rf {} +
+
+FROM ${NODE_IMAGE} AS runtime
+# The Vulkan loader: the GPU path (onnxruntime's WebGPU) runs on Vulkan; the driver comes from the host (the
+# NVIDIA Container Toolkit mounts it when NVIDIA_DRIVER_CAPABILITIES includes graphics).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libvulkan1 \
+    && rm -rf /var/lib/apt/lists/*
+# A fixed non-root uid, so volumes and Kubernetes' runAsNonRoot can name it.
+RUN groupadd --system --gid 10001 rmbg \
+    && useradd --system --uid 10001 --gid rmbg --home-dir /home/rmbg --create-home --shell /usr/sbin/nologin rmbg \
+    && mkdir -m 700 /data && chown rmbg:rmbg /data
+WORKDIR /app
+COPY --from=deps /app/node_modules node_modules/
+COPY --from=build /app/dist dist/
+COPY --from=model /model/ models/
+COPY package.json ./
+COPY models/manifest.json models/
+COPY bin bin/
+COPY web web/
+RUN ln -s /app/bin/rmbg.js /usr/local/bin/rmbg
+# The store (SQLite) and the optimised-graph cache live in the volume, so both outlive the container.
+# `graphics`: the NVIDIA Container Toolkit mounts the Vulkan driver only with it (--gpus all then just works).
+ENV NODE_ENV=production RMBG_DATA_DIR=/data XDG_CACHE_HOME=/data/cache \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics
+USER 10001:10001
+VOLUME /data
+EXPOSE 5000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=3m \
+    CMD ["node", "-e", "fetch('http://127.0.0.1:5000/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# rmbg serve stops accepting, finishes the requests in flight and exits 0 (give it a grace period: docs/deploy.md).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["rmbg"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "5000"]
