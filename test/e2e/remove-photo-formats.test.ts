@@ -1,8 +1,8 @@
 // Photos as people have them: a folder of JPG, PNG, WebP, HEIC (one turned by its irot box with the EXIF tag
 // beside it, as an iPhone writes it), AVIF and TIFF (one turned by its orientation tag) is cut out by the real CLI
 // on this computer and through a real `rmbg serve`, which itself keeps refusing what the API does not take. A
-// truncated HEIC, a two-page TIFF and a HEIC whose header claims 81 MP fail alone, with clear messages;
-// a Display P3 HEIC keeps its colours; a run over JPGs never loads the HEIC decoder.
+// truncated HEIC, a two-page TIFF and a HEIC whose header claims 81 MP fail alone, with clear messages; --dry-run
+// names the conversions; a Display P3 HEIC keeps its colours; a run over JPGs never loads the HEIC decoder.
 // Models: the quick model (the red channel: the white picture and its red marker kept, the blue marker removed),
 // and for colours one that keeps every pixel.
 
@@ -139,6 +139,30 @@ describe('a folder of JPG, PNG, WebP, HEIC, AVIF and TIFF', () => {
     });
     expect(answer.status).toBe(400);
     expect(errorCode(answer)).toBe('unsupported_image_format');
+    expect(await server.total(key)).toBe(10);
+  });
+
+  it('--dry-run through a server names each photo that will be converted, and converts nothing', async () => {
+    const key = await server.account(10);
+    const dry = await rmbg(
+      ['remove', 'photos', '-o', 'out-dry', '--api-url', server.url, '--api-key', key, '--dry-run'],
+      { cwd: work, configDir: path.join(work, 'client-config') },
+    );
+    expect(dry.exitCode, dry.stderr).toBe(0);
+    const lineOf = (name: string) =>
+      dry.stdout.split('\n').find((line) => line.startsWith(`would send ${path.join(work, 'photos', name)}`));
+    const converted = (format: string) =>
+      ` (${format}: converted on this computer to PNG, or to JPEG if the PNG is over 22 MiB)`;
+    for (const name of ['a.jpg', 'b.png', 'c.webp'])
+      expect(lineOf(name)).toBe(`would send ${path.join(work, 'photos', name)}`);
+    for (const [name, format] of [
+      ['d.heic', 'HEIC'],
+      ['IMG_0001.HEIC', 'HEIC'],
+      ['f.avif', 'AVIF'],
+      ['g.tiff', 'TIFF'],
+      ['h.tif', 'TIFF'],
+    ] as const)
+      expect(lineOf(name)).toBe(`would send ${path.join(work, 'photos', name)}${converted(format)}`);
     expect(await server.total(key)).toBe(10);
   });
 });
