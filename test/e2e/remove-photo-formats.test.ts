@@ -2,12 +2,14 @@
 // beside it, as an iPhone writes it), AVIF and TIFF (one turned by its orientation tag) is cut out by the real CLI
 // on this computer and through a real `rmbg serve`, which itself keeps refusing what the API does not take. A
 // truncated HEIC, a two-page TIFF and a HEIC whose header claims 81 MP fail alone, with clear messages; --dry-run
-// names the conversions; a Display P3 HEIC keeps its colours; a run over JPGs never loads the HEIC decoder.
+// names the conversions; --keep-metadata keeps a HEIC's artist; a Display P3 HEIC keeps its colours; a run over
+// JPGs never loads the HEIC decoder.
 // Models: the quick model (the red channel: the white picture and its red marker kept, the blue marker removed),
 // and for colours one that keeps every pixel.
 
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import exifReader from 'exif-reader';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegWithOrientation, markerBoxes } from '../fixtures/exif-images.js';
@@ -188,6 +190,28 @@ describe('bad photos fail alone', () => {
       code: 'image_too_many_pixels',
       message: 'the image is 9000x9000 = 81,000,000 pixels; at most 50,000,000 pixels (50 MP) are allowed',
     });
+  });
+});
+
+describe('--keep-metadata', () => {
+  it('keeps a HEIC’s artist, and not its position, as for a JPG', async () => {
+    const tagged = await sharp({ create: { width: WIDTH, height: HEIGHT, channels: 3, background: '#ffffff' } })
+      .jpeg()
+      .withExif({
+        IFD0: { Artist: 'Ada Lovelace', DateTime: '2026:01:02 03:04:05' },
+        IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '48/1 51/1 30/1' },
+      })
+      .toBuffer();
+    writeTree(path.join(work, 'tagged'), { 'IMG_0002.heic': heicFromJpeg(tagged, work, 'tagged') });
+    const result = await rmbg(
+      ['remove', 'tagged', '--local', ...QUICK_MODEL, '-o', 'out-tagged', '--format', 'png', '--keep-metadata'],
+      { cwd: work, env: quick },
+    );
+    expect(result.exitCode, result.stderr).toBe(0);
+    const { exif } = await sharp(path.join(work, 'out-tagged', 'IMG_0002.png')).metadata();
+    const kept = exifReader(exif as Buffer);
+    expect(kept.Image?.Artist).toBe('Ada Lovelace');
+    expect(kept.GPSInfo).toBeUndefined();
   });
 });
 
