@@ -1,9 +1,9 @@
 // Photos as people have them: a folder of JPG, PNG, WebP, HEIC (one turned by its irot box with the EXIF tag
 // beside it, as an iPhone writes it), AVIF and TIFF (one turned by its orientation tag) is cut out by the real CLI
-// on this computer and through a real `rmbg serve`, which itself keeps refusing what the API does not take. A
-// truncated HEIC, a two-page TIFF and a HEIC whose header claims 81 MP fail alone, with clear messages; --dry-run
-// names the conversions; --keep-metadata keeps a HEIC's artist; a Display P3 HEIC keeps its colours; a run over
-// JPGs never loads the HEIC decoder.
+// on this computer (the turned HEIC from stdin too) and through a real `rmbg serve`, which itself keeps refusing
+// what the API does not take. A truncated HEIC, a two-page TIFF and a HEIC whose header claims 81 MP fail alone,
+// with clear messages; --dry-run names the conversions; --keep-metadata keeps a HEIC's artist; a Display P3 HEIC
+// keeps its colours; a run over JPGs never loads the HEIC decoder.
 // Models: the quick model (the red channel: the white picture and its red marker kept, the blue marker removed),
 // and for colours one that keeps every pixel.
 
@@ -166,6 +166,19 @@ describe('a folder of JPG, PNG, WebP, HEIC, AVIF and TIFF', () => {
     ] as const)
       expect(lineOf(name)).toBe(`would send ${path.join(work, 'photos', name)}${converted(format)}`);
     expect(await server.total(key)).toBe(10);
+  });
+});
+
+describe('stdin', () => {
+  it('a turned HEIC on stdin comes out on stdout as an upright cut-out', async () => {
+    const result = await rmbg(['remove', '-', '--local', '--format', 'png', ...QUICK_MODEL], {
+      env: quick,
+      input: photos['IMG_0001.HEIC'],
+      encoding: 'buffer',
+    });
+    expect(result.exitCode, Buffer.from(result.stderr).toString()).toBe(0);
+    writeTree(path.join(work, 'from-stdin'), { 'out.png': Buffer.from(result.stdout) });
+    await expectUprightCutout(path.join(work, 'from-stdin', 'out.png'));
   });
 });
 
