@@ -5,6 +5,7 @@
 //
 // Usage: node bench/run.mjs [--quick] [--repeat=N] [--no-peer] [--model=NAME] [--concurrency=1,2,3]
 //        node bench/run.mjs --device gpu [...]: the GPU against the CPU provider instead (bench/gpu.mjs)
+//        node bench/run.mjs --formats [...]: 12 MP HEIC photos against the same as JPEG (bench/photo-formats.mjs)
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, totalmem } from 'node:os';
@@ -28,6 +29,11 @@ if (
   (process.argv.includes('--device') && process.argv[process.argv.indexOf('--device') + 1] === 'gpu')
 ) {
   await import('./gpu.mjs');
+  process.exit(0);
+}
+// `--formats`: a folder of 12 MP HEIC photos against the same as JPEG (bench/photo-formats.mjs).
+if (process.argv.includes('--formats')) {
+  await import('./photo-formats.mjs');
   process.exit(0);
 }
 const quick = flag('quick', false) === true;

@@ -4,7 +4,8 @@
 # progress-bar tests), tar (model assembly), chromium (the web page's browser tests drive Debian's chromium
 # with playwright-core; a browser download cannot work offline), useradd from passwd (embedded-postgres
 # creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
-# WebGPU adapter for the GPU tests). Used by .ci/run and the README's quick start.
+# WebGPU adapter for the GPU tests), heif-enc from libheif-examples and tiffcp from libtiff-tools (the HEIC and
+# multi-page TIFF photos of test/fixtures/photo-formats.ts). Used by .ci/run and the README's quick start.
 set -euo pipefail
 # Not root: through sudo when it is there; otherwise apt-get says why it cannot.
 as_root=""
@@ -16,9 +17,16 @@ command -v script >/dev/null || missing="$missing bsdutils"
 command -v tar >/dev/null || missing="$missing tar"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 command -v useradd >/dev/null || missing="$missing passwd"
+command -v heif-enc >/dev/null || missing="$missing libheif-examples"
+command -v tiffcp >/dev/null || missing="$missing libtiff-tools"
 if [ -n "$missing" ]; then
   echo "installing the Debian packages the tests need:$missing"
   $as_root apt-get update -qq && $as_root apt-get install -y -qq $missing
+fi
+# heif-enc's HEVC encoder: built into bookworm's libheif1, a plugin package from libheif 1.16 on (trixie).
+if ! heif-enc --list-encoders 2>/dev/null | grep -q x265; then
+  echo "installing heif-enc's x265 encoder plugin for the HEIC test photos"
+  $as_root apt-get update -qq && $as_root apt-get install -y -qq libheif-plugin-x265
 fi
 # A real WebGPU adapter for the GPU tests on a machine without a GPU: Mesa's lavapipe (Vulkan on the CPU) and
 # the Vulkan loader. Dawn needs Mesa 25 (bookworm-backports); bookworm's own 22.3 lacks features it requires.

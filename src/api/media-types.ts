@@ -76,6 +76,48 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
   return undefined;
 }
 
+/**
+ * Photo formats the API does not take, which rmbg's own callers (the CLI and the library, on this computer or
+ * through a server) decode here: `engine/decode-input.ts`. `rmbg serve` refuses them as any other format.
+ */
+export const CONVERTIBLE_FORMATS = {
+  heic: { name: 'HEIC', extensions: ['.heic', '.heif', '.hif'] },
+  avif: { name: 'AVIF', extensions: ['.avif'] },
+  tiff: { name: 'TIFF', extensions: ['.tif', '.tiff'] },
+} as const satisfies Record<string, { name: string; extensions: readonly string[] }>;
+
+export type ConvertibleFormat = keyof typeof CONVERTIBLE_FORMATS;
+
+/** Every photo format rmbg's own callers take, as users read them (messages, --help). */
+export const PHOTO_FORMATS_TEXT = 'JPG, PNG, WebP, HEIC/HEIF, AVIF or TIFF';
+
+/** File extensions a folder walk takes as photos: the API's formats and the convertible ones. */
+export const PHOTO_EXTENSIONS: readonly string[] = [
+  ...['.jpg', '.jpeg', '.png', '.webp'],
+  ...Object.values(CONVERTIBLE_FORMATS).flatMap((format) => format.extensions),
+];
+
+const HEIC_BRANDS = ['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis'];
+
+/** ISO media (HEIF) by the major brand of its `ftyp` box, or for the generic `mif1`/`msf1` by its compatible brands. */
+function heifFormatOf(data: Buffer): ConvertibleFormat | undefined {
+  if (data.length < 16 || data.toString('latin1', 4, 8) !== 'ftyp') return undefined;
+  const major = data.toString('latin1', 8, 12);
+  if (major === 'avif' || major === 'avis') return 'avif';
+  if (HEIC_BRANDS.includes(major)) return 'heic';
+  if (major !== 'mif1' && major !== 'msf1') return undefined;
+  const boxEnd = Math.min(data.readUInt32BE(0), data.length);
+  const compatible: string[] = [];
+  for (let at = 16; at + 4 <= boxEnd; at += 4) compatible.push(data.toString('latin1', at, at + 4));
+  return compatible.includes('avif') || compatible.includes('avis') ? 'avif' : 'heic';
+}
+
+/** HEIC/HEIF, AVIF or TIFF by signature; undefined for anything else. */
+export function convertibleFormatOf(data: Buffer): ConvertibleFormat | undefined {
+  if (startsWith(data, [0x49, 0x49, 0x2a, 0x00]) || startsWith(data, [0x4d, 0x4d, 0x00, 0x2a])) return 'tiff';
+  return heifFormatOf(data);
+}
+
 /** The media type of a Content-Type header, lower-cased, without parameters ('' when absent). */
 export function mediaTypeOf(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();

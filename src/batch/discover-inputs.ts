@@ -3,8 +3,9 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { RmbgError } from '../api/errors.js';
+import { PHOTO_EXTENSIONS } from '../api/media-types.js';
 
-const IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp']);
+const IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(PHOTO_EXTENSIONS);
 
 export interface InputItem {
   /** Absolute path of the source image. */

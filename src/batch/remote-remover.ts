@@ -5,6 +5,7 @@ import { formatOfMime } from '../api/media-types.js';
 import { LIMIT_TEXT, LIMITS, type RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient, type RemoveResult } from '../client/api-client.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
+import { uploadOf } from './photo-conversion.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
 
 /** A balance shown in a message is not worth a long wait. */
@@ -54,8 +55,10 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       let key = keyOf(image, removeOptions, generation);
       // Sent again this long after, the key may be new to the server: a second charge.
       if (sentWithoutResult(call, key) && forgotten(call.earlier?.sentAt)) throw keyForgottenError();
+      // A HEIC, AVIF or TIFF is converted here; its key stays the file's own, whatever its conversion's bytes.
+      const upload = await uploadOf(image);
       await call.beforeSend?.(key);
-      const result = await client.postRemoveBg(image, removeOptions, {
+      const result = await client.postRemoveBg(upload, removeOptions, {
         idempotencyKey: key,
         signal: call.signal,
         filename: call.filename,

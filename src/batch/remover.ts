@@ -6,6 +6,7 @@ import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Engine } from '../engine/types.js';
+import { engineInput } from './photo-conversion.js';
 
 export interface RemovedImage {
   data: Buffer;
@@ -65,7 +66,7 @@ export function localRemover(engine: Engine): Remover {
     ...(engine.device && { device: engine.device }),
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
-      const result = await engine.cutOut(image, options, call.signal);
+      const result = await engine.cutOut(await engineInput(image), options, call.signal);
       return {
         data: result.data,
         format: result.format,

@@ -1,8 +1,11 @@
 // --dry-run and --confirm-over: counts the images the batch would process (same planning as the batch
 // itself) and, for a remote batch, the credits that would cost, and asks before spending more than allowed.
 
+import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
+import { LIMIT_TEXT } from '../api/limits.js';
+import { CONVERTIBLE_FORMATS, convertibleFormatOf, type ConvertibleFormat } from '../api/media-types.js';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import type { InputItem } from '../batch/discover-inputs.js';
 import { Journal } from '../batch/journal.js';
@@ -29,6 +32,18 @@ function pricePerImage(records: Map<string, { credits?: number; state: string }>
     if (record.state === 'done' && record.credits && record.credits > 0) return { price: record.credits, known: true };
   }
   return { price: 1, known: false };
+}
+
+/** Through a server, the format a photo is converted from before upload (HEIC, AVIF, TIFF), by its first bytes. */
+async function conversionOf(path: string): Promise<ConvertibleFormat | undefined> {
+  const file = await open(path, 'r').catch(() => undefined);
+  if (!file) return undefined; // unreadable: the batch itself reports it
+  try {
+    const { buffer, bytesRead } = await file.read(Buffer.alloc(64), 0, 64, 0);
+    return convertibleFormatOf(buffer.subarray(0, bytesRead));
+  } finally {
+    await file.close();
+  }
 }
 
 async function ask(question: string): Promise<boolean> {
@@ -72,14 +87,25 @@ export async function planBatch({
       : 'assuming 1 credit per image (the API does not publish its price)';
 
   if (flags.dryRun) {
+    // On this computer every format is decoded in place; only an upload needs an image the API takes.
+    const conversions = await Promise.all(toSend.map((item) => (flags.local ? undefined : conversionOf(item.path))));
     if (flags.json) {
-      for (const item of toSend) process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send' })}\n`);
+      toSend.forEach((item, i) => {
+        const convert = conversions[i];
+        process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send', ...(convert && { convert }) })}\n`);
+      });
       process.stdout.write(
         `${JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known })}\n`,
       );
     } else {
       const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
-      for (const item of toSend) process.stdout.write(`would ${verb} ${item.path}\n`);
+      toSend.forEach((item, i) => {
+        const convert = conversions[i];
+        const note = convert
+          ? ` (${CONVERTIBLE_FORMATS[convert].name}: converted on this computer to PNG, or to JPEG if the PNG is over ${LIMIT_TEXT.maxImageBytes})`
+          : '';
+        process.stdout.write(`would ${verb} ${item.path}${note}\n`);
+      });
       process.stdout.write(
         `dry run: ${toSend.length} of ${items.length} images would be ${done}, ${credits} credits (${priceNote}); nothing was ${done}\n`,
       );

@@ -3,6 +3,7 @@
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
+import { PHOTO_FORMATS_TEXT } from '../api/media-types.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
@@ -112,7 +113,10 @@ export function buildProgram(): Command {
   const remove = program
     .command('remove')
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
-    .argument('<inputs...>', 'image files, folders, or - for stdin');
+    .argument(
+      '<inputs...>',
+      `image files, folders, or - for stdin: ${PHOTO_FORMATS_TEXT} (the API takes JPG, PNG and WebP: with --api-url the others are converted on this computer before upload)`,
+    );
   addSettingFlags(remove, BATCH_SETTINGS);
   addImageOptions(remove);
   addSettingFlags(remove, CALL_TABLE).addHelpText('after', REMOVE_EXAMPLES).action(lazyAction('remove'));

@@ -12,7 +12,7 @@ const TYPE_SIZE: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 
 /** Width of the numbers a value is made of, for byte-order conversion (a RATIONAL is two LONGs). */
 const WORD_SIZE: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 1, 7: 1, 8: 2, 9: 4, 10: 4, 11: 4, 12: 8 };
 
-interface Entry {
+export interface Entry {
   tag: number;
   type: number;
   count: number;

@@ -29,7 +29,7 @@ export interface ProbedImage {
 
 const formatCount = (n: number): string => n.toLocaleString('en-US');
 
-function checkByteSize(input: Buffer): void {
+export function checkByteSize(input: Buffer): void {
   if (input.length === 0) {
     throw new RmbgError('corrupt_image', `the image is empty (0 bytes); send a ${ACCEPTED_FORMATS} file`);
   }
@@ -102,7 +102,7 @@ async function readHeader(input: Buffer, format: SupportedFormat): Promise<sharp
   return metadata;
 }
 
-function checkDimensions(width: number, height: number): void {
+export function checkDimensions(width: number, height: number): void {
   const { minSide, maxSide, maxPixels } = LIMITS;
   if (![width, height].every((side) => Number.isInteger(side) && side >= minSide && side <= maxSide)) {
     throw new RmbgError(

@@ -21,7 +21,7 @@ import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
 import type { SessionOptions } from './model-session.js';
 import type { ModelRunner } from './pipeline.js';
-import type { Engine, EngineResult } from './types.js';
+import type { DecodedPhoto, Engine, EngineResult } from './types.js';
 
 type Pipeline = typeof import('./pipeline.js').runPipeline;
 
@@ -184,7 +184,11 @@ export async function createEngine(
   return {
     session,
     device,
-    async cutOut(input: Buffer, removeOptions: RemoveOptions, signal?: AbortSignal): Promise<EngineResult> {
+    async cutOut(
+      input: Buffer | DecodedPhoto,
+      removeOptions: RemoveOptions,
+      signal?: AbortSignal,
+    ): Promise<EngineResult> {
       try {
         return await runPipeline(session, input, removeOptions, signal);
       } catch (error) {

@@ -12,7 +12,7 @@ import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import { rowComposer } from './png-job.js';
 import { encodePngOnWorker } from './png-workers.js';
-import type { EngineResult, ForegroundBox } from './types.js';
+import type { DecodedPhoto, EngineResult, ForegroundBox } from './types.js';
 
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
 export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
@@ -25,9 +25,12 @@ interface Raw {
   channels: 3 | 4;
 }
 
+/** An API image's bytes (probed here), or a photo decode-input.ts decoded and checked (oriented, sRGB). */
+type PipelineInput = Buffer | DecodedPhoto;
+
 /** The input and what its probe and the options fix about the result before the model runs. */
 interface Source {
-  input: Buffer;
+  input: PipelineInput;
   /** The image's size once EXIF-oriented. */
   canvas: Dimensions;
   channels: 3 | 4;
@@ -62,17 +65,17 @@ export class Timer {
 /** One image: probe → decode + orient → model → mask → compose → encode. */
 export async function runPipeline(
   session: ModelRunner,
-  input: Buffer,
+  input: PipelineInput,
   options: RemoveOptions,
   signal?: AbortSignal,
 ): Promise<EngineResult> {
   const timer = new Timer();
-  const probe = await probeImage(input);
+  const { canvas, hasAlpha } = await shapeOf(input);
   timer.lap('probe');
   const source: Source = {
     input,
-    canvas: { width: probe.orientedWidth, height: probe.orientedHeight },
-    channels: probe.hasAlpha ? 4 : 3,
+    canvas,
+    channels: hasAlpha ? 4 : 3,
     maxPixels: maxResultPixels(options.size, options.format),
   };
   const early = options.crop ? undefined : decodeResultEarly(source);
@@ -97,6 +100,14 @@ export async function runPipeline(
   };
 }
 
+/** The canvas (EXIF-oriented) and alpha: an API image's from its probed header, a decoded photo's as decoded. */
+async function shapeOf(input: PipelineInput): Promise<{ canvas: Dimensions; hasAlpha: boolean }> {
+  if (!Buffer.isBuffer(input))
+    return { canvas: { width: input.width, height: input.height }, hasAlpha: input.channels === 4 };
+  const probe = await probeImage(input);
+  return { canvas: { width: probe.orientedWidth, height: probe.orientedHeight }, hasAlpha: probe.hasAlpha };
+}
+
 /** Starts decoding the result's pixels, so that the decode overlaps inference. */
 function decodeResultEarly(source: Source): EarlyDecode {
   const size = fitWithin(source.canvas.width, source.canvas.height, source.maxPixels);
@@ -108,7 +119,7 @@ function decodeResultEarly(source: Source): EarlyDecode {
 /** The model's mask plane for the input: decode at the model's size, normalise, run. */
 async function inferMask(
   session: ModelRunner,
-  input: Buffer,
+  input: PipelineInput,
   timer: Timer,
   signal: AbortSignal | undefined,
 ): Promise<MaskPlane> {
@@ -188,7 +199,11 @@ async function composeAndEncode(
 }
 
 /** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data rather than decode it grey. */
-function decoder(input: Buffer): Sharp {
+function decoder(input: PipelineInput): Sharp {
+  if (!Buffer.isBuffer(input)) {
+    const { pixels, width, height, channels } = input;
+    return sharp(pixels, { raw: { width, height, channels } });
+  }
   return sharp(input, { failOn: 'error', limitInputPixels: LIMITS.maxPixels, sequentialRead: true }).rotate();
 }
 

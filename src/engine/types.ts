@@ -21,10 +21,21 @@ export interface EngineResult {
   timings: Record<string, number>;
 }
 
+/**
+ * A photo the API does not take (HEIC, AVIF, TIFF), decoded on this computer for rmbg's own callers
+ * (decode-input.ts): its limits checked, oriented, sRGB, 8 bits per channel, interleaved.
+ */
+export interface DecodedPhoto {
+  pixels: Buffer;
+  width: number;
+  height: number;
+  channels: 3 | 4;
+}
+
 export interface Engine {
   /** Where the model runs (the on-device engine; a test double may leave it out). */
   readonly device?: DeviceReport;
-  /** Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
-  cutOut(input: Buffer, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
+  /** An API image's bytes or a decoded photo. Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
+  cutOut(input: Buffer | DecodedPhoto, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
   close(): Promise<void>;
 }

@@ -12,21 +12,14 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegWithOrientation } from '../fixtures/exif-images.js';
 import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
+import { colourGradient } from '../fixtures/photo-formats.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 
 let work: string;
 const WIDTH = 64;
 const HEIGHT = 48;
-/** The sRGB picture the P3 file is made from: a gradient of saturated and mid colours. */
-const srgbPixels = Buffer.alloc(WIDTH * HEIGHT * 3);
-for (let y = 0; y < HEIGHT; y++) {
-  for (let x = 0; x < WIDTH; x++) {
-    const i = (y * WIDTH + x) * 3;
-    srgbPixels[i] = 40 + x * 3;
-    srgbPixels[i + 1] = 200 - y * 3;
-    srgbPixels[i + 2] = 30 + x * 2 + y * 2;
-  }
-}
+/** The sRGB picture the P3 file is made from. */
+const srgbPixels = colourGradient(WIDTH, HEIGHT);
 
 const EXIF = {
   IFD0: {

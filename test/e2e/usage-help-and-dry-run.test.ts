@@ -2,12 +2,12 @@
 // `rmbg remove` and of nested commands), help shows examples and exits 0 without loading the heavy native
 // modules, and --dry-run lists the work and writes nothing.
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { importRecorder, packagesIn } from '../helpers/import-recorder.js';
 import { writeTree } from './remove-local-files.js';
 
 let work: string;
@@ -54,7 +54,7 @@ describe('rmbg remove: usage errors exit 2', () => {
     [
       'a folder without images',
       ['remove', 'empty', '--local'],
-      /no images found in empty \(JPG, PNG or WebP; add --recursive for subfolders\)/,
+      /no images found in empty \(JPG, PNG, WebP, HEIC\/HEIF, AVIF or TIFF; add --recursive for subfolders\)/,
     ],
     [
       'images only in subfolders, without --recursive',
@@ -105,42 +105,6 @@ describe('rmbg remove --dry-run', () => {
 });
 
 describe('help', () => {
-  /**
-   * Which packages a run loads, seen from inside node: a module-resolution hook (node:module register, loaded
-   * with --import before bin/rmbg.js) appends every resolved URL to a file. Every import of our ESM code goes
-   * through it, bare package names included: the log names commander for --help, so it would name sharp too.
-   */
-  function importRecorder(): { nodeArgs: string[]; loaded: () => string[] } {
-    const dir = tempDir('rmbg-imports-');
-    const log = path.join(dir, 'resolved.log');
-    writeFileSync(log, '');
-    writeFileSync(
-      path.join(dir, 'hooks.mjs'),
-      `import { appendFileSync } from 'node:fs';
-let log;
-export function initialize(data) { log = data.log; }
-export async function resolve(specifier, context, next) {
-  const result = await next(specifier, context);
-  appendFileSync(log, result.url + '\\n');
-  return result;
-}
-`,
-    );
-    writeFileSync(
-      path.join(dir, 'register.mjs'),
-      `import { register } from 'node:module';
-register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { data: { log: ${JSON.stringify(log)} } });
-`,
-    );
-    return {
-      nodeArgs: ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href],
-      loaded: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
-    };
-  }
-
-  const packagesIn = (urls: string[]) =>
-    new Set(urls.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]).filter(Boolean));
-
   it('rmbg --help lists the commands with examples, exits 0 and loads neither sharp nor onnxruntime', async () => {
     const recorder = importRecorder();
     const result = await rmbg(['--help'], { nodeArgs: recorder.nodeArgs });
@@ -178,6 +142,10 @@ register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { d
     const result = await rmbg(['remove', '--help']);
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/Usage: rmbg remove \[options\] <inputs\.\.\.>/);
+    // The photo formats it takes, and what happens to those the API does not take (help wraps its lines).
+    expect(result.stdout.replace(/\s+/g, ' ')).toContain(
+      'JPG, PNG, WebP, HEIC/HEIF, AVIF or TIFF (the API takes JPG, PNG and WebP: with --api-url the others are converted on this computer before upload)',
+    );
     for (const flag of [
       '--local',
       '--recursive',

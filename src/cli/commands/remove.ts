@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
+import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
 import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
 import { defaultConcurrency, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
@@ -147,7 +148,7 @@ async function findInputs(
   if (items.length === 0 && !flags.watch)
     throw new RmbgError(
       'usage_error',
-      `no images found in ${inputs.join(', ')} (JPG, PNG or WebP${flags.recursive ? '' : '; add --recursive for subfolders'})`,
+      `no images found in ${inputs.join(', ')} (${PHOTO_FORMATS_TEXT}${flags.recursive ? '' : '; add --recursive for subfolders'})`,
     );
   const planned = await planBatch({ flags: { ...flags, output: outDir }, items, options });
   return planned ?? { items, watched };

@@ -66,6 +66,8 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
       return new Promise((resolve) => waiters.push({ n, resolve }));
     },
     async cutOut(input, _options, signal) {
+      // The service hands the engine an upload's bytes; only rmbg's own callers decode photos first.
+      if (!Buffer.isBuffer(input)) throw new Error('the service engine double takes bytes only');
       engine.calls += 1;
       engine.running += 1;
       engine.maxRunning = Math.max(engine.maxRunning, engine.running);
