@@ -15,6 +15,7 @@ import {
   withSoftwareAdaptersHidden,
   type GpuEnvironment,
 } from './gpu-environment.js';
+import { claimGpu, releaseGpu } from './gpu-claim.js';
 import { probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
@@ -102,6 +103,31 @@ async function placeSession(
   const hardware = mayHaveHardwareGpu(environment);
   if (requested === 'auto' && !hardware)
     return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
+  // One GPU user per process (gpu-claim.ts): held while placing, so the probe is not paid for a GPU held elsewhere.
+  const refused = await claimGpu();
+  if (refused !== undefined) {
+    if (requested === 'auto') return onCpu(`the GPU is not free: ${refused}`);
+    throw new RmbgError(
+      'device_unavailable',
+      `cannot run model ${model.name} on the GPU: ${refused}. Use one rmbg instance per process for the GPU (share it between threads by messages), or device 'cpu' here.`,
+    );
+  }
+  try {
+    return await placeOnGpu(model, options, verified, environment, hardware, onCpu);
+  } finally {
+    releaseGpu(); // the GPU session, if any, holds its own claim
+  }
+}
+
+async function placeOnGpu(
+  model: ResolvedModel,
+  options: EngineOptions,
+  verified: Promise<unknown>,
+  environment: GpuEnvironment,
+  hardware: boolean,
+  onCpu: (reason: string) => Promise<PlacedSession>,
+): Promise<PlacedSession> {
+  const requested = options.device ?? DEFAULT_DEVICE;
   // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
   const software = requested === 'auto' ? 'hidden' : 'allowed';
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this

@@ -3,6 +3,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../api/errors.js';
+import { claimGpu, releaseGpu } from './gpu-claim.js';
 import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
@@ -54,6 +55,8 @@ export class WorkerSession {
   private readonly pending = new Map<number, PendingRun>();
   private nextId = 0;
   private released = false;
+  /** Whether this session counts among its copy's users of the process's GPU. */
+  private holdsGpu = false;
   /** What `workerReady` resolved to, while that worker runs. */
   private loadedWorker: Worker | undefined;
   /** A GPU session's every load, run and release waits for its turn in the process's one GPU queue. */
@@ -75,7 +78,18 @@ export class WorkerSession {
     limits: WorkerLimits = {},
   ): Promise<WorkerSession> {
     const session = new WorkerSession(model, options, limits);
-    await session.turn(() => session.ensureWorker(verified));
+    if (options.provider === 'webgpu') {
+      const refused = await claimGpu();
+      if (refused !== undefined)
+        throw new RmbgError('device_unavailable', `cannot load model ${model.name} on the GPU: ${refused}`);
+      session.holdsGpu = true;
+    }
+    try {
+      await session.turn(() => session.ensureWorker(verified));
+    } catch (error) {
+      session.giveBackGpu();
+      throw error;
+    }
     return session;
   }
 
@@ -138,7 +152,18 @@ export class WorkerSession {
   /** Waits for the runs in flight, releases the session and ends the worker; later runs fail. */
   async release(): Promise<void> {
     this.released = true;
-    await this.turn(() => this.releaseNow());
+    try {
+      await this.turn(() => this.releaseNow());
+    } finally {
+      this.giveBackGpu();
+    }
+  }
+
+  /** This session's share of the process's GPU claim (gpu-claim.ts), given back once. */
+  private giveBackGpu(): void {
+    if (!this.holdsGpu) return;
+    this.holdsGpu = false;
+    releaseGpu();
   }
 
   private async releaseNow(): Promise<void> {
