@@ -4,7 +4,7 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
-import { DEFAULT_DEVICE, type Device, type DeviceReport } from '../api/device.js';
+import { DEFAULT_DEVICE, SOFTWARE_GPU_OPT_IN, type Device, type DeviceReport } from '../api/device.js';
 import { concurrencyFor } from './device.js';
 import {
   describeEnvironment,
@@ -16,7 +16,7 @@ import {
   type GpuEnvironment,
 } from './gpu-environment.js';
 import { claimGpu, releaseGpu } from './gpu-claim.js';
-import { probeGpu, type GpuProbe } from './gpu-probe.js';
+import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu-probe.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
@@ -37,6 +37,8 @@ export interface EngineOptions extends Omit<SessionOptions, 'provider'>, WorkerL
   environment?: GpuEnvironment;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
+  /** For tests: a software adapter counts as a GPU. Default: whether RMBG_TEST_SOFTWARE_GPU is 1 (api/device.ts). */
+  softwareGpu?: boolean;
 }
 
 /** A session and where it runs. */
@@ -45,8 +47,8 @@ interface PlacedSession {
   device: DeviceReport;
 }
 
-/** auto waits this long for the GPU's first run before it gives up on the GPU (shader compilation takes ~1 s). */
-const AUTO_FIRST_RUN_LIMIT_MS = 60_000;
+/** The GPU's first run may take this long before the GPU is given up on (shader compilation takes ~1 s). */
+const FIRST_GPU_RUN_LIMIT_MS = 60_000;
 
 /**
  * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
@@ -57,17 +59,16 @@ async function gpuSession(
   model: ResolvedModel,
   options: EngineOptions,
   verified: Promise<unknown>,
-  firstRunLimitMs: number | undefined,
+  firstRunLimitMs: number,
 ): Promise<WorkerSession> {
   const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
   const { width, height } = inputSizeOf(model.contract);
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
-    if (firstRunLimitMs !== undefined)
-      timer = setTimeout(
-        () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
-        firstRunLimitMs,
-      );
+    timer = setTimeout(
+      () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
+      firstRunLimitMs,
+    );
   });
   const firstRun = session.run(new Float32Array(3 * width * height));
   try {
@@ -101,8 +102,14 @@ async function placeSession(
   if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
   const environment = options.environment ?? gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
-  if (requested === 'auto' && !hardware)
+  const softwareGpu = options.softwareGpu ?? process.env[SOFTWARE_GPU_OPT_IN] === '1';
+  if (requested === 'auto' && !hardware && !softwareGpu)
     return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
+  if (!(await bindingHasWebGpu())) {
+    const why = `this onnxruntime-node build (${process.platform} ${process.arch}) has no WebGPU`;
+    if (requested === 'auto') return onCpu(why);
+    throw new RmbgError('device_unavailable', `cannot run model ${model.name} on the GPU: ${why}; use device 'cpu'.`);
+  }
   // One GPU user per process (gpu-claim.ts): held while placing, so the probe is not paid for a GPU held elsewhere.
   const refused = await claimGpu();
   if (refused !== undefined) {
@@ -113,7 +120,7 @@ async function placeSession(
     );
   }
   try {
-    return await placeOnGpu(model, options, verified, environment, hardware, onCpu);
+    return await placeOnGpu(model, options, verified, environment, softwareGpu, onCpu);
   } finally {
     releaseGpu(); // the GPU session, if any, holds its own claim
   }
@@ -124,27 +131,36 @@ async function placeOnGpu(
   options: EngineOptions,
   verified: Promise<unknown>,
   environment: GpuEnvironment,
-  hardware: boolean,
+  softwareGpu: boolean,
   onCpu: (reason: string) => Promise<PlacedSession>,
 ): Promise<PlacedSession> {
   const requested = options.device ?? DEFAULT_DEVICE;
-  // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
-  const software = requested === 'auto' ? 'hidden' : 'allowed';
+  // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider. Hidden
+  // from the Vulkan loader, and any adapter offered is checked by the name it reports (the other backends).
+  const software = requested === 'auto' && !softwareGpu ? 'hidden' : 'allowed';
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
-  const probe = await probeGpu(software, environment);
+  const probe = await probeGpu(software, { environment });
   try {
     if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
-    const load = () => gpuSession(model, options, verified, requested === 'auto' ? AUTO_FIRST_RUN_LIMIT_MS : undefined);
+    const adapters = probe.adapters.join(', ');
+    if (probe.software && !softwareGpu) {
+      if (requested === 'auto')
+        return await onCpu(
+          `the only WebGPU adapter is a software one (${adapters}), slower than the CPU; software adapters are never used by auto`,
+        );
+      throw new RmbgError('device_unavailable', softwareAdapterOnly(model, adapters, environment));
+    }
+    const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
-    const reason =
-      requested === 'auto'
-        ? 'a hardware adapter works'
-        : hardware
-          ? "device 'gpu' was asked for"
-          : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
+    const reason = probe.software
+      ? `a software adapter (${adapters}), allowed by ${SOFTWARE_GPU_OPT_IN}=1 for testing`
+      : requested === 'auto'
+        ? `a hardware adapter works${adapters && ` (${adapters})`}`
+        : `device 'gpu' was asked for${adapters && ` (${adapters})`}`;
     return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {
+    if (error instanceof RmbgError && error.code === 'device_unavailable') throw error;
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
     const failure = gpuErrorText(error);
     if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
@@ -156,6 +172,11 @@ async function placeOnGpu(
   }
 }
 
+/** WebGPU works, but only on a software adapter: never "the GPU" (it is slower than the CPU provider). */
+function softwareAdapterOnly(model: ResolvedModel, adapters: string, environment: GpuEnvironment): string {
+  return `cannot run model ${model.name} on the GPU: the only WebGPU adapter here is a software one (${adapters}), which runs on the CPU and is slower than device 'cpu'. Seen: ${describeEnvironment(environment)}. To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+}
+
 /** WebGPU itself fails: what was seen, what the loader said, how to fix it on this OS. */
 function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnvironment, probe: GpuProbe): string {
   const said = probe.log.length
@@ -164,7 +185,7 @@ function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnv
         .map((line) => line.trim())
         .join(' | ')}.`
     : '';
-  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
 }
 
 /** WebGPU works (a one-node model ran on it), but this model does not: nothing to install. */
@@ -218,6 +239,7 @@ export async function createEngine(
         throw toRmbgError(error, 'processing_failed');
       }
     },
+    broken: () => session.broken,
     close: () => session.release(),
   };
 }

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
 import { warmKeyModel } from '../fixtures/fast-models.js';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { cliEnv, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
@@ -41,7 +42,7 @@ async function twoThreads(device: string, env: Record<string, string> = {}) {
 
 describe('two copies of rmbg in one process (worker threads)', () => {
   it("device 'gpu': the process ends normally; the first copy runs on the GPU, the second fails device_unavailable saying why", async () => {
-    const { run, answers } = await twoThreads('gpu');
+    const { run, answers } = await twoThreads('gpu', { [SOFTWARE_GPU_OPT_IN]: '1' });
     expect(run.signal, run.stderr).toBeUndefined();
     expect(run.exitCode, run.stderr).toBe(0);
     expect(answers?.a).toHaveLength(7);
@@ -51,5 +52,16 @@ describe('two copies of rmbg in one process (worker threads)', () => {
       expect(answer).toMatchObject({ ok: false, code: 'device_unavailable' });
       expect(answer.message).toContain('another copy of rmbg in this process');
     }
+  });
+
+  it("device 'auto': the first copy runs on the GPU, the second on the CPU", async () => {
+    // auto takes lavapipe (a software adapter) only with the opt-in for tests, as if it were a hardware GPU.
+    const { run, answers } = await twoThreads('auto', { [SOFTWARE_GPU_OPT_IN]: '1' });
+    expect(run.signal, run.stderr).toBeUndefined();
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(answers?.a).toHaveLength(7);
+    for (const answer of answers?.a ?? []) expect(answer).toMatchObject({ ok: true, device: 'gpu' });
+    expect(answers?.b).toHaveLength(6);
+    for (const answer of answers?.b ?? []) expect(answer).toMatchObject({ ok: true, device: 'cpu' });
   });
 });

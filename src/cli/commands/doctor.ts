@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadConfig } from '../../config/load-config.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { DEVICES } from '../../api/device.js';
+import { DEVICES, SOFTWARE_GPU_OPT_IN } from '../../api/device.js';
 import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { storeTarget } from '../../store/open-store.js';
@@ -17,7 +17,9 @@ import { userModelsDirOf } from '../../engine/user-models.js';
 
 interface GpuReport {
   works: boolean;
-  /** A software adapter (lavapipe, SwiftShader): no GPU device was found, yet WebGPU works. */
+  /** The adapters offered, by the names their drivers report (Vulkan); empty where not known. */
+  adapters: string[];
+  /** Only a software adapter (lavapipe, SwiftShader, WARP) works: no GPU for rmbg. */
   software: boolean;
   error?: string;
   fix?: string;
@@ -33,8 +35,8 @@ async function gpuReport(): Promise<GpuReport> {
   const hardware = mayHaveHardwareGpu(environment);
   // Both views at once: as `gpu` sees the machine, and as `auto` does (software adapters hidden).
   const [asked, asAuto] = await Promise.all([
-    probeGpu('allowed', environment),
-    hardware ? probeGpu('hidden', environment) : undefined,
+    probeGpu('allowed', { environment }),
+    hardware ? probeGpu('hidden', { environment }) : undefined,
   ]);
   const auto: GpuReport['auto'] = !hardware
     ? { device: 'cpu', reason: 'no GPU device found; auto never uses a software adapter' }
@@ -43,9 +45,13 @@ async function gpuReport(): Promise<GpuReport> {
       : { device: 'cpu', reason: `no hardware adapter works: ${asAuto?.error ?? 'unknown'}` };
   return {
     works: asked.ok,
-    // It works, yet not as auto sees the machine (software drivers hidden, or no GPU device): a software adapter.
-    software: asked.ok && !asAuto?.ok,
-    ...(asked.error !== undefined && { error: asked.error, fix: gpuFixHint() }),
+    adapters: asked.adapters,
+    // By the adapters' names, or: it works, yet not as auto sees the machine (software drivers hidden).
+    software: asked.ok && (asked.software || !asAuto?.ok),
+    ...(asked.error !== undefined && { error: asked.error }),
+    ...((asked.error !== undefined || (asked.ok && (asked.software || !asAuto?.ok))) && {
+      fix: gpuFixHint(environment),
+    }),
     log: asked.log,
     seen: describeEnvironment(environment),
     auto,
@@ -118,7 +124,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const wanted = DEVICES.find((value) => value === device.value);
   const broken =
     wanted === undefined ||
-    (wanted === 'gpu' && !gpu.works) ||
+    (wanted === 'gpu' && (!gpu.works || (gpu.software && process.env[SOFTWARE_GPU_OPT_IN] !== '1'))) ||
     (model.value === undefined
       ? models.some((row) => row.default && (row.status === 'missing' || row.status === 'corrupt'))
       : model.problem !== undefined);
@@ -161,7 +167,9 @@ function text(report: DoctorReport): string {
     '',
     'GPU (WebGPU)',
     gpu.works
-      ? `  works: yes${gpu.software ? ', on a software adapter (lavapipe or SwiftShader): far slower than the CPU' : ''}`
+      ? gpu.software
+        ? `  works: no GPU: only a software adapter${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}, slower than the CPU; --device gpu refuses it`
+        : `  works: yes${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}`
       : `  works: no: ${gpu.error}`,
     `  auto uses: the ${gpu.auto.device === 'gpu' ? 'GPU' : 'CPU'} (${gpu.auto.reason})`,
     `  seen: ${gpu.seen}`,
