@@ -228,6 +228,7 @@ export async function createEngine(
   // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
   // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
   if (options.warmUp) await warmUp(session, runPipeline).catch(() => undefined);
+  let recovering: Promise<unknown> | undefined;
   return {
     session,
     device,
@@ -239,7 +240,19 @@ export async function createEngine(
         throw toRmbgError(error, 'processing_failed');
       }
     },
-    broken: () => session.broken,
+    broken() {
+      const why = session.broken;
+      // While /readyz answers 503 nothing sends it a run, so the server's engine (warmed up) tries a blank one of its
+      // own, one at a time: a fresh worker that answers it ends the broken state.
+      if (why !== undefined && options.warmUp && !recovering) {
+        const { width, height } = inputSizeOf(model.contract);
+        recovering = session
+          .run(new Float32Array(3 * width * height))
+          .catch(() => undefined)
+          .finally(() => (recovering = undefined));
+      }
+      return why;
+    },
     close: () => session.release(),
   };
 }
