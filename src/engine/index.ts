@@ -17,6 +17,7 @@ import {
 } from './gpu-environment.js';
 import { claimGpu, releaseGpu } from './gpu-claim.js';
 import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu-probe.js';
+import { describeVerdict, readVerdict, saveVerdict, verdictFile, verdictKey, type GpuVerdict } from './gpu-verdict.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
@@ -138,9 +139,16 @@ async function placeOnGpu(
   // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider. Hidden
   // from the Vulkan loader, and any adapter offered is checked by the name it reports (the other backends).
   const software = requested === 'auto' && !softwareGpu ? 'hidden' : 'allowed';
+  // auto's verdict of an earlier start (gpu-verdict.ts): the CPU was faster, or the GPU worked and was faster.
+  const verdictAt = requested === 'auto' ? verdictKey(environment, model) : undefined;
+  const known = verdictAt === undefined ? undefined : readVerdict(verdictAt);
+  if (known?.device === 'cpu')
+    return onCpu(`the CPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
-  const probe = await probeGpu(software, { environment });
+  const probe: GpuProbe = known
+    ? { ok: true, adapters: [], software: false, log: [] }
+    : await probeGpu(software, { environment });
   try {
     if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
     const adapters = probe.adapters.join(', ');
@@ -153,6 +161,21 @@ async function placeOnGpu(
     }
     const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
+    if (known) {
+      const reason = `the GPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`;
+      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+    }
+    if (verdictAt !== undefined) {
+      const verdict = await measureVerdict(model, session, onCpu);
+      saveVerdict(verdictAt, verdict.verdict);
+      if (verdict.verdict.device === 'cpu') {
+        await session.release();
+        return verdict.cpu;
+      }
+      await verdict.cpu.session.release();
+      const reason = `a hardware adapter works${adapters && ` (${adapters})`} and is faster than the CPU (${describeVerdict(verdict.verdict)})`;
+      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+    }
     const reason = probe.software
       ? `a software adapter (${adapters}), allowed by ${SOFTWARE_GPU_OPT_IN}=1 for testing`
       : requested === 'auto'
@@ -170,6 +193,27 @@ async function placeOnGpu(
       { cause: error },
     );
   }
+}
+
+/** auto's measurement: one blank run on the GPU (its first run is done) against the CPU provider's second. */
+async function measureVerdict(
+  model: ResolvedModel,
+  gpu: WorkerSession,
+  onCpu: (reason: string) => Promise<PlacedSession>,
+): Promise<{ verdict: GpuVerdict; cpu: PlacedSession }> {
+  const { width, height } = inputSizeOf(model.contract);
+  const timed = async (session: WorkerSession) => {
+    const started = performance.now();
+    await session.run(new Float32Array(3 * width * height));
+    return Math.round(performance.now() - started);
+  };
+  const gpuMs = await timed(gpu);
+  const cpu = await onCpu('');
+  await timed(cpu.session); // the CPU's first run, as the GPU's was
+  const cpuMs = await timed(cpu.session);
+  const verdict: GpuVerdict = { device: gpuMs <= cpuMs ? 'gpu' : 'cpu', gpuMs, cpuMs, at: new Date().toISOString() };
+  const reason = `the CPU is faster here for this model (${describeVerdict(verdict)})`;
+  return { verdict, cpu: { ...cpu, device: { ...cpu.device, reason } } };
 }
 
 /** WebGPU works, but only on a software adapter: never "the GPU" (it is slower than the CPU provider). */

@@ -7,8 +7,15 @@ import { createRequire } from 'node:module';
 import { loadConfig } from '../../config/load-config.js';
 import { dataDirOf } from '../../config/setting-rules.js';
 import { DEVICES, SOFTWARE_GPU_OPT_IN } from '../../api/device.js';
-import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
+import {
+  describeEnvironment,
+  gpuEnvironment,
+  gpuFixHint,
+  mayHaveHardwareGpu,
+  type GpuEnvironment,
+} from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
+import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu-verdict.js';
 import { storeTarget } from '../../store/open-store.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
@@ -28,9 +35,20 @@ interface GpuReport {
   seen: string;
   /** What `--device auto` picks here, and why. */
   auto: { device: 'gpu' | 'cpu'; reason: string };
+  /** auto's remembered GPU-or-CPU verdict for the model runs use (gpu-verdict.ts); null until a start measured it. */
+  verdict: GpuVerdict | null;
 }
 
-async function gpuReport(): Promise<GpuReport> {
+/** auto's verdict for the model named by the settings (else the default), when a start has measured it. */
+function rememberedVerdict(environment: GpuEnvironment, model: string | undefined, dataDir: string): GpuVerdict | null {
+  try {
+    return readVerdict(verdictKey(environment, resolveModel(model, userModelsDirOf(dataDir)))) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function gpuReport(model: string | undefined, dataDir: string): Promise<GpuReport> {
   const environment = gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   // Both views at once: as `gpu` sees the machine, and as `auto` does (software adapters hidden).
@@ -55,6 +73,7 @@ async function gpuReport(): Promise<GpuReport> {
     log: asked.log,
     seen: describeEnvironment(environment),
     auto,
+    verdict: rememberedVerdict(environment, model, dataDir),
   };
 }
 
@@ -88,7 +107,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const config = loadConfig();
   const dataDir = dataDirOf(opts.dataDir as string | undefined);
   const target = storeTarget(opts.store as string | undefined, dataDir);
-  const [gpu, models, backends] = await Promise.all([gpuReport(), modelRows(dataDir), providers()]);
+  const [gpu, models, backends] = await Promise.all([
+    gpuReport(config.model.value, dataDir),
+    modelRows(dataDir),
+    providers(),
+  ]);
   const device = { value: config.device.value, source: config.device.source };
   const model = {
     value: config.model.value,
@@ -172,6 +195,7 @@ function text(report: DoctorReport): string {
         : `  works: yes${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}`
       : `  works: no: ${gpu.error}`,
     `  auto uses: the ${gpu.auto.device === 'gpu' ? 'GPU' : 'CPU'} (${gpu.auto.reason})`,
+    `  auto's verdict for the model: ${gpu.verdict ? `the ${gpu.verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(gpu.verdict)})` : 'not measured yet (the first start with auto on a GPU measures it)'}`,
     `  seen: ${gpu.seen}`,
     ...(gpu.fix ? [`  fix: ${gpu.fix}`] : []),
     ...(gpu.log.length ? ['  the Vulkan loader and Dawn said:', ...gpu.log.map((line) => `    ${line}`)] : []),
