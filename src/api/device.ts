@@ -16,6 +16,10 @@ export function parseDevice(value: unknown, name = 'device'): Device {
   throw new RmbgError('usage_error', `${name} must be one of ${DEVICES.join(', ')}; got ${JSON.stringify(value)}`);
 }
 
+/** For tests only (the test suite's GPU is lavapipe): set to 1, a software adapter (lavapipe, SwiftShader, WARP)
+ * counts as a GPU for `gpu` and `auto`, which otherwise never run on one. */
+export const SOFTWARE_GPU_OPT_IN = 'RMBG_TEST_SOFTWARE_GPU';
+
 /** Where a model runs and why: said once on stderr, and carried by --json, /readyz and /metrics. */
 export interface DeviceReport {
   /** What was asked for. */

@@ -21,6 +21,8 @@ export interface RemovedImage {
   token: string | undefined;
   /** Undefined only from a server that does not send the X-Foreground-* headers. */
   foreground: ForegroundBox | undefined;
+  /** Where the model ran: on this computer, its GPU or CPU; undefined through a server (it does not say). */
+  device?: DeviceReport['device'];
 }
 
 export interface RemoveCall {
@@ -76,6 +78,7 @@ export function localRemover(engine: Engine): Remover {
         replayed: false,
         token: undefined,
         foreground: result.foreground,
+        device: engine.device?.device,
       };
     },
     close: () => engine.close(),

@@ -28,6 +28,8 @@ export interface FileEvent {
   replayed: boolean;
   /** Why a file was skipped: 'exists' (output present) or 'failed-before' (journal, use --retry-failed). */
   reason?: string;
+  /** Where the model ran for a file done on this computer: its GPU or CPU. */
+  device?: 'gpu' | 'cpu';
   error: { code: string; message: string } | null;
 }
 
@@ -46,6 +48,8 @@ export interface BatchSummary {
   /** Set when the batch stopped early: 'interrupted', or the error code that stopped it. */
   stoppedBy: ErrorCode | null;
   failedInputs: string[];
+  /** Where the model runs, for a batch on this computer: its GPU or CPU. */
+  device?: 'gpu' | 'cpu';
 }
 
 /** An input that landed while the batch runs (--watch): the batch now has `total` inputs. */
@@ -102,7 +106,7 @@ class BatchRun {
     readonly journal: Journal,
     private readonly slots: Map<InputItem, OutputSlot>,
   ) {
-    this.summary = emptySummary(items.length);
+    this.summary = emptySummary(items.length, batch.remover.device?.device);
     this.optionsKey = canonicalOptions(batch.options);
     this.limit = pLimit(batch.concurrency);
     this.concurrency = new AdaptiveConcurrency(this.limit, batch.concurrency);
@@ -206,7 +210,7 @@ class BatchRun {
   }
 }
 
-function emptySummary(total: number): BatchSummary {
+function emptySummary(total: number, device: BatchSummary['device']): BatchSummary {
   return {
     type: 'summary',
     total,
@@ -219,6 +223,7 @@ function emptySummary(total: number): BatchSummary {
     ms: 0,
     stoppedBy: null,
     failedInputs: [],
+    ...(device && { device }),
   };
 }
 
@@ -235,7 +240,7 @@ interface EarlierRequest {
 
 /** What a file's event says beyond its input and time; unsaid fields keep their defaults (nothing done). */
 type FileOutcome = Pick<FileEvent, 'output' | 'status'> &
-  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error'>>;
+  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error' | 'device'>>;
 
 /** One input: skipped as planned, or sent through the remover and its output written, each step journaled. */
 async function processOne(
@@ -303,6 +308,7 @@ async function processOne(
       height: result.height,
       credits,
       replayed: result.replayed,
+      ...(result.device && { device: result.device }),
     });
   } catch (error) {
     const { code, message } = toRmbgError(error);

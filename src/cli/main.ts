@@ -27,6 +27,23 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     process.exitCode = exitCodeFor(error);
   }
+  await endDespiteHungRuns();
+}
+
+/**
+ * A model run set aside past its limit may never return (a hung GPU or kernel), and Node waits for every worker
+ * thread before it exits, even in process.exit(): the CLI would hang. Said, the output flushed, then ended.
+ */
+async function endDespiteHungRuns(): Promise<void> {
+  const { workersSetAsideRunning } = await import('../engine/inference-worker.js');
+  const running = workersSetAsideRunning();
+  if (running === 0) return;
+  process.stderr.write(
+    `rmbg: ${running} model run(s) past the run time limit are still running; ending the process (SIGKILL)\n`,
+  );
+  await new Promise((resolve) => process.stdout.write('', resolve));
+  await new Promise((resolve) => process.stderr.write('', resolve));
+  process.kill(process.pid, 'SIGKILL');
 }
 
 function exitCodeFor(error: unknown): number {

@@ -2,11 +2,7 @@
 
 import type { BatchEvent } from '../batch/run-batch.js';
 
-/** `summaryExtra`: what the summary line carries beside the counts (on this computer: the device). */
-export function jsonLinesRenderer(
-  write: (line: string) => void = (line) => process.stdout.write(line),
-  summaryExtra: Record<string, unknown> = {},
-) {
+export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line)) {
   return (event: BatchEvent): void => {
     // The count of inputs is in the summary; a photo that landed (--watch) shows up as its file line.
     if (event.type === 'start' || event.type === 'arrived') return;
@@ -15,7 +11,7 @@ export function jsonLinesRenderer(
       write(`${JSON.stringify(file)}\n`);
     } else {
       const { type: _type, ...summary } = event;
-      write(`${JSON.stringify({ summary: true, ...summary, ...summaryExtra })}\n`);
+      write(`${JSON.stringify({ summary: true, ...summary })}\n`);
     }
   };
 }

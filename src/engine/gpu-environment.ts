@@ -5,6 +5,28 @@ import { basename, join } from 'node:path';
 
 /** Vulkan drivers that run on the CPU (lavapipe, SwiftShader): far slower than onnxruntime's CPU provider. */
 const SOFTWARE_DRIVER = /lvp|lavapipe|swiftshader|llvmpipe/i;
+/** Adapters that run on the CPU, by the name their driver reports: Mesa's lavapipe ("llvmpipe (LLVM 15.0.6, 256
+ * bits)"), SwiftShader ("SwiftShader Device (Subzero)"), Direct3D's WARP ("Microsoft Basic Render Driver"). */
+const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|softpipe|swiftshader|microsoft basic render driver|\bwarp\b/i;
+
+export function isSoftwareAdapter(name: string): boolean {
+  return SOFTWARE_ADAPTER.test(name);
+}
+
+/** The adapters in the Vulkan loader's VK_LOADER_DEBUG=driver output: the "Sorted order:" list, "[0] llvmpipe (…)". */
+export function loaderAdapters(lines: string[]): string[] {
+  const names = new Set<string>();
+  let sorted = false;
+  for (const line of lines) {
+    if (/DRIVER: +Sorted order:/.test(line)) sorted = true;
+    else if (sorted) {
+      const entry = /DRIVER: +\[\d+\] (.+)$/.exec(line);
+      if (entry?.[1]) names.add(entry[1].trim());
+      else sorted = false;
+    }
+  }
+  return [...names];
+}
 /** VK_LOADER_DRIVERS_DISABLE globs that hide them from the Vulkan loader (matched against manifest file names). */
 const SOFTWARE_DRIVER_GLOBS = '*lvp*,*swiftshader*';
 /** Loaders before 1.3.234 ignore VK_LOADER_DRIVERS_DISABLE: they are given the other drivers' manifests instead. */
@@ -33,8 +55,21 @@ export interface VulkanDriver {
   software: boolean;
 }
 
+/** Where this process runs, for advice that fits it (gpuFixHint). */
+export interface GpuSituation {
+  /** In a container (/.dockerenv, /run/.containerenv, a container cgroup, Kubernetes' or NVIDIA's variables). */
+  container: boolean;
+  /** WSL2: the GPU is reached through /dev/dxg, Direct3D 12 underneath. */
+  wsl: boolean;
+  /** An NVIDIA MIG partition was given (NVIDIA_VISIBLE_DEVICES=MIG-…): MIG has no graphics, so no Vulkan. */
+  mig: boolean;
+  /** The Vulkan variables the user set (VK_*), shown as they are: each changes which drivers the loader sees. */
+  vulkanVariables: string[];
+}
+
 export interface GpuEnvironment {
   platform: NodeJS.Platform;
+  situation?: GpuSituation;
   /** GPU device nodes (Linux): "/dev/dri/renderD128 (NVIDIA)", "/dev/nvidia0". Empty: no GPU this process can reach. */
   devices: string[];
   /** Vulkan drivers installed (Linux). */
@@ -73,6 +108,32 @@ function driverManifests(env: NodeJS.ProcessEnv): string[] {
   );
 }
 
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+export function gpuSituation(env: NodeJS.ProcessEnv = process.env): GpuSituation {
+  const cgroup = readText('/proc/1/cgroup');
+  return {
+    container:
+      existsSync('/.dockerenv') ||
+      existsSync('/run/.containerenv') ||
+      /docker|kubepods|containerd|libpod|lxc/.test(cgroup) ||
+      env.KUBERNETES_SERVICE_HOST !== undefined ||
+      Object.keys(env).some((name) => name.startsWith('NVIDIA_')),
+    wsl: existsSync('/dev/dxg') || /microsoft/i.test(readText('/proc/version')),
+    mig: /\bMIG-/.test(env.NVIDIA_VISIBLE_DEVICES ?? '') || /\bMIG-/.test(env.CUDA_VISIBLE_DEVICES ?? ''),
+    vulkanVariables: Object.entries(env)
+      .filter(([name, value]) => name.startsWith('VK_') && value !== undefined && value !== '')
+      .map(([name, value]) => `${name}=${value}`)
+      .sort(),
+  };
+}
+
 export function gpuEnvironment(env: NodeJS.ProcessEnv = process.env): GpuEnvironment {
   if (process.platform !== 'linux') return { platform: process.platform, devices: [], drivers: [], loader: true };
   const render = list('/dev/dri')
@@ -91,6 +152,7 @@ export function gpuEnvironment(env: NodeJS.ProcessEnv = process.env): GpuEnviron
   const version = loader ? /\.so\.(\d+)\.(\d+)\.(\d+)$/.exec(realpathSync(loader)) : null;
   return {
     platform: 'linux',
+    situation: gpuSituation(env),
     devices: [...render, ...nvidia, ...wsl],
     drivers,
     loader: loader !== undefined,
@@ -107,10 +169,14 @@ export function mayHaveHardwareGpu(environment: GpuEnvironment): boolean {
 export function describeEnvironment(environment: GpuEnvironment): string {
   if (environment.platform !== 'linux') return `platform ${environment.platform}`;
   const drivers = environment.drivers.map((driver) => `${driver.manifest}${driver.software ? ' (software)' : ''}`);
+  const situation = environment.situation;
+  const where = [situation?.container && 'a container', situation?.wsl && 'WSL2', situation?.mig && 'a MIG partition'];
   return [
     `GPU devices: ${environment.devices.join(', ') || 'none'}`,
     `Vulkan loader (libvulkan.so.1): ${environment.loader ? (environment.loaderVersion ? environment.loaderVersion.join('.') : 'found') : 'not found'}`,
     `Vulkan drivers: ${drivers.join(', ') || 'none'}`,
+    ...(situation?.vulkanVariables.length ? [`set by you: ${situation.vulkanVariables.join(' ')}`] : []),
+    ...(where.some(Boolean) ? [`running in ${where.filter(Boolean).join(', ')}`] : []),
   ].join('; ');
 }
 
@@ -121,14 +187,42 @@ export function gpuErrorText(error: unknown): string {
   return (ort?.[1] ?? message.split('\n')[0] ?? message).trim();
 }
 
-/** How to give WebGPU a GPU on this OS. */
-export function gpuFixHint(platform: NodeJS.Platform = process.platform): string {
+/** The Vulkan loader alone: its Recommends (mesa-vulkan-drivers) would bring lavapipe, a software driver. */
+const LOADER_INSTALL = 'apt-get install --no-install-recommends libvulkan1';
+
+/** How to give WebGPU a GPU here: for this OS, and on Linux for the situation (container, WSL2, MIG). Never a
+ * software driver: rmbg does not use one. */
+export function gpuFixHint(environment: Pick<GpuEnvironment, 'platform' | 'situation'> = gpuEnvironment()): string {
+  const { platform, situation } = environment;
   if (platform === 'darwin') return 'WebGPU runs on Metal: it needs macOS 13 or later on a Mac with a Metal GPU';
-  if (platform === 'win32') return "WebGPU runs on Direct3D 12: install the GPU vendor's current driver";
-  return (
-    "WebGPU runs on Vulkan: install the Vulkan loader (Debian/Ubuntu: apt-get install libvulkan1) and the GPU's Vulkan driver " +
-    "(NVIDIA: the driver's Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), and make sure this user can open /dev/dri/renderD* or /dev/nvidia*"
-  );
+  if (platform === 'win32')
+    return "WebGPU runs on Direct3D 12: install the GPU vendor's current driver; a VM or CI runner without a GPU offers only Microsoft's software adapter (WARP), which rmbg does not use";
+  const advice: string[] = [];
+  if (situation?.mig)
+    advice.push(
+      "a MIG partition of an NVIDIA GPU has no graphics, so no Vulkan: give the container a whole GPU, or use device 'cpu'",
+    );
+  if (situation?.wsl)
+    advice.push(
+      "on WSL2 the GPU is reached through /dev/dxg: Vulkan needs Mesa's Dozen driver (dzn, Vulkan over Direct3D 12; Mesa 23.1 or later built with it), " +
+        'and the Windows GPU driver only: do not install a Linux NVIDIA driver inside WSL',
+    );
+  else if (situation?.container)
+    advice.push(
+      'inside a container the Vulkan driver comes from the host: with the NVIDIA Container Toolkit set NVIDIA_DRIVER_CAPABILITIES=graphics,compute,utility ' +
+        '(or all; the default compute,utility mounts no Vulkan driver) and pass the GPU (--gpus all, or a Kubernetes nvidia.com/gpu limit); ' +
+        `AMD and Intel: pass /dev/dri; in the image install only the Vulkan loader (Debian/Ubuntu: ${LOADER_INSTALL})`,
+    );
+  else
+    advice.push(
+      `WebGPU runs on Vulkan: install the Vulkan loader (Debian/Ubuntu: ${LOADER_INSTALL}) and the GPU's Vulkan driver ` +
+        "(NVIDIA: the driver's Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), and make sure this user can open /dev/dri/renderD* or /dev/nvidia*",
+    );
+  if (situation?.vulkanVariables.length)
+    advice.push(
+      `check the Vulkan variables you set (${situation.vulkanVariables.join(' ')}): they choose which drivers the loader sees`,
+    );
+  return advice.join('; ');
 }
 
 /** Whether version `a` comes before `b`. */

@@ -4,7 +4,7 @@
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
-import { DEFAULT_DEVICE, type Device, type DeviceReport } from '../api/device.js';
+import { DEFAULT_DEVICE, SOFTWARE_GPU_OPT_IN, type Device, type DeviceReport } from '../api/device.js';
 import { concurrencyFor } from './device.js';
 import {
   describeEnvironment,
@@ -15,7 +15,9 @@ import {
   withSoftwareAdaptersHidden,
   type GpuEnvironment,
 } from './gpu-environment.js';
-import { probeGpu, type GpuProbe } from './gpu-probe.js';
+import { claimGpu, releaseGpu } from './gpu-claim.js';
+import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu-probe.js';
+import { describeVerdict, readVerdict, saveVerdict, verdictFile, verdictKey, type GpuVerdict } from './gpu-verdict.js';
 import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
 import { WorkerSession, type WorkerLimits } from './inference-worker.js';
 import { inputSizeOf } from './model-contract.js';
@@ -36,6 +38,8 @@ export interface EngineOptions extends Omit<SessionOptions, 'provider'>, WorkerL
   environment?: GpuEnvironment;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
+  /** For tests: a software adapter counts as a GPU. Default: whether RMBG_TEST_SOFTWARE_GPU is 1 (api/device.ts). */
+  softwareGpu?: boolean;
 }
 
 /** A session and where it runs. */
@@ -44,8 +48,8 @@ interface PlacedSession {
   device: DeviceReport;
 }
 
-/** auto waits this long for the GPU's first run before it gives up on the GPU (shader compilation takes ~1 s). */
-const AUTO_FIRST_RUN_LIMIT_MS = 60_000;
+/** The GPU's first run may take this long before the GPU is given up on (shader compilation takes ~1 s). */
+const FIRST_GPU_RUN_LIMIT_MS = 60_000;
 
 /**
  * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
@@ -56,17 +60,16 @@ async function gpuSession(
   model: ResolvedModel,
   options: EngineOptions,
   verified: Promise<unknown>,
-  firstRunLimitMs: number | undefined,
+  firstRunLimitMs: number,
 ): Promise<WorkerSession> {
   const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
   const { width, height } = inputSizeOf(model.contract);
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
-    if (firstRunLimitMs !== undefined)
-      timer = setTimeout(
-        () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
-        firstRunLimitMs,
-      );
+    timer = setTimeout(
+      () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
+      firstRunLimitMs,
+    );
   });
   const firstRun = session.run(new Float32Array(3 * width * height));
   try {
@@ -100,25 +103,87 @@ async function placeSession(
   if (requested === 'cpu') return onCpu("device 'cpu' was asked for");
   const environment = options.environment ?? gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
-  if (requested === 'auto' && !hardware)
+  const softwareGpu = options.softwareGpu ?? process.env[SOFTWARE_GPU_OPT_IN] === '1';
+  if (requested === 'auto' && !hardware && !softwareGpu)
     return onCpu(`no GPU device found (${describeEnvironment(environment)}); software adapters are never used by auto`);
-  // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider.
-  const software = requested === 'auto' ? 'hidden' : 'allowed';
+  if (!(await bindingHasWebGpu())) {
+    const why = `this onnxruntime-node build (${process.platform} ${process.arch}) has no WebGPU`;
+    if (requested === 'auto') return onCpu(why);
+    throw new RmbgError('device_unavailable', `cannot run model ${model.name} on the GPU: ${why}; use device 'cpu'.`);
+  }
+  // One GPU user per process (gpu-claim.ts): held while placing, so the probe is not paid for a GPU held elsewhere.
+  const refused = await claimGpu();
+  if (refused !== undefined) {
+    if (requested === 'auto') return onCpu(`the GPU is not free: ${refused}`);
+    throw new RmbgError(
+      'device_unavailable',
+      `cannot run model ${model.name} on the GPU: ${refused}. Use one rmbg instance per process for the GPU (share it between threads by messages), or device 'cpu' here.`,
+    );
+  }
+  try {
+    return await placeOnGpu(model, options, verified, environment, softwareGpu, onCpu);
+  } finally {
+    releaseGpu(); // the GPU session, if any, holds its own claim
+  }
+}
+
+async function placeOnGpu(
+  model: ResolvedModel,
+  options: EngineOptions,
+  verified: Promise<unknown>,
+  environment: GpuEnvironment,
+  softwareGpu: boolean,
+  onCpu: (reason: string) => Promise<PlacedSession>,
+): Promise<PlacedSession> {
+  const requested = options.device ?? DEFAULT_DEVICE;
+  // auto never takes a software adapter (lavapipe, SwiftShader): it is far slower than the CPU provider. Hidden
+  // from the Vulkan loader, and any adapter offered is checked by the name it reports (the other backends).
+  const software = requested === 'auto' && !softwareGpu ? 'hidden' : 'allowed';
+  // auto's verdict of an earlier start (gpu-verdict.ts): the CPU was faster, or the GPU worked and was faster.
+  const verdictAt = requested === 'auto' ? verdictKey(environment, model) : undefined;
+  const known = verdictAt === undefined ? undefined : readVerdict(verdictAt);
+  if (known?.device === 'cpu')
+    return onCpu(`the CPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
-  const probe = await probeGpu(software, environment);
+  const probe: GpuProbe = known
+    ? { ok: true, adapters: [], software: false, log: [] }
+    : await probeGpu(software, { environment });
   try {
     if (!probe.ok) throw new Error(probe.error ?? 'the GPU probe failed');
-    const load = () => gpuSession(model, options, verified, requested === 'auto' ? AUTO_FIRST_RUN_LIMIT_MS : undefined);
+    const adapters = probe.adapters.join(', ');
+    if (probe.software && !softwareGpu) {
+      if (requested === 'auto')
+        return await onCpu(
+          `the only WebGPU adapter is a software one (${adapters}), slower than the CPU; software adapters are never used by auto`,
+        );
+      throw new RmbgError('device_unavailable', softwareAdapterOnly(model, adapters, environment));
+    }
+    const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
-    const reason =
-      requested === 'auto'
-        ? 'a hardware adapter works'
-        : hardware
-          ? "device 'gpu' was asked for"
-          : "device 'gpu' was asked for; no GPU device was found, so this is a software adapter, far slower than the CPU";
+    if (known) {
+      const reason = `the GPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`;
+      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+    }
+    if (verdictAt !== undefined) {
+      const verdict = await measureVerdict(model, session, onCpu);
+      saveVerdict(verdictAt, verdict.verdict);
+      if (verdict.verdict.device === 'cpu') {
+        await session.release();
+        return verdict.cpu;
+      }
+      await verdict.cpu.session.release();
+      const reason = `a hardware adapter works${adapters && ` (${adapters})`} and is faster than the CPU (${describeVerdict(verdict.verdict)})`;
+      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+    }
+    const reason = probe.software
+      ? `a software adapter (${adapters}), allowed by ${SOFTWARE_GPU_OPT_IN}=1 for testing`
+      : requested === 'auto'
+        ? `a hardware adapter works${adapters && ` (${adapters})`}`
+        : `device 'gpu' was asked for${adapters && ` (${adapters})`}`;
     return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
   } catch (error) {
+    if (error instanceof RmbgError && error.code === 'device_unavailable') throw error;
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
     const failure = gpuErrorText(error);
     if (requested === 'auto') return onCpu(`the GPU failed (${failure}); 'rmbg doctor' tells why`);
@@ -130,6 +195,32 @@ async function placeSession(
   }
 }
 
+/** auto's measurement: one blank run on the GPU (its first run is done) against the CPU provider's second. */
+async function measureVerdict(
+  model: ResolvedModel,
+  gpu: WorkerSession,
+  onCpu: (reason: string) => Promise<PlacedSession>,
+): Promise<{ verdict: GpuVerdict; cpu: PlacedSession }> {
+  const { width, height } = inputSizeOf(model.contract);
+  const timed = async (session: WorkerSession) => {
+    const started = performance.now();
+    await session.run(new Float32Array(3 * width * height));
+    return Math.round(performance.now() - started);
+  };
+  const gpuMs = await timed(gpu);
+  const cpu = await onCpu('');
+  await timed(cpu.session); // the CPU's first run, as the GPU's was
+  const cpuMs = await timed(cpu.session);
+  const verdict: GpuVerdict = { device: gpuMs <= cpuMs ? 'gpu' : 'cpu', gpuMs, cpuMs, at: new Date().toISOString() };
+  const reason = `the CPU is faster here for this model (${describeVerdict(verdict)})`;
+  return { verdict, cpu: { ...cpu, device: { ...cpu.device, reason } } };
+}
+
+/** WebGPU works, but only on a software adapter: never "the GPU" (it is slower than the CPU provider). */
+function softwareAdapterOnly(model: ResolvedModel, adapters: string, environment: GpuEnvironment): string {
+  return `cannot run model ${model.name} on the GPU: the only WebGPU adapter here is a software one (${adapters}), which runs on the CPU and is slower than device 'cpu'. Seen: ${describeEnvironment(environment)}. To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+}
+
 /** WebGPU itself fails: what was seen, what the loader said, how to fix it on this OS. */
 function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnvironment, probe: GpuProbe): string {
   const said = probe.log.length
@@ -138,7 +229,7 @@ function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnv
         .map((line) => line.trim())
         .join(' | ')}.`
     : '';
-  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint()}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
 }
 
 /** WebGPU works (a one-node model ran on it), but this model does not: nothing to install. */
@@ -181,6 +272,7 @@ export async function createEngine(
   // are paid too. A model that cannot run fails it as it will fail each image: that is reported per image (a 502
   // and a refund from `rmbg serve`), so the warm-up's own failure is not an error.
   if (options.warmUp) await warmUp(session, runPipeline).catch(() => undefined);
+  let recovering: Promise<unknown> | undefined;
   return {
     session,
     device,
@@ -195,6 +287,19 @@ export async function createEngine(
         // Anything not already classified (a libvips or ORT failure mid-run) is a processing failure.
         throw toRmbgError(error, 'processing_failed');
       }
+    },
+    broken() {
+      const why = session.broken;
+      // While /readyz answers 503 nothing sends it a run, so the server's engine (warmed up) tries a blank one of its
+      // own, one at a time: a fresh worker that answers it ends the broken state.
+      if (why !== undefined && options.warmUp && !recovering) {
+        const { width, height } = inputSizeOf(model.contract);
+        recovering = session
+          .run(new Float32Array(3 * width * height))
+          .catch(() => undefined)
+          .finally(() => (recovering = undefined));
+      }
+      return why;
     },
     close: () => session.release(),
   };

@@ -3,6 +3,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../api/errors.js';
+import { claimGpu, releaseGpu } from './gpu-claim.js';
 import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';
@@ -44,8 +45,21 @@ interface PendingRun {
 }
 
 export interface WorkerLimits {
-  /** A CPU run unanswered after this long fails and its worker is set aside (default: none); never on the GPU. */
+  /** A run unanswered this long after it was asked for (its wait for the GPU included) fails; one in the model
+   * then has its worker set aside and the session is broken until a fresh worker answers. Default: none. */
   runTimeoutMs?: number;
+}
+
+/** Workers set aside and still running (each holds a model in memory); past this, runs fail until one returns. */
+const MAX_SET_ASIDE = 2;
+
+/** Workers set aside by this copy's sessions that have not returned yet. */
+let runningSetAside = 0;
+
+/** Whether a worker set aside is still in its run: the process cannot exit normally meanwhile, as Node waits for
+ * every worker thread, and one stuck in native code (a hung GPU) never comes back. */
+export function workersSetAsideRunning(): number {
+  return runningSetAside;
 }
 
 export class WorkerSession {
@@ -54,6 +68,12 @@ export class WorkerSession {
   private readonly pending = new Map<number, PendingRun>();
   private nextId = 0;
   private released = false;
+  /** Whether this session counts among its copy's users of the process's GPU. */
+  private holdsGpu = false;
+  /** Workers set aside after a run past its limit, until they exit, with the exit awaited. */
+  private readonly setAsideWorkers = new Map<Worker, Promise<unknown>>();
+  /** Why the session is broken (a run past its limit), until a fresh worker answers a run. */
+  private brokenBy: string | undefined;
   /** What `workerReady` resolved to, while that worker runs. */
   private loadedWorker: Worker | undefined;
   /** A GPU session's every load, run and release waits for its turn in the process's one GPU queue. */
@@ -75,7 +95,18 @@ export class WorkerSession {
     limits: WorkerLimits = {},
   ): Promise<WorkerSession> {
     const session = new WorkerSession(model, options, limits);
-    await session.turn(() => session.ensureWorker(verified));
+    if (options.provider === 'webgpu') {
+      const refused = await claimGpu();
+      if (refused !== undefined)
+        throw new RmbgError('device_unavailable', `cannot load model ${model.name} on the GPU: ${refused}`);
+      session.holdsGpu = true;
+    }
+    try {
+      await session.turn(() => session.ensureWorker(verified));
+    } catch (error) {
+      session.giveBackGpu();
+      throw error;
+    }
     return session;
   }
 
@@ -83,14 +114,52 @@ export class WorkerSession {
     return inputSizeOf(this.model.contract);
   }
 
+  /** Why the session is broken (a run went past its limit), until a fresh worker has answered; else undefined. */
+  get broken(): string | undefined {
+    return this.brokenBy;
+  }
+
   /** Runs the model on a planar CHW float tensor; the input's buffer moves to the worker (detached here). */
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
-    return this.turn(() => this.runNow(input));
+    const { runTimeoutMs } = this.limits;
+    if (runTimeoutMs === undefined) return this.turn(async () => (await this.send(input)).result);
+    return new Promise<MaskPlane>((resolve, reject) => {
+      let inModel: Worker | undefined;
+      let expired = false;
+      // A run that never answers (a hung kernel or GPU, a deadlock) would hold every later run of this session.
+      const timer = setTimeout(() => {
+        expired = true;
+        if (inModel) this.setAside(inModel, `a run took longer than ${runTimeoutMs / 1000} s`);
+        else
+          reject(
+            new RmbgError(
+              'processing_failed',
+              `model ${this.model.name} did not get to run within ${runTimeoutMs / 1000} s: the runs before it held it${this.brokenBy ? ` (${this.brokenBy})` : ''}`,
+            ),
+          );
+      }, runTimeoutMs);
+      this.turn(async () => {
+        if (expired) return; // its caller has given up: its turn is skipped
+        const sent = await this.send(input);
+        inModel = sent.worker;
+        await sent.result.then(resolve, reject);
+        // A GPU run set aside still holds the GPU: the next one waits until it has returned (two at once crash).
+        if (this.options.provider === 'webgpu') await this.setAsideWorkers.get(sent.worker);
+      })
+        .catch(reject)
+        .finally(() => clearTimeout(timer));
+    });
   }
 
-  private async runNow(input: Float32Array): Promise<MaskPlane> {
-    // The weights were verified when the engine was created; a worker that died is replaced here.
+  /** Sends one run to the worker (started first when there is none): the worker and its answer. */
+  private async send(input: Float32Array): Promise<{ worker: Worker; result: Promise<MaskPlane> }> {
+    if (this.setAsideWorkers.size >= MAX_SET_ASIDE && !this.loadedWorker)
+      throw new RmbgError(
+        'processing_failed',
+        `model ${this.model.name} cannot run: ${this.setAsideWorkers.size} workers set aside after runs past their limit are still running (${this.brokenBy})`,
+      );
+    // The weights were verified when the engine was created; a worker that died or was set aside is replaced here.
     const worker = await this.ensureWorker(Promise.resolve());
     const id = this.nextId++;
     const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject, worker }));
@@ -99,14 +168,7 @@ export class WorkerSession {
     const sent = whole ? input : input.slice();
     worker.ref(); // a run in flight keeps the process alive, as it did on the main thread
     worker.postMessage({ type: 'run', id, input: sent } satisfies ToWorker, [sent.buffer as ArrayBuffer]);
-    const { runTimeoutMs } = this.limits;
-    if (runTimeoutMs === undefined || this.options.provider === 'webgpu') return result;
-    // A run that never answers (a hung kernel, a deadlock) would hold every later run of this session.
-    const timer = setTimeout(
-      () => this.setAside(worker, `a run took longer than ${runTimeoutMs / 1000} s`),
-      runTimeoutMs,
-    );
-    return result.finally(() => clearTimeout(timer));
+    return { worker, result };
   }
 
   /** Fails `worker`'s runs and lets the next run start another; asked to release, it exits by itself when done.
@@ -116,6 +178,15 @@ export class WorkerSession {
       this.workerReady = undefined;
       this.loadedWorker = undefined;
     }
+    this.brokenBy = `${why} on the ${this.options.provider === 'webgpu' ? 'GPU' : 'CPU'}`;
+    runningSetAside++;
+    this.setAsideWorkers.set(
+      worker,
+      new Promise((resolve) => worker.once('exit', resolve)).finally(() => {
+        runningSetAside--;
+        this.setAsideWorkers.delete(worker);
+      }),
+    );
     this.failRuns(
       worker,
       new RmbgError(
@@ -138,7 +209,20 @@ export class WorkerSession {
   /** Waits for the runs in flight, releases the session and ends the worker; later runs fail. */
   async release(): Promise<void> {
     this.released = true;
-    await this.turn(() => this.releaseNow());
+    try {
+      // Behind a run set aside the turn may never come (a hung GPU): release the current worker without it.
+      await (this.setAsideWorkers.size > 0 ? this.releaseNow() : this.turn(() => this.releaseNow()));
+    } finally {
+      // A worker set aside may still be in a GPU call: the GPU is given back once it has returned.
+      void Promise.all(this.setAsideWorkers.values()).then(() => this.giveBackGpu());
+    }
+  }
+
+  /** This session's share of the process's GPU claim (gpu-claim.ts), given back once. */
+  private giveBackGpu(): void {
+    if (!this.holdsGpu) return;
+    this.holdsGpu = false;
+    releaseGpu();
   }
 
   private async releaseNow(): Promise<void> {
@@ -179,8 +263,10 @@ export class WorkerSession {
         } else {
           const run = this.pending.get(message.id);
           this.pending.delete(message.id);
-          if (message.type === 'result') run?.resolve(message.plane);
-          else run?.reject(new RmbgError(message.error.code, message.error.message));
+          if (message.type === 'result') {
+            if (worker === this.loadedWorker) this.brokenBy = undefined; // a fresh worker answered
+            run?.resolve(message.plane);
+          } else run?.reject(new RmbgError(message.error.code, message.error.message));
           if (worker === this.loadedWorker) this.unrefWhenIdle(worker);
         }
       });

@@ -37,5 +37,7 @@ export interface Engine {
   readonly device?: DeviceReport;
   /** An API image's bytes or a decoded photo. Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
   cutOut(input: Buffer | DecodedPhoto, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
+  /** Why the engine is broken (a run went past its limit), until a fresh worker has answered a run; else undefined. */
+  broken?(): string | undefined;
   close(): Promise<void>;
 }

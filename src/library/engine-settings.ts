@@ -3,6 +3,7 @@
 // the environment and the user settings file in the one precedence order of src/config.
 
 import { RmbgError } from '../api/errors.js';
+import { LIMITS } from '../api/limits.js';
 import { resolveSetting } from '../config/load-config.js';
 import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
 import { settingsPathOf } from '../config/user-settings.js';
@@ -48,7 +49,8 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
     // false: optimise at each start; otherwise the engine's default folder.
     ...(settings.graphCache === false && { graphCache: false }),
     ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
-    ...(settings.runTimeoutMs !== undefined && { runTimeoutMs: settings.runTimeoutMs }),
+    // Every run has a limit: a hung GPU or kernel fails its photo instead of holding the caller for ever.
+    runTimeoutMs: settings.runTimeoutMs ?? LIMITS.runTimeoutMs,
   };
 }
 

@@ -28,6 +28,8 @@ export interface RemoveBackgroundResult {
   height: number;
   /** Foreground box on the (EXIF-oriented) input, in input pixels; undefined only from a server that does not send it. */
   foreground: ForegroundBox | undefined;
+  /** Where the model ran: 'gpu' or 'cpu' on this computer; undefined through `apiUrl` (the server does not say). */
+  device: 'gpu' | 'cpu' | undefined;
 }
 
 /** removeBackground()'s options and the batch's rows of src/settings (BATCH_SETTINGS); `outDir` is required. */
@@ -87,6 +89,7 @@ export function createRmbg(): Rmbg {
           width: result.width,
           height: result.height,
           foreground: result.foreground,
+          device: result.device,
         };
       })();
       // A cancelled call rejects with the caller's reason at once, not with our 'interrupted' at the engine's next stage.

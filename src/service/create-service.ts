@@ -215,6 +215,9 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       );
     },
     async checkReady() {
+      const broken = deps.engine.broken?.();
+      if (broken !== undefined)
+        throw new RmbgError('service_unavailable', `the model is not answering: ${broken}`, { retryAfterSeconds: 5 });
       const version = await deps.store.schemaVersion();
       if (version !== deps.store.latestSchemaVersion) {
         throw new RmbgError(

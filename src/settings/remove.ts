@@ -74,6 +74,16 @@ export const BATCH_SETTINGS = {
     defaultText:
       'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU, fewer where memory is short',
   },
+  runTimeoutMs: {
+    type: 'whole',
+    min: 1000,
+    max: 2_147_483_647,
+    default: LIMITS.runTimeoutMs,
+    unit: 'milliseconds',
+    flag: '--run-timeout',
+    flagInSeconds: true,
+    help: "on this computer: time limit of one model run (a hung GPU or kernel); past it the photo fails and the model's worker is set aside",
+  },
   retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
   json: {
     type: 'switch',

@@ -168,7 +168,8 @@ describe('removeBackground', () => {
     const local = await rmbg.removeBackground(ASTRONAUT, { ...options, ...FAST });
     const first = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
     const again = await rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey });
-    expect({ ...first, data: undefined }).toEqual({ ...local, data: undefined });
+    expect(first.device).toBeUndefined(); // the server does not say where its model ran
+    expect({ ...first, data: undefined }).toEqual({ ...local, data: undefined, device: undefined });
     expect(first.data.equals(local.data)).toBe(true);
     expect(again.data.equals(first.data)).toBe(true);
     const account = await fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': apiKey } }).then(
@@ -202,6 +203,23 @@ describe('removeBackground', () => {
       await faults.close();
     }
     expect(await creditsLeft()).toBe(before - 1);
+  });
+});
+
+describe('where the model ran', () => {
+  it("the result and the batch's events say the device: each file done, and the summary", async () => {
+    const result = await rmbg.removeBackground(ASTRONAUT, { ...FAST, device: 'cpu', size: 'preview' });
+    expect(result.device).toBe('cpu');
+    const inputDir = tempDir();
+    copyFileSync(ASTRONAUT, path.join(inputDir, 'astronaut.png'));
+    const outDir = path.join(tempDir(), 'out');
+    const events: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, { ...FAST, device: 'cpu', outDir, size: 'preview' }))
+      events.push(event);
+    expect(events.filter((event) => event.type === 'file')).toEqual([
+      expect.objectContaining({ status: 'done', device: 'cpu' }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: 'summary', done: 1, device: 'cpu' });
   });
 });
 

@@ -6,9 +6,16 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadConfig } from '../../config/load-config.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { DEVICES } from '../../api/device.js';
-import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
+import { DEVICES, SOFTWARE_GPU_OPT_IN } from '../../api/device.js';
+import {
+  describeEnvironment,
+  gpuEnvironment,
+  gpuFixHint,
+  mayHaveHardwareGpu,
+  type GpuEnvironment,
+} from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
+import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu-verdict.js';
 import { storeTarget } from '../../store/open-store.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
@@ -17,7 +24,9 @@ import { userModelsDirOf } from '../../engine/user-models.js';
 
 interface GpuReport {
   works: boolean;
-  /** A software adapter (lavapipe, SwiftShader): no GPU device was found, yet WebGPU works. */
+  /** The adapters offered, by the names their drivers report (Vulkan); empty where not known. */
+  adapters: string[];
+  /** Only a software adapter (lavapipe, SwiftShader, WARP) works: no GPU for rmbg. */
   software: boolean;
   error?: string;
   fix?: string;
@@ -26,15 +35,26 @@ interface GpuReport {
   seen: string;
   /** What `--device auto` picks here, and why. */
   auto: { device: 'gpu' | 'cpu'; reason: string };
+  /** auto's remembered GPU-or-CPU verdict for the model runs use (gpu-verdict.ts); null until a start measured it. */
+  verdict: GpuVerdict | null;
 }
 
-async function gpuReport(): Promise<GpuReport> {
+/** auto's verdict for the model named by the settings (else the default), when a start has measured it. */
+function rememberedVerdict(environment: GpuEnvironment, model: string | undefined, dataDir: string): GpuVerdict | null {
+  try {
+    return readVerdict(verdictKey(environment, resolveModel(model, userModelsDirOf(dataDir)))) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function gpuReport(model: string | undefined, dataDir: string): Promise<GpuReport> {
   const environment = gpuEnvironment();
   const hardware = mayHaveHardwareGpu(environment);
   // Both views at once: as `gpu` sees the machine, and as `auto` does (software adapters hidden).
   const [asked, asAuto] = await Promise.all([
-    probeGpu('allowed', environment),
-    hardware ? probeGpu('hidden', environment) : undefined,
+    probeGpu('allowed', { environment }),
+    hardware ? probeGpu('hidden', { environment }) : undefined,
   ]);
   const auto: GpuReport['auto'] = !hardware
     ? { device: 'cpu', reason: 'no GPU device found; auto never uses a software adapter' }
@@ -43,12 +63,17 @@ async function gpuReport(): Promise<GpuReport> {
       : { device: 'cpu', reason: `no hardware adapter works: ${asAuto?.error ?? 'unknown'}` };
   return {
     works: asked.ok,
-    // It works, yet not as auto sees the machine (software drivers hidden, or no GPU device): a software adapter.
-    software: asked.ok && !asAuto?.ok,
-    ...(asked.error !== undefined && { error: asked.error, fix: gpuFixHint() }),
+    adapters: asked.adapters,
+    // By the adapters' names, or: it works, yet not as auto sees the machine (software drivers hidden).
+    software: asked.ok && (asked.software || !asAuto?.ok),
+    ...(asked.error !== undefined && { error: asked.error }),
+    ...((asked.error !== undefined || (asked.ok && (asked.software || !asAuto?.ok))) && {
+      fix: gpuFixHint(environment),
+    }),
     log: asked.log,
     seen: describeEnvironment(environment),
     auto,
+    verdict: rememberedVerdict(environment, model, dataDir),
   };
 }
 
@@ -82,7 +107,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const config = loadConfig();
   const dataDir = dataDirOf(opts.dataDir as string | undefined);
   const target = storeTarget(opts.store as string | undefined, dataDir);
-  const [gpu, models, backends] = await Promise.all([gpuReport(), modelRows(dataDir), providers()]);
+  const [gpu, models, backends] = await Promise.all([
+    gpuReport(config.model.value, dataDir),
+    modelRows(dataDir),
+    providers(),
+  ]);
   const device = { value: config.device.value, source: config.device.source };
   const model = {
     value: config.model.value,
@@ -118,7 +147,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   const wanted = DEVICES.find((value) => value === device.value);
   const broken =
     wanted === undefined ||
-    (wanted === 'gpu' && !gpu.works) ||
+    (wanted === 'gpu' && (!gpu.works || (gpu.software && process.env[SOFTWARE_GPU_OPT_IN] !== '1'))) ||
     (model.value === undefined
       ? models.some((row) => row.default && (row.status === 'missing' || row.status === 'corrupt'))
       : model.problem !== undefined);
@@ -161,9 +190,12 @@ function text(report: DoctorReport): string {
     '',
     'GPU (WebGPU)',
     gpu.works
-      ? `  works: yes${gpu.software ? ', on a software adapter (lavapipe or SwiftShader): far slower than the CPU' : ''}`
+      ? gpu.software
+        ? `  works: no GPU: only a software adapter${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}, slower than the CPU; --device gpu refuses it`
+        : `  works: yes${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}`
       : `  works: no: ${gpu.error}`,
     `  auto uses: the ${gpu.auto.device === 'gpu' ? 'GPU' : 'CPU'} (${gpu.auto.reason})`,
+    `  auto's verdict for the model: ${gpu.verdict ? `the ${gpu.verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(gpu.verdict)})` : 'not measured yet (the first start with auto on a GPU measures it)'}`,
     `  seen: ${gpu.seen}`,
     ...(gpu.fix ? [`  fix: ${gpu.fix}`] : []),
     ...(gpu.log.length ? ['  the Vulkan loader and Dawn said:', ...gpu.log.map((line) => `    ${line}`)] : []),

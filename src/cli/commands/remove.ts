@@ -175,8 +175,7 @@ async function runFolderBatch(
   // cli-progress and chokidar are imported only when they are used: a script's run does not wait for them.
   const progress = json ? undefined : (await import('../render-progress.js')).progressRenderer();
   const watchInputs = flags.watch ? (await import('../../batch/watch-inputs.js')).watchInputs : undefined;
-  const render: (event: BatchEvent) => void =
-    progress ?? jsonLinesRenderer(undefined, remover.device && { device: remover.device.device });
+  const render: (event: BatchEvent) => void = progress ?? jsonLinesRenderer();
   // Above the bar when there is one: a line written past it would leave a stale copy of the bar behind.
   const note = (text: string) => (progress ? progress.note(text) : process.stderr.write(`${text}\n`));
   const stop = new AbortController();

@@ -7,12 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SOFTWARE_GPU_OPT_IN } from '../../../src/api/device.js';
 import { parseRemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
 import { cachedGraph } from '../../../src/engine/graph-cache.js';
 import { gpuEnvironment } from '../../../src/engine/gpu-environment.js';
 import { writeRedChannelModel } from '../../fixtures/onnx-writer.js';
 
+// lavapipe is a software adapter: --device gpu runs on it only with the opt-in for tests.
+process.env[SOFTWARE_GPU_OPT_IN] = '1';
 const dir = mkdtempSync(join(tmpdir(), 'rmbg-gpu-'));
 const red = join(dir, 'red.onnx');
 const redBrighter = join(dir, 'red-brighter.onnx');
@@ -113,7 +116,7 @@ describe('--device auto', () => {
   it('with a GPU device but only a software adapter: the probe with software hidden finds none, so the CPU, saying why', async () => {
     // This machine's own drivers and loader, plus a GPU device node it lacks: auto then asks WebGPU for real.
     const environment = { ...gpuEnvironment(), devices: ['/dev/dri/renderD128 (a GPU whose driver is missing)'] };
-    const engine = await createEngine({ model: red, environment, graphCache: false });
+    const engine = await createEngine({ model: red, environment, graphCache: false, softwareGpu: false });
     try {
       expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
       expect(engine.device.reason).toBe(
@@ -127,7 +130,7 @@ describe('--device auto', () => {
   it.runIf(gpuEnvironment().devices.length === 0)(
     'ignores the software adapter: runs on the CPU and says why',
     async () => {
-      const engine = await createEngine({ model: red, graphCache: false });
+      const engine = await createEngine({ model: red, graphCache: false, softwareGpu: false });
       try {
         expect(engine.device).toMatchObject({ requested: 'auto', device: 'cpu' });
         expect(engine.device.reason).toMatch(/^no GPU device found \(GPU devices: none;.*lvp_icd.*\(software\)/);

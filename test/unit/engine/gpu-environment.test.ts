@@ -3,6 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import {
+  gpuFixHint,
+  type GpuSituation,
   softwareDriversHidden,
   userEnvironment,
   withSoftwareAdaptersHidden,
@@ -66,10 +68,50 @@ describe('withSoftwareAdaptersHidden', () => {
   });
 });
 
+describe('gpuFixHint: advice for the situation, never a software driver', () => {
+  const on = (situation: Partial<GpuSituation>) =>
+    gpuFixHint({
+      platform: 'linux',
+      situation: { container: false, wsl: false, mig: false, vulkanVariables: [], ...situation },
+    });
+
+  it('in a container: the driver comes from the host (NVIDIA_DRIVER_CAPABILITIES with graphics), only the loader in the image', () => {
+    const advice = on({ container: true });
+    expect(advice).toContain('inside a container the Vulkan driver comes from the host');
+    expect(advice).toContain('NVIDIA_DRIVER_CAPABILITIES=graphics,compute,utility');
+    expect(advice).toContain('apt-get install --no-install-recommends libvulkan1');
+    expect(advice).not.toContain('libnvidia-gl');
+  });
+
+  it("on WSL2: Mesa's dzn over Direct3D 12, and no Linux NVIDIA driver", () => {
+    const advice = on({ wsl: true, container: true });
+    expect(advice).toContain("Mesa's Dozen driver (dzn");
+    expect(advice).toContain('do not install a Linux NVIDIA driver inside WSL');
+    expect(advice).not.toContain('NVIDIA_DRIVER_CAPABILITIES');
+  });
+
+  it('on a MIG partition: no Vulkan there; and the Vulkan variables the user set are shown', () => {
+    const advice = on({ mig: true, container: true, vulkanVariables: ['VK_ICD_FILENAMES=/x/nvidia_icd.json'] });
+    expect(advice).toMatch(/^a MIG partition of an NVIDIA GPU has no graphics, so no Vulkan/);
+    expect(advice).toContain('check the Vulkan variables you set (VK_ICD_FILENAMES=/x/nvidia_icd.json)');
+  });
+
+  it('on a plain Linux machine: the loader alone (its Recommends would bring lavapipe) and the GPU vendor driver', () => {
+    const advice = on({});
+    expect(advice).toContain('apt-get install --no-install-recommends libvulkan1');
+    expect(advice).not.toMatch(/apt-get install libvulkan1|lavapipe|swiftshader/i);
+  });
+
+  it('on Windows: the vendor driver, and that WARP is not used', () => {
+    expect(gpuFixHint({ platform: 'win32' })).toContain("Microsoft's software adapter (WARP), which rmbg does not use");
+  });
+});
+
 describe('probeGpu on this machine (lavapipe, no GPU)', () => {
   it('finds the software adapter when it is allowed, and no adapter when it is hidden, as auto asks', async () => {
     const [allowed, hidden] = await Promise.all([probeGpu('allowed'), probeGpu('hidden')]);
-    expect(allowed).toMatchObject({ ok: true });
+    // The adapter is named as its driver reports it, and known as software by that name.
+    expect(allowed).toMatchObject({ ok: true, software: true, adapters: [expect.stringMatching(/^llvmpipe /)] });
     expect(hidden).toMatchObject({ ok: false, error: 'Failed to get a WebGPU adapter: No supported adapters' });
   });
 });
