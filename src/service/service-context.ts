@@ -28,7 +28,7 @@ export interface ServiceContext {
   fetchImage: ImageFetcher;
   now: () => number;
   /** This instance's leases: taken for a request's reservation or charge, renewed until its end. */
-  leases: Pick<LeaseKeeper, 'lease' | 'end'>;
+  leases: Pick<LeaseKeeper, 'lease' | 'end' | 'leaseTimeMs'>;
   observer: ServiceObserver;
   /** Aborted by Service.close(): requests still waiting or running end as interrupted (and are refunded). */
   shutdown: AbortSignal;
