@@ -1,5 +1,5 @@
 // Who the client is, as the app sees it through app.inject (which sets the socket's peer): the throttle of
-// failed keys counts by X-Forwarded-For only from a trusted proxy, never refuses a valid key, and /metrics'
+// failed keys counts by X-Forwarded-For only from a trusted proxy, never refuses a key valid lately, and /metrics'
 // loopback rule is never granted to a request that came through a proxy. Real service, SQLite store.
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -98,9 +98,12 @@ async function balance(): Promise<number> {
 }
 
 describe('the throttle of failed keys', () => {
-  it('never refuses a valid key, even from an address flooded with bad ones; missing and bad keys from it get 429 with Retry-After', async () => {
+  it('never refuses a key valid lately, even from an address flooded with bad ones; missing and bad keys from it get 429 with Retry-After', async () => {
     await start();
     const flooded = '10.0.0.9';
+    // The customer behind the address used its key before the flood (a key the server has not seen valid lately
+    // is not looked up for a refused address: see the next assertion's end).
+    expect(codeOf(await account(flooded, key))).toEqual([200, 'ok']);
     for (let i = 0; i < MAX_AUTH_FAILURES; i += 1)
       expect(codeOf(await removeBackground(flooded, `rmbg_bad${i}`))).toEqual([403, 'invalid_api_key']);
     const refused = await removeBackground(flooded, 'rmbg_bad-again');
