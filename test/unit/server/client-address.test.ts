@@ -24,7 +24,7 @@ let app: FastifyInstance;
 let key: string;
 let image: Buffer;
 
-async function start(trustProxy?: string[]): Promise<void> {
+async function start(trustProxy?: string[], listen: { host?: string; metricsToken?: string } = {}): Promise<void> {
   const metrics = createMetrics();
   service = await createService({
     store,
@@ -42,6 +42,7 @@ async function start(trustProxy?: string[]): Promise<void> {
     maxUploads: 16,
     metrics,
     ...(trustProxy ? { trustProxy } : {}),
+    ...listen,
   });
 }
 
@@ -171,8 +172,33 @@ describe('/metrics and proxies', () => {
     expect(codeOf(await scrape('::ffff:127.0.0.1'))).toEqual([404, 'not_found']);
     // A trusted proxy elsewhere forwarding a loopback address grants nothing either.
     expect(codeOf(await scrape('10.2.3.4', { 'x-forwarded-for': '127.0.0.1' }))).toEqual([404, 'not_found']);
-    // A loopback caller that is no proxy still reads it.
-    expect(codeOf(await scrape('::1'))).toEqual([200, 'ok']);
+    // Nor a loopback caller that names no proxy: a server that trusts a proxy needs a token for /metrics.
+    expect(codeOf(await scrape('::1'))).toEqual([404, 'not_found']);
+  });
+
+  it('needs the token whenever the server listens beyond loopback or trusts a proxy, loopback callers included', async () => {
+    for (const [trustProxy, host] of [
+      [undefined, '0.0.0.0'],
+      [undefined, '::'],
+      [undefined, '192.0.2.10'],
+      [['10.0.0.0/8'], '127.0.0.1'],
+    ] as const) {
+      await start(trustProxy && [...trustProxy], { host });
+      // A TLS terminator on this machine that adds no forwarding header looks like this: refused.
+      expect(codeOf(await scrape('127.0.0.1')), host).toEqual([404, 'not_found']);
+      await app.close();
+      await service.close();
+      await start(trustProxy && [...trustProxy], { host, metricsToken: 'scrape-token' });
+      expect(codeOf(await scrape('127.0.0.1', { authorization: 'Bearer scrape-token' })), host).toEqual([200, 'ok']);
+      await app.close();
+      await service.close();
+    }
+    for (const host of ['127.0.0.1', '::1', 'localhost']) {
+      await start(undefined, { host });
+      expect(codeOf(await scrape('127.0.0.1')), host).toEqual([200, 'ok']);
+      await app.close();
+      await service.close();
+    }
   });
 
   it('is refused to a loopback peer that forwards for someone, when no proxy is declared', async () => {
