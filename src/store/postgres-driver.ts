@@ -5,6 +5,7 @@ import pg from 'pg';
 import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { redactedStoreUrl } from './redact-url.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across instances. */
@@ -131,16 +132,6 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
-}
-
 function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   return {
     // NO KEY: the account's lock must not block the foreign-key checks (KEY SHARE) of its leases', keys' and
@@ -197,7 +188,7 @@ async function migrate(config: pg.ClientConfig): Promise<void> {
 
 export async function openPostgresDriver(url: string): Promise<SqlDriver> {
   const { connectionString, settings } = postgresSettings(url);
-  const location = redacted(connectionString);
+  const location = redactedStoreUrl(connectionString);
   const config: pg.ClientConfig = {
     connectionString,
     connectionTimeoutMillis: settings.connect_timeout * 1000,

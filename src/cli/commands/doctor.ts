@@ -10,6 +10,7 @@ import { DEVICES } from '../../api/device.js';
 import { describeEnvironment, gpuEnvironment, gpuFixHint, mayHaveHardwareGpu } from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { storeTarget } from '../../store/open-store.js';
+import { redactedStoreUrl } from '../../store/redact-url.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
 import { resolveModel } from '../../engine/model-registry.js';
@@ -110,7 +111,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     store:
       target.engine === 'sqlite'
         ? { engine: 'sqlite', path: target.path, exists: existsSync(target.path) }
-        : { engine: 'postgres', at: redactedUrl(target.url) },
+        : { engine: 'postgres', at: redactedStoreUrl(target.url) },
     settingsFile: config.settingsPath,
   };
   // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
@@ -139,15 +140,6 @@ function modelProblem(
     return existsSync(resolved.path) ? undefined : `no file at ${resolved.path}`;
   } catch (error) {
     return (error as Error).message;
-  }
-}
-
-function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
-  } catch {
-    return 'postgres://…';
   }
 }
 
