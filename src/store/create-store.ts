@@ -150,17 +150,28 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     renewLeases: (owner, requestIds, expiresAt) => renewLeases(driver, owner, requestIds, expiresAt),
     async expireLeases(now, { all = false } = {}): Promise<ExpiryReport> {
       const report = { expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 };
+      /** Leases claimed whose refund failed (their account's row held past lock_timeout): the next sweep's. */
+      const skipped: string[] = [];
       for (;;) {
+        let claimed: string | undefined;
         // One transaction per request: a crash halfway leaves every request either settled or still leased.
         const outcome = await tx(async (db) => {
-          const lease = await claimExpiredLease(db, all ? undefined : now);
+          const lease = await claimExpiredLease(db, all ? undefined : now, skipped);
           if (!lease) return undefined;
+          claimed = lease.request_id;
           const ref =
             lease.idem_key === null
               ? undefined
               : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
           return refundIn(db, lease.request_id, ref, now);
+        }).catch((error: unknown) => {
+          // One busy account must not hold back every other refund: skip its lease and go on. A failure before
+          // any lease was claimed (the database away) ends the sweep.
+          if (claimed === undefined) throw error;
+          skipped.push(claimed);
+          return 'skipped' as const;
         });
+        if (outcome === 'skipped') continue;
         // No expired lease left that nobody holds. (Settled is certain for a claimed lease; checked so a bug
         // could never loop here.)
         if (!outcome?.settled) break;
