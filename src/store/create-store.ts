@@ -2,6 +2,7 @@
 // all-or-nothing write one transaction of the driver's. The same code runs on SQLite and on PostgreSQL.
 
 import { RmbgError } from '../api/errors.js';
+import { AccountTurns } from './account-turns.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refundCharge } from './credit-ledger.js';
@@ -34,6 +35,7 @@ class KeyLost extends Error {}
 
 export function createStore(driver: SqlDriver, latestSchemaVersion: number): Store {
   const tx = driver.transaction.bind(driver);
+  const chargeTurns = new AccountTurns();
 
   async function accountIdOf(db: SqlExecutor, target: CreditTarget): Promise<string> {
     if ('accountId' in target) return target.accountId;
@@ -89,12 +91,14 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         return begun;
       }),
     charge: (accountId, amount, lease, now = Date.now()) =>
-      tx(async (db) => {
-        await lockAccount(db, accountId);
-        const result = await charge(db, accountId, amount, lease.requestId, now);
-        if (result.ok) await recordCharge(db, lease, accountId, amount, now);
-        return result;
-      }),
+      chargeTurns.run(accountId, () =>
+        tx(async (db) => {
+          await lockAccount(db, accountId);
+          const result = await charge(db, accountId, amount, lease.requestId, now);
+          if (result.ok) await recordCharge(db, lease, accountId, amount, now);
+          return result;
+        }),
+      ),
     deliver: (requestId, idempotency, now = Date.now()) =>
       tx(async (db) => {
         if ((await closeLease(db, requestId)) === 0) return false;
