@@ -6,8 +6,11 @@ import { createHash } from 'node:crypto';
 import type { KeyOwner, Store } from '../store/index.js';
 import { authenticate } from './authenticate.js';
 
-/** Key lookups in progress at once, all addresses together; more wait their turn (a fraction of the pool). */
-export const MAX_CONCURRENT_KEY_LOOKUPS = 4;
+/**
+ * Key lookups in progress at once, all addresses together; more wait their turn. Most of the default pool of 10,
+ * not all of it: lookups stuck on connections that stopped answering (each until the query bound) leave room.
+ */
+export const MAX_CONCURRENT_KEY_LOOKUPS = 6;
 /** How long a key that authenticated stays known without being used again. */
 const REMEMBERED_MS = 10 * 60_000;
 /** Keys remembered at once (about 150 bytes each); past it the least recently used is forgotten. */

@@ -71,6 +71,9 @@ beforeAll(async () => {
     warmKeyModel(),
     '--rate-limit',
     '100000',
+    // The frozen requests stay in flight for up to 16 s: the key's cap of requests at once (4) is not the point.
+    '--max-in-flight-per-key',
+    '100',
   ]);
 });
 
