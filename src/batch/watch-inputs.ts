@@ -1,6 +1,6 @@
 // `--watch`: photos landing in the folders, each reported once it stopped growing, so none is read half-copied.
 
-import { stat } from 'node:fs/promises';
+import { lstat, stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch } from 'chokidar';
 import { RmbgError } from '../api/errors.js';
@@ -42,9 +42,13 @@ export async function* watchInputs(
     ignoreInitial: false,
     awaitWriteFinish: { stabilityThreshold: STABLE_MS, pollInterval: 100 },
     depth: options.recursive ? undefined : 0,
+    // As the folder walk (discover-inputs.ts): a symbolic link is not an input, so a planted `x.jpg → ~/.ssh/id_rsa`
+    // is not read, nor sent to a server. chokidar still reports a link to a file: 'add' checks what it is.
+    followSymlinks: false,
     ignored: (path) => ignored(path, roots, outputDir),
   });
-  watcher.on('add', (path) => {
+  watcher.on('add', async (path) => {
+    if (!(await lstat(path).catch(() => undefined))?.isFile()) return;
     const root = rootOf(path, roots);
     const item = root === undefined ? undefined : watchedItem(path, root, { recursive: options.recursive, outputDir });
     if (item) arrived.push(item);

@@ -17,7 +17,7 @@ import type { Service } from '../service/index.js';
 import { apiRoutes } from './api-routes.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
-import type { ServerMetrics } from './metrics.js';
+import { metricsOpenToLoopback, type ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
@@ -29,8 +29,13 @@ export interface AppOptions {
   service: Pick<Service, 'handleRemoveRequest' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
   /** Counts every answer, and serves GET /metrics; without it there is no /metrics. */
   metrics?: ServerMetrics;
-  /** Lets /metrics be read from any address with this bearer token (loopback only without it). */
+  /**
+   * Lets /metrics be read from any address with this bearer token. Without it, loopback callers read it only
+   * while the server listens on loopback and trusts no proxy (metricsOpenToLoopback).
+   */
   metricsToken?: string;
+  /** The address the server listens on (default 127.0.0.1), for that rule of /metrics. */
+  host?: string;
   /**
    * Proxies (addresses, CIDR blocks) whose X-Forwarded-For gives the client's address (the throttle of failed
    * keys counts by it); a request through one of them is not a loopback caller of /metrics. Default: none.
@@ -142,7 +147,18 @@ export function buildApp(options: AppOptions): FastifyInstance {
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },
     ...(metrics
-      ? [{ method: 'GET' as const, url: '/metrics', handler: metricsHandler(metrics, options.metricsToken, proxies) }]
+      ? [
+          {
+            method: 'GET' as const,
+            url: '/metrics',
+            handler: metricsHandler(
+              metrics,
+              options.metricsToken,
+              proxies,
+              metricsOpenToLoopback(options.host ?? '127.0.0.1', proxies),
+            ),
+          },
+        ]
       : []),
   ];
   for (const route of routes) app.route(route);

@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientDetailOf, ERRORS, RmbgError, wireCodeOf, type ErrorCode } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
+import { LogOnlyReason } from '../service/log-only-reason.js';
 import { rateLimitHeaders } from './headers.js';
 import { closeOrDiscardUnreadBody } from './unread-body.js';
 
@@ -50,6 +51,7 @@ function fromFramework(error: Error & { statusCode?: number; code?: string }): R
 function hiddenDetailOf(error: unknown): string | undefined {
   // Anything else is a 500 whose whole error is logged as such.
   if (!(error instanceof RmbgError)) return undefined;
+  if (error.cause instanceof LogOnlyReason) return error.cause.message;
   return clientDetailOf(error.code, error.message) === error.message ? undefined : error.message;
 }
 

@@ -7,6 +7,7 @@ import { timingSafeEqual } from 'node:crypto';
 import client from 'prom-client';
 import type { DeviceReport } from '../api/device.js';
 import type { ServiceObserver, ServiceStatus } from '../service/index.js';
+import type { TrustedProxies } from './trusted-proxies.js';
 
 export interface ServerMetrics {
   readonly registry: client.Registry;
@@ -99,6 +100,21 @@ export function createMetrics(): ServerMetrics {
 }
 
 /**
+ * Whether /metrics without a token may be read by callers on this machine. Not when the server listens beyond
+ * loopback or trusts a proxy: a proxy or TLS terminator on this machine that adds no forwarding header would
+ * pass every outside caller on as a loopback one.
+ */
+export function metricsOpenToLoopback(host: string, proxies: Pick<TrustedProxies, 'entries'>): boolean {
+  const address = host.replace(/^\[|\]$/g, '');
+  return proxies.entries.length === 0 && (address === 'localhost' || isLoopbackAddress(address));
+}
+
+function isLoopbackAddress(text: string): boolean {
+  const address = text.replace(/^::ffff:/, '');
+  return isIP(address) !== 0 && (address === '::1' || address.startsWith('127.'));
+}
+
+/**
  * Who may read /metrics: with a token, whoever sends `Authorization: Bearer <token>`; without one, callers on
  * this machine only (loopback), since metrics reveal traffic and balances moving. A request that came
  * through a proxy (`forwarded`) is never a loopback caller, whatever the proxy's own address is.
@@ -115,6 +131,5 @@ export function mayReadMetrics(
     return given.length === wanted.length && timingSafeEqual(given, wanted);
   }
   if (forwarded) return false;
-  const address = remoteAddress?.replace(/^::ffff:/, '') ?? '';
-  return isIP(address) !== 0 && (address === '::1' || address.startsWith('127.'));
+  return isLoopbackAddress(remoteAddress ?? '');
 }

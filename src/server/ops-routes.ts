@@ -34,16 +34,23 @@ export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>, devi
 /** Headers a proxy adds: a loopback peer that sends one is a proxy on this machine, not a caller on it. */
 const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'];
 
-export function metricsHandler(metrics: ServerMetrics, token: string | undefined, proxies: TrustedProxies) {
+/** `openToLoopback`: metricsOpenToLoopback of the server (false: a token is the only way in). */
+export function metricsHandler(
+  metrics: ServerMetrics,
+  token: string | undefined,
+  proxies: TrustedProxies,
+  openToLoopback: boolean,
+) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     // The socket's peer, never request.ip: an address read from X-Forwarded-For must not grant access.
     const peer = request.socket.remoteAddress;
-    const forwarded = proxies.trusts(peer) || FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined);
+    const forwarded =
+      !openToLoopback || proxies.trusts(peer) || FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined);
     if (!mayReadMetrics(peer, headerValue(request.headers, 'authorization'), token, forwarded)) {
       // Not found rather than forbidden: to anyone else the endpoint does not exist.
       throw new RmbgError(
         'not_found',
-        'GET /metrics is served to this machine only, or with the server\'s --metrics-token as "Authorization: Bearer <token>"',
+        'GET /metrics needs the server\'s --metrics-token as "Authorization: Bearer <token>" (without one it is served to this machine only, and only while the server listens on loopback and trusts no proxy)',
       );
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());

@@ -3,6 +3,7 @@
 
 import { isIPv4, isIPv6 } from 'node:net';
 import { RmbgError } from '../api/errors.js';
+import { LogOnlyReason } from './log-only-reason.js';
 
 export interface ResolvedAddress {
   address: string;
@@ -128,6 +129,11 @@ export function nonPublicAddressClass(address: string): string | undefined {
   return inRange(v6, 128, GLOBAL_UNICAST) ? undefined : 'non-global IPv6 address (outside 2000::/3)';
 }
 
+/** What the caller is told of any image_url refused for its address; the address and why go to the log. */
+export const REFUSED_ADDRESS_MESSAGE =
+  'image_url points to an address that is not public. Only public internet addresses are allowed ' +
+  '(private networks, loopback, link-local and cloud metadata addresses are refused)';
+
 /**
  * The addresses a host resolved to, as the only ones the connection may use; ANY non-public one refuses the host
  * (no private address smuggled in beside a public one). `allowPrivate` (local testing) skips the check.
@@ -146,11 +152,10 @@ export function checkResolvedAddresses(
     if (refused === undefined) continue;
     const what =
       address === host ? `image_url address ${host}` : `image_url host ${host} resolves to ${address}, which`;
-    throw new RmbgError(
-      'invalid_image_url',
-      `${what} is not public: ${refused}. Only public internet addresses are allowed ` +
-        '(private networks, loopback, link-local and cloud metadata addresses are refused)',
-    );
+    // One message for every refused address: naming it would map private DNS through the server for the caller.
+    throw new RmbgError('invalid_image_url', REFUSED_ADDRESS_MESSAGE, {
+      cause: new LogOnlyReason(`${what} is not public: ${refused}`),
+    });
   }
   return addresses;
 }

@@ -1,6 +1,7 @@
 // Failed authentications per client address, in memory (a loop of bad keys must not write a row each): over the
 // limit, a missing or unknown key gets 429 until the window ends, while a valid key from the address is still served.
 
+import { isIPv6 } from 'node:net';
 import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 
@@ -10,6 +11,29 @@ const WINDOW_MS = 60_000;
  * of addresses within a minute costs a bounded map; that address then starts counting again.
  */
 export const MAX_THROTTLED_ADDRESSES = 10_000;
+
+/**
+ * What one client is, for the throttle: an IPv4 address (also when written IPv4-mapped), or an IPv6 address's
+ * /64, since one IPv6 client is usually given a whole /64 and could rotate through it.
+ */
+export function throttledUnit(address: string): string {
+  if (!isIPv6(address)) return address;
+  const plain = (address.split('%')[0] as string).toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(plain);
+  if (mapped) return mapped[1] as string;
+  const [head = '', tail] = plain.split('::');
+  const split = (part: string) => (part === '' ? [] : part.split(':'));
+  const groups = split(head);
+  if (tail !== undefined) {
+    // '::' stands for the zero groups that make eight (a dotted IPv4 tail counts as two).
+    const after = split(tail).flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]));
+    groups.push(...Array<string>(8 - groups.length - after.length).fill('0'), ...after);
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(':')}::/64`;
+}
 
 interface FailureWindow {
   start: number;
@@ -41,7 +65,7 @@ export class AuthThrottle {
    * The caller decides whom it refuses: a request with a valid key is never refused by it.
    */
   refusal(address: string | undefined, now: number): RmbgError | undefined {
-    const window = this.#current(address, now);
+    const window = this.#current(address === undefined ? undefined : throttledUnit(address), now);
     if (!window || window.failures < this.maxFailuresPerMinute) return undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
     return new RmbgError(
@@ -52,8 +76,9 @@ export class AuthThrottle {
   }
 
   /** Counts one failed authentication of `address`; the first time it reaches the limit, one warning. */
-  fail(address: string | undefined, now: number): void {
-    if (address === undefined) return;
+  fail(clientAddress: string | undefined, now: number): void {
+    if (clientAddress === undefined) return;
+    const address = throttledUnit(clientAddress);
     let window = this.#current(address, now);
     if (!window) {
       this.#evict(now);

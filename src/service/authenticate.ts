@@ -6,7 +6,7 @@ import type { KeyOwner, Plan, Store } from '../store/index.js';
 /** Plans that include API access (api-spec: Pro and Enterprise; no free API allowance). */
 const API_PLANS: ReadonlySet<Plan> = new Set<Plan>(['pro', 'enterprise']);
 
-export async function authenticate(store: Store, apiKey: string | undefined): Promise<KeyOwner> {
+export async function authenticate(store: Pick<Store, 'accountForKey'>, apiKey: string | undefined): Promise<KeyOwner> {
   if (apiKey === undefined || apiKey.trim() === '') {
     throw new RmbgError(
       'missing_api_key',

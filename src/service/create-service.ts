@@ -11,6 +11,7 @@ import { checkWholeNumber } from '../api/whole-number.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
+import { KeyLookups } from './key-lookups.js';
 import { accountRecord } from './get-account.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -120,6 +121,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
     limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    keyLookups: new KeyLookups(deps.store),
     refunder: new Refunder(deps.store, now),
     inFlight: new KeyInFlight(deps.maxInFlightPerKey),
     urlFetches: new Slots(deps.maxUrlFetches, 'maxUrlFetches'),

@@ -22,6 +22,11 @@ export class LeaseKeeper {
 
   constructor(private readonly options: LeaseKeeperOptions) {}
 
+  /** How long a lease lasts unrenewed: after it, any server's sweep may settle the request. */
+  get leaseTimeMs(): number {
+    return this.options.leaseTimeMs;
+  }
+
   /** A lease on the request, held (renewed) until end(requestId). */
   lease(requestId: string): Lease {
     this.#running.add(requestId);

@@ -158,10 +158,10 @@ export async function processRemoval(
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
     delivering = image;
-    const delivered = await deliver(
-      ctx,
+    const delivered = await ctx.store.deliver(
       req.requestId,
       idempotency && { ref: idempotency, replay: toStoredReplay(image, price) },
+      ctx.now(),
     );
     if (!delivered) {
       throw new RmbgError(
@@ -181,15 +181,13 @@ export async function processRemoval(
           )
         : toRmbgError(error);
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
-    if (charged) {
-      const refund = await ctx.refunder.refund(req.requestId, idempotency);
-      if (refund?.settled) ctx.observer.refunded?.(refund.refunded.subscription + refund.refunded.payg);
-      // Settled already, though the re-read after a lost deliver answer saw the lease open: that COMMIT was still
-      // being applied. Delivered, it charged the caller: answer the result, not 503 for a charge kept.
-      if (refund?.settled === false && delivering) {
-        if ((await ctx.store.settlementOf(req.requestId).catch(() => undefined)) === 'delivered')
-          return answer(delivering);
-      }
+    if (charged && delivering) {
+      // The result is held and its settlement may be unknown (the deliver's answer lost): settle for certain.
+      const settled = await settleHeldResult(ctx, req.requestId, idempotency);
+      if (settled === 'delivered') return answer(delivering);
+      if (settled === 'unknown') await refund(ctx, req.requestId, idempotency);
+    } else if (charged) {
+      await refund(ctx, req.requestId, idempotency);
     } else if (idempotency) {
       await ctx.store.releaseIdempotent(idempotency);
     }
@@ -200,29 +198,41 @@ export async function processRemoval(
   }
 }
 
-/** Waits before each re-read of a settlement whose answer was lost: the database is usually back within these. */
-const REREAD_WAITS_MS = [0, 100, 400, 1000] as const;
+/** The refund of a failure after the charge: at once, else from the background (refunder.ts). */
+async function refund(ctx: ServiceContext, requestId: string, idempotency: IdempotencyRef | undefined): Promise<void> {
+  const outcome = await ctx.refunder.refund(requestId, idempotency);
+  if (outcome?.settled) ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
+}
+
+/** The longest wait between two reads of a held result's settlement: the database is usually back within it. */
+const MAX_REREAD_WAIT_MS = 1000;
 
 /**
- * The delivered settlement. An answer lost around the COMMIT may hide a charge kept, so what happened is re-read
- * and answered; still leased, the error stands and the caller refunds.
+ * What became of a request whose result is held while its settlement is unknown (the deliver's answer lost with
+ * its connection, or the database away): read again until it is known, bounded by the lease time (past it, the
+ * sweep of any server settles it). Still leased means the deliver did not commit: refunded here, for certain,
+ * before the caller is answered. 'unknown' once the bound is reached.
  */
-async function deliver(
+async function settleHeldResult(
   ctx: ServiceContext,
   requestId: string,
-  idempotency: Parameters<ServiceContext['store']['deliver']>[1],
-): Promise<boolean> {
-  try {
-    return await ctx.store.deliver(requestId, idempotency, ctx.now());
-  } catch (error) {
-    for (const wait of REREAD_WAITS_MS) {
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      const state = await ctx.store.settlementOf(requestId).catch(() => undefined);
-      if (state === 'delivered') return true;
-      if (state === 'refunded') return false;
-      if (state === 'leased') break;
+  idempotency: IdempotencyRef | undefined,
+): Promise<'delivered' | 'refunded' | 'unknown'> {
+  const deadline = performance.now() + ctx.leases.leaseTimeMs;
+  for (let wait = 50; ; wait = Math.min(wait * 2, MAX_REREAD_WAIT_MS)) {
+    const state = await ctx.store.settlementOf(requestId).catch(() => undefined);
+    if (state === 'delivered' || state === 'refunded') return state;
+    if (state === 'leased') {
+      const outcome = await ctx.store.refund(requestId, idempotency, ctx.now()).catch(() => undefined);
+      if (outcome?.settled) {
+        ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
+        return 'refunded';
+      }
+      // Closed meanwhile: the lost COMMIT was still being applied. Read what it did, at once.
+      if (outcome) continue;
     }
-    throw error;
+    if (performance.now() + wait > deadline) return 'unknown';
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
 

@@ -16,6 +16,8 @@ interface Pending {
 export class Refunder {
   readonly #pending = new Map<string, Pending>();
   #timer: NodeJS.Timeout | undefined;
+  /** The round in progress: a tick while it runs (the database slow to answer) joins it instead of piling up. */
+  #retrying: Promise<void> | undefined;
 
   constructor(
     private readonly store: Pick<Store, 'refund'>,
@@ -43,7 +45,12 @@ export class Refunder {
   }
 
   /** One more attempt for every refund handed to the background (its timer, and Service.close()). */
-  async retryPending(): Promise<void> {
+  retryPending(): Promise<void> {
+    this.#retrying ??= this.#retryRound().finally(() => (this.#retrying = undefined));
+    return this.#retrying;
+  }
+
+  async #retryRound(): Promise<void> {
     for (const pending of [...this.#pending.values()]) {
       try {
         await this.store.refund(pending.requestId, pending.idempotency, this.now());

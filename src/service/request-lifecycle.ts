@@ -4,7 +4,6 @@
 
 import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
-import { authenticate } from './authenticate.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
 
@@ -47,13 +46,14 @@ export async function handleRequest<T>(
   // usage row; the throttle counts these instead.
   let anonymous = true;
   try {
-    // An address over its failures still has a key it sends looked up: the throttle must not lock out the
-    // customers behind one address (a proxy, a NAT). Only what would fail anyway is refused with 429.
+    // An address over its failures still has the keys that were valid lately looked up: the throttle must not
+    // lock out the customers behind one address (a proxy, a NAT). Any other key gets 429 without a lookup, so a
+    // flood of bad keys costs the store nothing.
     const refusal = ctx.authThrottle.refusal(frame.clientAddress, startedAt);
-    if (refusal && (frame.apiKey ?? '').trim() === '') throw refusal;
+    if (refusal && !ctx.keyLookups.recentlyValid(frame.apiKey, startedAt)) throw refusal;
     let caller: KeyOwner;
     try {
-      caller = await authenticate(ctx.store, frame.apiKey);
+      caller = await ctx.keyLookups.authenticate(frame.apiKey, startedAt);
     } catch (error) {
       if (!isAuthFailure(error)) anonymous = false;
       else if (refusal) throw refusal;

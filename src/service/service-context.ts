@@ -6,6 +6,7 @@ import type { Store } from '../store/index.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { EngineScheduler } from './engine-scheduler.js';
 import type { KeyInFlight } from './key-in-flight.js';
+import type { KeyLookups } from './key-lookups.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { Refunder } from './refunder.js';
@@ -18,6 +19,8 @@ export interface ServiceContext {
   scheduler: EngineScheduler;
   limiter: RateLimiter;
   authThrottle: AuthThrottle;
+  /** The store's key lookups: capped at once, and the keys valid lately (what a refused address may still use). */
+  keyLookups: KeyLookups;
   /** Refunds a request that failed after its charge, retrying when the store refuses. */
   refunder: Refunder;
   inFlight: KeyInFlight;
@@ -28,7 +31,7 @@ export interface ServiceContext {
   fetchImage: ImageFetcher;
   now: () => number;
   /** This instance's leases: taken for a request's reservation or charge, renewed until its end. */
-  leases: Pick<LeaseKeeper, 'lease' | 'end'>;
+  leases: Pick<LeaseKeeper, 'lease' | 'end' | 'leaseTimeMs'>;
   observer: ServiceObserver;
   /** Aborted by Service.close(): requests still waiting or running end as interrupted (and are refunded). */
   shutdown: AbortSignal;

@@ -2,6 +2,7 @@
 // all-or-nothing write one transaction of the driver's. The same code runs on SQLite and on PostgreSQL.
 
 import { RmbgError } from '../api/errors.js';
+import { AccountTurns } from './account-turns.js';
 import { createAccount, lockAccount } from './accounts.js';
 import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refundCharge } from './credit-ledger.js';
@@ -34,6 +35,7 @@ class KeyLost extends Error {}
 
 export function createStore(driver: SqlDriver, latestSchemaVersion: number): Store {
   const tx = driver.transaction.bind(driver);
+  const chargeTurns = new AccountTurns();
 
   async function accountIdOf(db: SqlExecutor, target: CreditTarget): Promise<string> {
     if ('accountId' in target) return target.accountId;
@@ -89,12 +91,14 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         return begun;
       }),
     charge: (accountId, amount, lease, now = Date.now()) =>
-      tx(async (db) => {
-        await lockAccount(db, accountId);
-        const result = await charge(db, accountId, amount, lease.requestId, now);
-        if (result.ok) await recordCharge(db, lease, accountId, amount, now);
-        return result;
-      }),
+      chargeTurns.run(accountId, () =>
+        tx(async (db) => {
+          await lockAccount(db, accountId);
+          const result = await charge(db, accountId, amount, lease.requestId, now);
+          if (result.ok) await recordCharge(db, lease, accountId, amount, now);
+          return result;
+        }),
+      ),
     deliver: (requestId, idempotency, now = Date.now()) =>
       tx(async (db) => {
         if ((await closeLease(db, requestId)) === 0) return false;
@@ -150,17 +154,28 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     renewLeases: (owner, requestIds, expiresAt) => renewLeases(driver, owner, requestIds, expiresAt),
     async expireLeases(now, { all = false } = {}): Promise<ExpiryReport> {
       const report = { expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 };
+      /** Leases claimed whose refund failed (their account's row held past lock_timeout): the next sweep's. */
+      const skipped: string[] = [];
       for (;;) {
+        let claimed: string | undefined;
         // One transaction per request: a crash halfway leaves every request either settled or still leased.
         const outcome = await tx(async (db) => {
-          const lease = await claimExpiredLease(db, all ? undefined : now);
+          const lease = await claimExpiredLease(db, all ? undefined : now, skipped);
           if (!lease) return undefined;
+          claimed = lease.request_id;
           const ref =
             lease.idem_key === null
               ? undefined
               : { accountId: lease.account_id, key: lease.idem_key, requestId: lease.request_id };
           return refundIn(db, lease.request_id, ref, now);
+        }).catch((error: unknown) => {
+          // One busy account must not hold back every other refund: skip its lease and go on. A failure before
+          // any lease was claimed (the database away) ends the sweep.
+          if (claimed === undefined) throw error;
+          skipped.push(claimed);
+          return 'skipped' as const;
         });
+        if (outcome === 'skipped') continue;
         // No expired lease left that nobody holds. (Settled is certain for a claimed lease; checked so a bug
         // could never loop here.)
         if (!outcome?.settled) break;

@@ -63,11 +63,16 @@ export function renewLeases(
  * The next expired lease (by `expiredBy`; any when undefined), locked for the settling transaction; one another
  * transaction holds is passed over, so a sweep never queues behind a stopped server.
  */
-export async function claimExpiredLease(db: SqlExecutor, expiredBy: number | undefined): Promise<LeaseRow | undefined> {
+export async function claimExpiredLease(
+  db: SqlExecutor,
+  expiredBy: number | undefined,
+  passOver: readonly string[] = [],
+): Promise<LeaseRow | undefined> {
+  const others = passOver.length === 0 ? '' : ` AND request_id NOT IN (${passOver.map(() => '?').join(', ')})`;
   const rows = await db.all<LeaseRow>(
-    `SELECT request_id, account_id, idem_key, charged FROM leases WHERE (CAST(? AS BIGINT) IS NULL OR expires_at <= ?)
+    `SELECT request_id, account_id, idem_key, charged FROM leases WHERE (CAST(? AS BIGINT) IS NULL OR expires_at <= ?)${others}
      ORDER BY expires_at, request_id LIMIT 1${db.skipLocked}`,
-    [expiredBy ?? null, expiredBy ?? null],
+    [expiredBy ?? null, expiredBy ?? null, ...passOver],
   );
   return rows[0];
 }

@@ -5,12 +5,18 @@ import pg from 'pg';
 import { RmbgError } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { redactedStoreUrl } from './redact-url.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across instances. */
 const MIGRATION_LOCK = 0x726d6267; // "rmbg"
 /** Seconds a client should wait when the database cannot be reached or is held up. */
 const UNREACHABLE_RETRY_SECONDS = 2;
+/**
+ * How much longer than `statement_timeout` this server waits for a query's answer before it gives the connection
+ * up: PostgreSQL's own cancel comes first whenever the database answers at all.
+ */
+export const QUERY_BOUND_MARGIN_MS = 1000;
 
 /**
  * The postgres:// URL's connection settings and defaults (docs/deploy.md; PostgreSQL's names and units, 0 is off):
@@ -29,6 +35,15 @@ export const POSTGRES_SETTINGS = {
 } as const;
 
 export type PostgresSettings = { -readonly [name in keyof typeof POSTGRES_SETTINGS]: number };
+
+/**
+ * Milliseconds this server waits for the answer of one query before it destroys the connection (0: no bound, as
+ * `statement_timeout` 0 allows statements of any length). Without it, a query sent on a connection whose peer went
+ * silent (a failover that blackholes the old primary, a proxy that stops relaying) waits for TCP to give up, ~15 min.
+ */
+export function queryBoundMs(settings: PostgresSettings): number {
+  return settings.statement_timeout > 0 ? settings.statement_timeout + QUERY_BOUND_MARGIN_MS : 0;
+}
 
 /**
  * The URL without rmbg's settings (what pg connects to), and the settings. Split by hand, not by new URL(), so
@@ -89,7 +104,7 @@ export function isUnreachable(error: unknown): boolean {
   if (typeof code === 'string' && (/^(08|57P|53|28|3D|25P03$)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
   return (
     typeof message === 'string' &&
-    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect/i.test(
+    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect|Query read timeout/i.test(
       message,
     )
   );
@@ -117,16 +132,6 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
-}
-
 function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   return {
     // NO KEY: the account's lock must not block the foreign-key checks (KEY SHARE) of its leases', keys' and
@@ -140,10 +145,12 @@ function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   };
 }
 
-async function migrate(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
+async function migrate(config: pg.ClientConfig): Promise<void> {
+  // A client of its own, without the pool's bound on each query: see the timeouts below.
+  const client = new pg.Client({ ...config, query_timeout: undefined });
   client.on('error', () => {}); // the failing query rejects as well; see transaction()
   try {
+    await client.connect();
     // Session-level lock: a second instance waits here until the first has migrated, then finds nothing to do.
     // No timeouts while migrating: waiting for another server's migration, or backfilling a large table, may
     // take longer than a request's statement or lock may. The client is destroyed afterwards (its SETs go with it).
@@ -175,17 +182,20 @@ async function migrate(pool: pg.Pool): Promise<void> {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
-    client.release(true);
+    await client.end().catch(() => {});
   }
 }
 
 export async function openPostgresDriver(url: string): Promise<SqlDriver> {
   const { connectionString, settings } = postgresSettings(url);
-  const location = redacted(connectionString);
-  const pool = new pg.Pool({
+  const location = redactedStoreUrl(connectionString);
+  const config: pg.ClientConfig = {
     connectionString,
-    max: settings.pool_size,
     connectionTimeoutMillis: settings.connect_timeout * 1000,
+    // A query whose answer does not come is given up, and pg-pool destroys a connection released with an error
+    // (see transaction()), so a silent connection is never handed out again. Node offers no TCP_USER_TIMEOUT;
+    // this bound is what finds a connection whose peer stopped answering (keepalive probes only idle ones).
+    query_timeout: queryBoundMs(settings) || undefined,
     keepAlive: true,
     keepAliveInitialDelayMillis: settings.keepalives_idle * 1000,
     // pg sends these in the start-up packet of every connection. As strings: pg leaves out a number 0, and the
@@ -194,11 +204,12 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
     lock_timeout: String(settings.lock_timeout) as unknown as number,
     idle_in_transaction_session_timeout: String(settings.idle_in_transaction_session_timeout) as unknown as number,
     types,
-  });
+  };
+  const pool = new pg.Pool({ ...config, max: settings.pool_size });
   // An idle client whose server went away emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', () => {});
   try {
-    await migrate(pool);
+    await migrate(config);
   } catch (error) {
     await pool.end();
     if (error instanceof RmbgError) throw error;

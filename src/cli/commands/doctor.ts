@@ -17,6 +17,7 @@ import {
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu-verdict.js';
 import { storeTarget } from '../../store/open-store.js';
+import { redactedStoreUrl } from '../../store/redact-url.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
 import { resolveModel } from '../../engine/model-registry.js';
@@ -139,7 +140,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     store:
       target.engine === 'sqlite'
         ? { engine: 'sqlite', path: target.path, exists: existsSync(target.path) }
-        : { engine: 'postgres', at: redactedUrl(target.url) },
+        : { engine: 'postgres', at: redactedStoreUrl(target.url) },
     settingsFile: config.settingsPath,
   };
   // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
@@ -168,15 +169,6 @@ function modelProblem(
     return existsSync(resolved.path) ? undefined : `no file at ${resolved.path}`;
   } catch (error) {
     return (error as Error).message;
-  }
-}
-
-function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
-  } catch {
-    return 'postgres://…';
   }
 }
 

@@ -2,7 +2,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import { checkResolvedAddresses, nonPublicAddressClass } from '../../../src/service/address-policy.js';
+import {
+  checkResolvedAddresses,
+  nonPublicAddressClass,
+  REFUSED_ADDRESS_MESSAGE,
+} from '../../../src/service/address-policy.js';
 
 describe('nonPublicAddressClass', () => {
   it.each([
@@ -104,7 +108,7 @@ describe('checkResolvedAddresses', () => {
     expect(checkResolvedAddresses('images.example', addresses)).toEqual(addresses);
   });
 
-  it('refuses a host when ANY of its addresses is non-public, naming that address and its class', () => {
+  it('refuses a host when ANY of its addresses is non-public, naming that address and its class to the log only', () => {
     for (const addresses of [
       [
         { address: '1.1.1.1', family: 4 as const },
@@ -118,16 +122,21 @@ describe('checkResolvedAddresses', () => {
       const error = refusal(() => checkResolvedAddresses('images.example', addresses));
       expect(error.code).toBe('invalid_image_url');
       expect(error.status).toBe(400);
-      expect(error.message).toBe(
-        'image_url host images.example resolves to 10.1.2.3, which is not public: private address (10.0.0.0/8). ' +
-          'Only public internet addresses are allowed (private networks, loopback, link-local and cloud metadata addresses are refused)',
+      // The caller is told one generic message; what the host resolves to, and why it is refused, is for the log.
+      expect(error.message).toBe(REFUSED_ADDRESS_MESSAGE);
+      expect(error.message).not.toContain('10.1.2.3');
+      expect((error.cause as Error).message).toBe(
+        'image_url host images.example resolves to 10.1.2.3, which is not public: private address (10.0.0.0/8)',
       );
     }
   });
 
   it('names a literal address directly', () => {
     const error = refusal(() => checkResolvedAddresses('169.254.169.254', [{ address: '169.254.169.254', family: 4 }]));
-    expect(error.message).toMatch(/^image_url address 169\.254\.169\.254 is not public: cloud metadata endpoint/);
+    expect(error.message).toBe(REFUSED_ADDRESS_MESSAGE);
+    expect((error.cause as Error).message).toMatch(
+      /^image_url address 169\.254\.169\.254 is not public: cloud metadata endpoint/,
+    );
   });
 
   it('with allowPrivate, keeps private addresses instead of refusing them', () => {

@@ -49,4 +49,19 @@ describe("the database's clock", () => {
     await clock.sync();
     expect(clock.now() - serverNow()).toBe(10_000);
   });
+
+  it('after a move to a farther database, its round trips become the measure: a later step of this clock is corrected', async () => {
+    const { database, serverNow } = fakeDatabase();
+    let step = 0;
+    const clock = new StoreClock(database, () => serverNow() + step);
+    await clock.sync();
+    expect(clock.now() - serverNow()).toBe(10_000);
+    // The database moved farther away (every round trip ~100 ms, 50 times the best so far); then this server's
+    // clock stepped 5 s ahead. The readings come back within 8 syncs (one a sweep) and the step is corrected.
+    database.waitMs = 100;
+    step = 5000;
+    for (let sync = 0; sync < 8; sync++) await clock.sync();
+    // Correct to within half a round trip: the database 10 s ahead of the true time, this clock 5 s.
+    expect(Math.abs(clock.now() - serverNow() - 10_000)).toBeLessThanOrEqual(51);
+  });
 });

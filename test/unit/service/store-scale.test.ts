@@ -40,12 +40,12 @@ function request(apiKey: string, idempotencyKey?: string): RemoveRequest {
   };
 }
 
-async function serve(store: Store, engine: TestEngine, now?: () => number): Promise<Service> {
+async function serve(store: Store, engine: TestEngine, now?: () => number, leaseTimeMs = 2000): Promise<Service> {
   const service = await createService({
     store,
     engine,
     ...TEST_SERVICE_LIMITS,
-    leaseTimeMs: 2000,
+    leaseTimeMs,
     ...(now && { now }),
   });
   cleanups.push(
@@ -149,7 +149,8 @@ describe('a deliver whose answer is lost', () => {
   let store: Store;
   let key: string;
   let accountId: string;
-  async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread') {
+  /** awayMs: after the lost answer, every call of the store fails for this long (the database away). */
+  async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread', awayMs = 0) {
     dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
     store = await openStore(dir);
     cleanups.push(
@@ -164,16 +165,21 @@ describe('a deliver whose answer is lost', () => {
         { retryAfterSeconds: 2 },
       );
     let applying: Parameters<Store['deliver']> | undefined;
+    let awayUntil = 0;
+    const loseAnswer = () => {
+      awayUntil = Date.now() + awayMs;
+      return lost();
+    };
     const flaky: Store = {
       ...store,
       deliver: async (...args) => {
-        if (deliverFails === 'before-commit') throw lost();
+        if (deliverFails === 'before-commit') throw loseAnswer();
         if (deliverFails === 'commit-after-reread') {
           applying = args;
-          throw lost();
+          throw loseAnswer();
         }
         await store.deliver(...args);
-        throw lost();
+        throw loseAnswer();
       },
       // The COMMIT whose answer was lost lands just after the re-read saw the lease still open.
       settlementOf: async (requestId) => {
@@ -183,7 +189,16 @@ describe('a deliver whose answer is lost', () => {
         return state;
       },
     };
-    return serve(flaky, testEngine());
+    // While the database is away, every call fails as a lost connection does.
+    const away = new Proxy(flaky, {
+      get(target, name) {
+        const value = Reflect.get(target, name) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) =>
+          Date.now() < awayUntil ? Promise.reject(lost()) : (value as (...a: unknown[]) => unknown)(...args);
+      },
+    });
+    return serve(away, testEngine(), undefined, awayMs > 0 ? 30_000 : undefined);
   }
 
   it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
@@ -204,6 +219,23 @@ describe('a deliver whose answer is lost', () => {
     expect(await store.usage({ requestId: outcome.requestId })).toEqual([
       expect.objectContaining({ status: 200, credits: 1 }),
     ]);
+  });
+
+  it('after its COMMIT, the database then away 3 s: the result is held until the settlement is read, charged once', async () => {
+    const service = await start('after-commit', 3000);
+    const outcome = await service.handleRemoveRequest(request(key));
+    expect([outcome.creditsCharged, outcome.image.width]).toEqual([1, 64]);
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+  });
+
+  it('before its COMMIT, the database then away 3 s: refunded before the answer, 503 and the charge back', async () => {
+    const service = await start('before-commit', 3000);
+    const error = await rejectionOf(service.handleRemoveRequest(request(key, 'away-1')));
+    expect([error.status, error.code]).toEqual([503, 'service_unavailable']);
+    // Read at once, not after a background retry: the refund came before the answer, and the key is failed.
+    expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
+    const again = await rejectionOf(service.handleRemoveRequest(request(key, 'away-1')));
+    expect([again.status, again.code]).toEqual([409, 'idempotency_key_failed']);
   });
 
   it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {

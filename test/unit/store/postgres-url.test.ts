@@ -3,6 +3,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { POSTGRES_SETTINGS, postgresSettings } from '../../../src/store/postgres-driver.js';
+import { openStore } from '../../../src/store/index.js';
+import { redactedStoreUrl } from '../../../src/store/redact-url.js';
+import { freshDatabase } from '../../helpers/postgres.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 const DEFAULTS = Object.fromEntries(
@@ -43,5 +46,58 @@ describe('the PostgreSQL store URL', () => {
       'usage_error',
       "the store URL's lock_timeout must be a whole number from 0 to 2147483647; got '5s'",
     ]);
+  });
+});
+
+describe("the store URL's password", () => {
+  it('is redacted in every form it may take: user:password@, password= and sslpassword= (any case, any place)', () => {
+    for (const [url, shown] of [
+      ['postgres://rmbg:s3cr%40t@db.example:5432/rmbg', 'postgres://rmbg:***@db.example:5432/rmbg'],
+      ['postgresql://rmbg@db.example/rmbg?password=s3cret', 'postgresql://rmbg@db.example/rmbg?password=***'],
+      [
+        'postgres://rmbg@/rmbg?host=/var/run/postgresql&PASSWORD=s3cret&sslmode=require',
+        'postgres://rmbg@/rmbg?host=/var/run/postgresql&PASSWORD=***&sslmode=require',
+      ],
+      [
+        'postgres://rmbg:s3cret@db/rmbg?sslpassword=s3cret&password=s3cret',
+        'postgres://rmbg:***@db/rmbg?sslpassword=***&password=***',
+      ],
+      ['postgres://db.example/rmbg?application_name=x', 'postgres://db.example/rmbg?application_name=x'],
+    ]) {
+      expect(redactedStoreUrl(url as string)).toBe(shown);
+    }
+  });
+
+  it('a store opened with the password as a query parameter shows it nowhere', async () => {
+    const url = new URL(await freshDatabase());
+    const password = decodeURIComponent(url.password);
+    url.password = '';
+    url.searchParams.set('password', password);
+    const store = await openStore({ engine: 'postgres', url: url.toString() });
+    try {
+      expect(store.path).not.toContain(password);
+      expect(store.path).toContain('password=***');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('comes from PGPASSWORD when the URL has none, so it need not be on the command line', async () => {
+    const url = new URL(await freshDatabase());
+    const password = decodeURIComponent(url.password);
+    url.password = '';
+    const saved = process.env.PGPASSWORD;
+    try {
+      process.env.PGPASSWORD = 'not-the-password';
+      const refused = await rejectionOf(openStore({ engine: 'postgres', url: url.toString() }));
+      expect(refused.message).toMatch(/password authentication failed/);
+      process.env.PGPASSWORD = password;
+      const store = await openStore({ engine: 'postgres', url: url.toString() });
+      expect(await store.schemaVersion()).toBe(store.latestSchemaVersion);
+      await store.close();
+    } finally {
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+    }
   });
 });
