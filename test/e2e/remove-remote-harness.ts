@@ -17,6 +17,7 @@ import {
   type RecordedRequest,
 } from '../helpers/fault-server.js';
 import { rmbg } from '../helpers/cli.js';
+import type { InferenceGate } from '../helpers/inference-gate.js';
 import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
 import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
@@ -46,13 +47,23 @@ export interface RemoteServer {
  */
 export type ServerModel = 'built-in' | 'quick';
 
-export async function startRemoteServer(flags: string[] = [], model: ServerModel = 'built-in'): Promise<RemoteServer> {
+/** `gate`: the server's model runs obey it (test/helpers/inference-gate.ts). */
+export async function startRemoteServer(
+  flags: string[] = [],
+  model: ServerModel = 'built-in',
+  gate?: InferenceGate,
+): Promise<RemoteServer> {
   await ensureBuilt();
   const dataDir = tempDataDir();
   // The user model and its graph cache stay in the data directory.
-  const env = model === 'quick' ? await addQuickModel(dataDir) : {};
+  const env = { ...(model === 'quick' ? await addQuickModel(dataDir) : {}), ...gate?.env };
   const modelFlags = model === 'quick' ? QUICK_MODEL : [];
-  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...modelFlags, ...flags], env);
+  const serve = await startServe(
+    dataDir,
+    ['--credits-per-image', String(PRICE), ...modelFlags, ...flags],
+    env,
+    gate?.nodeArgs,
+  );
   return {
     serve,
     url: serve.url,
@@ -74,11 +85,11 @@ export async function startRemoteServer(flags: string[] = [], model: ServerModel
  * One real server per test file (started before its tests, stopped after them), and the shoots and fault
  * servers its tests make, closed after the file in reverse order.
  */
-export function useRemoteServer(model: ServerModel = 'built-in') {
+export function useRemoteServer(model: ServerModel = 'built-in', gate?: InferenceGate) {
   const cleanups: Array<() => unknown> = [];
   let started: RemoteServer | undefined;
   beforeAll(async () => {
-    started = await startRemoteServer([], model);
+    started = await startRemoteServer([], model, gate);
   }, LONG);
   afterAll(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -335,7 +346,7 @@ export interface Relayed {
 }
 
 /** The upstream's answer as a fault-server step, without the headers of its own connection. */
-function relayed(answer: UpstreamAnswer): FaultStep {
+export function relayed(answer: UpstreamAnswer): FaultStep {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(answer.headers)) {
     if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length')
