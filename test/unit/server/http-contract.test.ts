@@ -625,6 +625,11 @@ describe('limits and load', () => {
 
   it('aborts the service request when the client disconnects, which refunds it', async () => {
     await start({ behaviour: { kind: 'hang' } });
+    // Settles when the engine's call has ended: the hanging call ends only when the service aborts it.
+    const cutOut = engine.cutOut.bind(engine);
+    const callEnded = new Promise<void>((resolve) => {
+      engine.cutOut = (...args) => cutOut(...args).finally(resolve);
+    });
     const controller = new AbortController();
     const pending = fetch(`${server.url}/v1.0/removebg`, {
       method: 'POST',
@@ -636,7 +641,7 @@ describe('limits and load', () => {
     expect(engine.running).toBe(1);
     controller.abort();
     await pending;
-    for (let i = 0; i < 50 && engine.running > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    await callEnded;
     expect(engine.running).toBe(0);
     expect(await balance()).toBe(10);
   });
