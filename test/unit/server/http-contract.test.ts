@@ -671,7 +671,9 @@ describe('formats and sizes through the real pipeline', () => {
   afterAll(async () => {
     await pipeline?.close();
   });
-  beforeEach(() => start({ engine: pipeline }));
+  // Not the 5 s processing limit of the other tests: a 50 MP encode on a loaded machine takes longer, and no
+  // limit is what these tests are about. Longer than a test may run, so the test's own timeout is the bound.
+  beforeEach(() => start({ engine: pipeline, processingTimeoutMs: 600_000 }));
 
   /** A flat light background with a red disc: a clean foreground whose box is known. */
   function discImage(width: number, height: number, disc: { cx: number; cy: number; r: number }): Promise<Buffer> {
