@@ -367,16 +367,60 @@ export function relayStep(upstream: string, relayedRequests: Relayed[]): FaultSt
   };
 }
 
+/** A network in front of the server that hands its answers back only as the test lets it (answerGate). */
+export interface AnswerGate {
+  /** The fault server's step: forwards at once (the server does the work and charges), then holds the answer. */
+  step: FaultStep;
+  /** Lets the next `count` answers go back (those waiting first). */
+  pass(count: number): void;
+  /** Lets every answer go back, now and later. */
+  open(): void;
+  /** Resolves once `count` answers are held. */
+  holding(count: number): Promise<void>;
+}
+
 /**
- * A slow network in front of a quick server: each request reaches the server at once (which does the work and
- * charges), and its answer comes back `holdMs` later. A signal sent meanwhile finds requests in flight whose
- * result the server keeps. Sets upstreamStatus as the fault server's proxy step does.
+ * A slow network in front of a quick server, as slow as the test says: each request reaches the server at once,
+ * and its answer comes back only when pass() or open() lets it. A signal sent meanwhile finds requests in flight
+ * whose result the server keeps, on any machine. Sets upstreamStatus as the fault server's proxy step does.
  */
-export function heldAnswers(upstream: string, holdMs: number): FaultStep {
-  return async (request) => {
-    const answer = await forwardTo(upstream, request);
-    request.upstreamStatus = answer.status;
-    await new Promise((held) => setTimeout(held, holdMs)); // the latency being simulated, not a wait for rmbg
-    return relayed(answer);
+export function answerGate(upstream: string): AnswerGate {
+  let passing = 0;
+  let opened = false;
+  const held: Array<() => void> = [];
+  const watchers: Array<{ count: number; resolve: () => void }> = [];
+  const release = () => {
+    while (held.length > 0 && (opened || passing > 0)) {
+      if (!opened) passing -= 1;
+      held.shift()?.();
+    }
+    for (const watcher of watchers.filter((w) => held.length >= w.count)) {
+      watchers.splice(watchers.indexOf(watcher), 1);
+      watcher.resolve();
+    }
+  };
+  return {
+    async step(request) {
+      const answer = await forwardTo(upstream, request);
+      request.upstreamStatus = answer.status;
+      await new Promise<void>((go) => {
+        held.push(go);
+        release();
+      });
+      return relayed(answer);
+    },
+    pass(count) {
+      passing += count;
+      release();
+    },
+    open() {
+      opened = true;
+      release();
+    },
+    holding: (count) =>
+      new Promise<void>((resolve) => {
+        watchers.push({ count, resolve });
+        release();
+      }),
   };
 }
