@@ -39,6 +39,15 @@ async function setUp(
   return { shoot, key: await suite.server.account(credits), proxy, answers };
 }
 
+/** Resolves once an answer is held; fails at once if rmbg ends first (the gate let everything through). */
+async function answerHeld(answers: AnswerGate, child: ReturnType<typeof removeRemote>): Promise<void> {
+  const ended = child.then((result) => {
+    throw new Error(`rmbg ended (exit ${result.exitCode}) before an answer was held`);
+  });
+  ended.catch(() => undefined);
+  await Promise.race([answers.holding(1), ended]);
+}
+
 /** Everything the child has written to stderr so far. */
 function stderrOf(child: ReturnType<typeof removeRemote>): () => string {
   let stderr = '';
@@ -82,7 +91,7 @@ describe('SIGKILL mid-batch', () => {
       // Five answers go back; the next are held, so the kill finds requests in flight.
       answers.pass(5);
       const first = removeRemote(shoot, proxy.url, key);
-      await answers.holding(1);
+      await answerHeld(answers, first);
       await waitFor(() => cutoutsIn(shoot).length >= 5, LONG - 120_000, '5 cutouts');
       first.kill('SIGKILL');
       const killed = await first;
@@ -141,7 +150,7 @@ describe('Ctrl-C mid-batch', () => {
       answers.pass(2);
       const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
       const stderr = stderrOf(first);
-      await answers.holding(1);
+      await answerHeld(answers, first);
       await waitFor(() => cutoutsIn(shoot).length >= 2, LONG - 120_000, '2 cutouts');
       first.kill('SIGINT');
       await waitFor(() => stderr().includes('stopping after the files in flight'), LONG, 'the Ctrl-C to be taken');
@@ -182,7 +191,7 @@ describe('Ctrl-C mid-batch', () => {
       answers.pass(1);
       const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
       const stderr = stderrOf(first);
-      await answers.holding(1);
+      await answerHeld(answers, first);
       await waitFor(
         () => cutoutsIn(shoot).length >= 1 && inFlight(shoot, proxy).length >= 1,
         LONG - 120_000,
