@@ -5,7 +5,8 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { inferenceGate } from '../helpers/inference-gate.js';
 import { apiError, drop, hang, proxy, respond, type FaultStep, type RecordedRequest } from '../helpers/fault-server.js';
 import {
   cutoutsIn,
@@ -19,6 +20,7 @@ import {
   outputName,
   posts,
   PRICE,
+  relayed,
   relayStep,
   removeRemote,
   useRemoteServer,
@@ -165,9 +167,15 @@ describe('faults between rmbg and the server', () => {
   );
 });
 
-describe('an answer lost while the real model is still at work on it', () => {
-  // The real model: its seconds per image are what make the retry meet the first request still running.
-  const suite = useRemoteServer();
+describe('an answer lost while the model is still at work on it', () => {
+  // The server's model runs wait for the test's word: the retry meets the first request still in the model on
+  // any machine, and that run ends only once the retry has been answered 409.
+  const gate = inferenceGate();
+  const suite = useRemoteServer('quick', gate);
+  afterAll(() => {
+    gate.open();
+    gate.remove();
+  });
 
   it(
     'the retry meets 409 in progress, waits under the same key, and collects the one charge as a replay',
@@ -176,12 +184,18 @@ describe('an answer lost while the real model is still at work on it', () => {
       const key = await suite.server.account(10);
       const upstream = suite.server.url;
       let lost: string | undefined;
-      const faults = await suite.faultServer((request) => {
-        if (lost !== undefined) return proxy();
-        // The server gets the request and works on it; the connection dies before the answer.
-        lost = keyOf(request);
-        void forwardTo(upstream, request).catch(() => undefined);
-        return drop(50);
+      gate.close();
+      const faults = await suite.faultServer(async (request) => {
+        if (lost === undefined) {
+          // The server gets the request and works on it; the connection dies before the answer.
+          lost = keyOf(request);
+          void forwardTo(upstream, request).catch(() => undefined);
+          return drop(50);
+        }
+        const answer = await forwardTo(upstream, request);
+        request.upstreamStatus = answer.status;
+        if (answer.status === 409) gate.open(); // the retry met the first request in the model: let it end
+        return relayed(answer);
       });
 
       const result = await removeRemote(shoot, faults.url, key);

@@ -17,6 +17,7 @@ import {
   type RecordedRequest,
 } from '../helpers/fault-server.js';
 import { rmbg } from '../helpers/cli.js';
+import type { InferenceGate } from '../helpers/inference-gate.js';
 import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
 import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 
@@ -46,13 +47,23 @@ export interface RemoteServer {
  */
 export type ServerModel = 'built-in' | 'quick';
 
-export async function startRemoteServer(flags: string[] = [], model: ServerModel = 'built-in'): Promise<RemoteServer> {
+/** `gate`: the server's model runs obey it (test/helpers/inference-gate.ts). */
+export async function startRemoteServer(
+  flags: string[] = [],
+  model: ServerModel = 'built-in',
+  gate?: InferenceGate,
+): Promise<RemoteServer> {
   await ensureBuilt();
   const dataDir = tempDataDir();
   // The user model and its graph cache stay in the data directory.
-  const env = model === 'quick' ? await addQuickModel(dataDir) : {};
+  const env = { ...(model === 'quick' ? await addQuickModel(dataDir) : {}), ...gate?.env };
   const modelFlags = model === 'quick' ? QUICK_MODEL : [];
-  const serve = await startServe(dataDir, ['--credits-per-image', String(PRICE), ...modelFlags, ...flags], env);
+  const serve = await startServe(
+    dataDir,
+    ['--credits-per-image', String(PRICE), ...modelFlags, ...flags],
+    env,
+    gate?.nodeArgs,
+  );
   return {
     serve,
     url: serve.url,
@@ -74,11 +85,11 @@ export async function startRemoteServer(flags: string[] = [], model: ServerModel
  * One real server per test file (started before its tests, stopped after them), and the shoots and fault
  * servers its tests make, closed after the file in reverse order.
  */
-export function useRemoteServer(model: ServerModel = 'built-in') {
+export function useRemoteServer(model: ServerModel = 'built-in', gate?: InferenceGate) {
   const cleanups: Array<() => unknown> = [];
   let started: RemoteServer | undefined;
   beforeAll(async () => {
-    started = await startRemoteServer([], model);
+    started = await startRemoteServer([], model, gate);
   }, LONG);
   afterAll(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -335,7 +346,7 @@ export interface Relayed {
 }
 
 /** The upstream's answer as a fault-server step, without the headers of its own connection. */
-function relayed(answer: UpstreamAnswer): FaultStep {
+export function relayed(answer: UpstreamAnswer): FaultStep {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(answer.headers)) {
     if (value !== undefined && name !== 'transfer-encoding' && name !== 'connection' && name !== 'content-length')
@@ -356,16 +367,60 @@ export function relayStep(upstream: string, relayedRequests: Relayed[]): FaultSt
   };
 }
 
+/** A network in front of the server that hands its answers back only as the test lets it (answerGate). */
+export interface AnswerGate {
+  /** The fault server's step: forwards at once (the server does the work and charges), then holds the answer. */
+  step: FaultStep;
+  /** Lets the next `count` answers go back (those waiting first). */
+  pass(count: number): void;
+  /** Lets every answer go back, now and later. */
+  open(): void;
+  /** Resolves once `count` answers are held. */
+  holding(count: number): Promise<void>;
+}
+
 /**
- * A slow network in front of a quick server: each request reaches the server at once (which does the work and
- * charges), and its answer comes back `holdMs` later. A signal sent meanwhile finds requests in flight whose
- * result the server keeps. Sets upstreamStatus as the fault server's proxy step does.
+ * A slow network in front of a quick server, as slow as the test says: each request reaches the server at once,
+ * and its answer comes back only when pass() or open() lets it. A signal sent meanwhile finds requests in flight
+ * whose result the server keeps, on any machine. Sets upstreamStatus as the fault server's proxy step does.
  */
-export function heldAnswers(upstream: string, holdMs: number): FaultStep {
-  return async (request) => {
-    const answer = await forwardTo(upstream, request);
-    request.upstreamStatus = answer.status;
-    await new Promise((held) => setTimeout(held, holdMs)); // the latency being simulated, not a wait for rmbg
-    return relayed(answer);
+export function answerGate(upstream: string): AnswerGate {
+  let passing = 0;
+  let opened = false;
+  const held: Array<() => void> = [];
+  const watchers: Array<{ count: number; resolve: () => void }> = [];
+  const release = () => {
+    while (held.length > 0 && (opened || passing > 0)) {
+      if (!opened) passing -= 1;
+      held.shift()?.();
+    }
+    for (const watcher of watchers.filter((w) => held.length >= w.count)) {
+      watchers.splice(watchers.indexOf(watcher), 1);
+      watcher.resolve();
+    }
+  };
+  return {
+    async step(request) {
+      const answer = await forwardTo(upstream, request);
+      request.upstreamStatus = answer.status;
+      await new Promise<void>((go) => {
+        held.push(go);
+        release();
+      });
+      return relayed(answer);
+    },
+    pass(count) {
+      passing += count;
+      release();
+    },
+    open() {
+      opened = true;
+      release();
+    },
+    holding: (count) =>
+      new Promise<void>((resolve) => {
+        watchers.push({ count, resolve });
+        release();
+      }),
   };
 }

@@ -1,8 +1,9 @@
 // Stopping `rmbg remove` mid-batch against a real `rmbg serve` and running the same command again: SIGKILL,
 // Ctrl-C (finish the files in flight) and Ctrl-C twice (cancel them). The re-run finishes the job, leaves
 // no broken file, and the balance says each photo was charged exactly once. The server runs the quick model
-// behind a slow network (heldAnswers): the server has done the work of a request in flight, as a slow model's
-// would be by the time the re-run asks.
+// behind a network that holds its answers until the test lets them go (answerGate): the server has done the
+// work of a request in flight, as a slow model's would be by the time the re-run asks, and the signals find
+// requests in flight on any machine.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import {
   cutoutsIn,
   expectCompleteCutouts,
   expectOneKeyPerImage,
-  heldAnswers,
+  answerGate,
   imageHashOf,
   jsonLines,
   keyOf,
@@ -23,17 +24,35 @@ import {
   removeRemote,
   useRemoteServer,
   waitFor,
+  type AnswerGate,
   type Shoot,
 } from './remove-remote-harness.js';
 
 const suite = useRemoteServer('quick');
-/** How long each answer takes to come back: long enough that a signal always finds requests in flight. */
-const HOLD_MS = 1000;
-
-async function setUp(count: number, credits: number): Promise<{ shoot: Shoot; key: string; proxy: FaultServer }> {
+async function setUp(
+  count: number,
+  credits: number,
+): Promise<{ shoot: Shoot; key: string; proxy: FaultServer; answers: AnswerGate }> {
   const shoot = await suite.shoot(count);
-  const proxy = await suite.faultServer(heldAnswers(suite.server.url, HOLD_MS));
-  return { shoot, key: await suite.server.account(credits), proxy };
+  const answers = answerGate(suite.server.url);
+  const proxy = await suite.faultServer(answers.step);
+  return { shoot, key: await suite.server.account(credits), proxy, answers };
+}
+
+/** Resolves once an answer is held; fails at once if rmbg ends first (the gate let everything through). */
+async function answerHeld(answers: AnswerGate, child: ReturnType<typeof removeRemote>): Promise<void> {
+  const ended = child.then((result) => {
+    throw new Error(`rmbg ended (exit ${result.exitCode}) before an answer was held`);
+  });
+  ended.catch(() => undefined);
+  await Promise.race([answers.holding(1), ended]);
+}
+
+/** Everything the child has written to stderr so far. */
+function stderrOf(child: ReturnType<typeof removeRemote>): () => string {
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return () => stderr;
 }
 
 interface JournalLine {
@@ -68,15 +87,19 @@ describe('SIGKILL mid-batch', () => {
   it(
     're-running finishes all 20, resending the killed requests under their keys (replayed free): exactly 20 × the price',
     async () => {
-      const { shoot, key, proxy } = await setUp(20, 100);
+      const { shoot, key, proxy, answers } = await setUp(20, 100);
+      // Five answers go back; the next are held, so the kill finds requests in flight.
+      answers.pass(5);
       const first = removeRemote(shoot, proxy.url, key);
+      await answerHeld(answers, first);
       await waitFor(() => cutoutsIn(shoot).length >= 5, LONG - 120_000, '5 cutouts');
       first.kill('SIGKILL');
       const killed = await first;
       expect(killed.signal).toBe('SIGKILL');
+      answers.open();
 
       const writtenBefore = cutoutsIn(shoot);
-      expect(writtenBefore.length).toBeLessThan(20);
+      expect(writtenBefore).toHaveLength(5);
       const pending = inFlight(shoot, proxy);
       expect(pending.length, 'requests in flight at the kill').toBeGreaterThanOrEqual(1);
       // The journal says why they must not be paid for again: 'sent', with the key that went out.
@@ -122,10 +145,16 @@ describe('Ctrl-C mid-batch', () => {
   it(
     'once: finishes the files in flight, exits 130 with a resume hint; the re-run completes, each photo charged once',
     async () => {
-      const { shoot, key, proxy } = await setUp(6, 50);
+      const { shoot, key, proxy, answers } = await setUp(6, 50);
+      // Two answers go back; the next are held until the Ctrl-C is taken, so it finds files in flight.
+      answers.pass(2);
       const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+      const stderr = stderrOf(first);
+      await answerHeld(answers, first);
       await waitFor(() => cutoutsIn(shoot).length >= 2, LONG - 120_000, '2 cutouts');
       first.kill('SIGINT');
+      await waitFor(() => stderr().includes('stopping after the files in flight'), LONG, 'the Ctrl-C to be taken');
+      answers.open();
       const stopped = await first;
       expect(stopped.exitCode).toBe(130);
       expect(stopped.stderr).toContain('stopping after the files in flight');
@@ -157,23 +186,26 @@ describe('Ctrl-C mid-batch', () => {
   it(
     'twice: cancels the files in flight (exit 130); the re-run collects them from the server without a new charge',
     async () => {
-      const { shoot, key, proxy } = await setUp(6, 50);
+      const { shoot, key, proxy, answers } = await setUp(6, 50);
+      // One answer goes back; the next are held until rmbg has exited, so both Ctrl-Cs find files in flight.
+      answers.pass(1);
       const first = removeRemote(shoot, proxy.url, key, ['--concurrency', '2']);
+      const stderr = stderrOf(first);
+      await answerHeld(answers, first);
       await waitFor(
         () => cutoutsIn(shoot).length >= 1 && inFlight(shoot, proxy).length >= 1,
         LONG - 120_000,
         'a cutout and a request in flight',
       );
-      let stderr = '';
-      first.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       first.kill('SIGINT');
       await waitFor(
-        () => stderr.includes('stopping after the files in flight'),
-        30_000,
+        () => stderr().includes('stopping after the files in flight'),
+        LONG - 120_000,
         'the first Ctrl-C to be taken',
       );
       first.kill('SIGINT');
       const cancelled = await first;
+      answers.open();
       expect(cancelled.exitCode).toBe(130);
       expect(cancelled.stderr).toContain('interrupted: run the same command again to resume');
       const { files } = jsonLines(cancelled.stdout);

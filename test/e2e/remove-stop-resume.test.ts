@@ -7,12 +7,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
 import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from './remove-local-files.js';
 
 afterAll(removeTempDirs);
 beforeAll(ensureBuilt);
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const SIZES = { 'p1.jpg': [200, 150], 'p2.jpg': [180, 135], 'p3.jpg': [160, 120], 'p4.jpg': [140, 105] } as const;
 
@@ -24,22 +23,45 @@ async function photoFolder(names: Array<keyof typeof SIZES>): Promise<string> {
   return work;
 }
 
-/** Starts a one-at-a-time batch and sends `signal` as soon as the first cut-out is on disk (another is then in flight). */
-async function interruptAfterFirstOutput(work: string, signal: NodeJS.Signals) {
-  const child = rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], {
-    cwd: work,
+// One file at a time, on the CPU: each file is one model run and there is no other (no GPU probe run), so a
+// gate closed with close(n) holds exactly the (n+1)th file not skipped in the model.
+const BATCH = ['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'];
+
+const rerun = (work: string) => rmbg(BATCH, { cwd: work });
+
+/** The batch, its model runs obeying `gate` (closed before it starts), and a wait for words on its stderr. */
+function gatedRun(work: string, gate: InferenceGate) {
+  const child = rmbg([...BATCH, '--device', 'cpu'], { cwd: work, nodeArgs: gate.nodeArgs, env: gate.env });
+  let stderr = '';
+  const listeners = new Set<() => void>();
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    for (const listener of listeners) listener();
   });
-  const first = path.join(work, 'out/p1.png');
-  let exited = false;
-  void child.finally(() => (exited = true));
-  while (!existsSync(first) && !exited) await sleep(50);
-  expect(exited, 'the batch was still running when the first cut-out appeared').toBe(false);
-  child.kill(signal);
-  return child;
+  /** Resolves once stderr shows `text` (the signal it answers is then handled, not merely sent). */
+  const says = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!stderr.includes(text)) return;
+        listeners.delete(check);
+        resolve();
+      };
+      listeners.add(check);
+      check();
+      void child.then(() => reject(new Error(`the batch ended before saying ${text}; stderr:\n${stderr}`)));
+    });
+  /** Resolves once a run waits at the gate; fails if the batch ends first (the gate did not hold it). */
+  const held = () =>
+    Promise.race([
+      gate.held(),
+      child.then((result) => {
+        throw new Error(`the batch ended (exit ${result.exitCode}) before a run was held; stderr:\n${stderr}`);
+      }),
+    ]);
+  return { child, says, held };
 }
 
-const rerun = (work: string) =>
-  rmbg(['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'], { cwd: work });
+const FIRST_STOP = 'Ctrl-C again';
 
 async function expectAllCutouts(work: string, names: Array<keyof typeof SIZES>): Promise<void> {
   for (const name of names) {
@@ -49,6 +71,20 @@ async function expectAllCutouts(work: string, names: Array<keyof typeof SIZES>):
   expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...names.map((n) => n.replace('.jpg', '.png'))].sort());
 }
 
+/**
+ * Starts a one-at-a-time batch whose second file waits in the model, checks that the first cut-out is on disk and
+ * the second is not, then sends `signal`: another file is in flight on any machine.
+ */
+async function interruptWithSecondInModel(work: string, signal: NodeJS.Signals, gate: InferenceGate) {
+  gate.close(1);
+  const batch = gatedRun(work, gate);
+  await batch.held();
+  expect(existsSync(path.join(work, 'out/p1.png')), 'p1 is done when p2 is in the model').toBe(true);
+  expect(existsSync(path.join(work, 'out/p2.png'))).toBe(false);
+  batch.child.kill(signal);
+  return batch;
+}
+
 describe('Ctrl-C during rmbg remove --local', () => {
   const names = ['p1.jpg', 'p2.jpg', 'p3.jpg'] as const;
   let work: string;
@@ -56,52 +92,70 @@ describe('Ctrl-C during rmbg remove --local', () => {
 
   it('once: finishes the file in flight, starts no other, exits 130 with a resume hint, leaves only whole outputs', async () => {
     work = await photoFolder([...names]);
-    const stopped = await interruptAfterFirstOutput(work, 'SIGINT');
-    expect(stopped.exitCode).toBe(130);
-    expect(stopped.stderr).toMatch(/run the same command again to resume/);
-    const lines = jsonLines(stopped.stdout);
-    const summary = lines.pop()!;
-    expect(summary).toMatchObject({ summary: true, total: 3, failed: 0, stoppedBy: 'interrupted' });
-    expect(summary.notStarted).toBeGreaterThanOrEqual(1);
-    expect((summary.done as number) + (summary.notStarted as number)).toBe(3);
-    finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
-    expect(finished).toContain('p1.jpg');
-    // Exactly the finished files are on disk, whole; no temp file, no lock.
-    expect(listFiles(path.join(work, 'out'))).toEqual(
-      [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
-    );
+    const gate = inferenceGate();
+    try {
+      const batch = await interruptWithSecondInModel(work, 'SIGINT', gate);
+      // p2 stays in the model until rmbg has taken the signal: it must then finish p2 and start nothing else.
+      await batch.says(FIRST_STOP);
+      gate.open();
+      const stopped = await batch.child;
+      expect(stopped.exitCode).toBe(130);
+      expect(stopped.stderr).toMatch(/run the same command again to resume/);
+      const lines = jsonLines(stopped.stdout);
+      const summary = lines.pop()!;
+      expect(summary).toMatchObject({
+        summary: true,
+        total: 3,
+        done: 2,
+        notStarted: 1,
+        failed: 0,
+        stoppedBy: 'interrupted',
+      });
+      finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
+      expect(finished.sort()).toEqual(['p1.jpg', 'p2.jpg']);
+      // Exactly the finished files are on disk, whole; no temp file, no lock.
+      expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'p1.png', 'p2.png']);
+    } finally {
+      gate.open();
+      gate.remove();
+    }
   });
 
   it('twice (on the re-run): cancels the file in flight without leaving any of it', async () => {
     expect(finished, 'needs the first Ctrl-C').toBeDefined();
-    const child = rerun(work);
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // The re-run skips the finished files; the first remaining one is in flight once the journal says 'sent'.
-    const journal = path.join(work, 'out', JOURNAL);
-    const before = readFileSync(journal, 'utf8').length;
-    while (!readFileSync(journal, 'utf8').slice(before).includes('"state":"sent"') && child.exitCode === null)
-      await sleep(20);
-    child.kill('SIGINT');
-    // A second signal sent before the first is handled would merge with it: wait for the first's message.
-    while (!stderr.includes('Ctrl-C again') && child.exitCode === null) await sleep(20);
-    child.kill('SIGINT');
-    const cancelled = await child;
-    expect(cancelled.exitCode).toBe(130);
-    expect(cancelled.stderr).toMatch(/run the same command again to resume/);
-    const lines = jsonLines(cancelled.stdout);
-    expect(lines.pop()).toMatchObject({
-      summary: true,
-      total: 3,
-      done: 0,
-      skipped: finished.length,
-      failed: 1,
-      stoppedBy: 'interrupted',
-    });
-    expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
-    expect(listFiles(path.join(work, 'out'))).toEqual(
-      [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
-    );
+    const gate = inferenceGate();
+    try {
+      // The re-run skips the finished files; the one remaining waits in the model until both Ctrl-Cs are taken.
+      gate.close();
+      const { child, says, held } = gatedRun(work, gate);
+      await held();
+      child.kill('SIGINT');
+      // A second signal sent before the first is handled would merge with it: wait for the first's message.
+      await says(FIRST_STOP);
+      child.kill('SIGINT');
+      // rmbg says nothing when it takes the second: the gate's hook does. Only then may the run end.
+      await gate.sigintTaken(2);
+      gate.open();
+      const cancelled = await child;
+      expect(cancelled.exitCode).toBe(130);
+      expect(cancelled.stderr).toMatch(/run the same command again to resume/);
+      const lines = jsonLines(cancelled.stdout);
+      expect(lines.pop()).toMatchObject({
+        summary: true,
+        total: 3,
+        done: 0,
+        skipped: finished.length,
+        failed: 1,
+        stoppedBy: 'interrupted',
+      });
+      expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
+      expect(listFiles(path.join(work, 'out'))).toEqual(
+        [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
+      );
+    } finally {
+      gate.open();
+      gate.remove();
+    }
   });
 
   it('the next run does only the rest, and every output is whole', async () => {
@@ -131,7 +185,14 @@ describe('SIGKILL during rmbg remove --local', () => {
 
   it('a re-run clears the stale lock and temp files, keeps the journal readable and completes every output', async () => {
     const work = await photoFolder([...names]);
-    const killed = await interruptAfterFirstOutput(work, 'SIGKILL');
+    const gate = inferenceGate();
+    let killed: Awaited<ReturnType<typeof rerun>>;
+    try {
+      killed = await (await interruptWithSecondInModel(work, 'SIGKILL', gate)).child;
+    } finally {
+      gate.open();
+      gate.remove();
+    }
     expect(killed.signal).toBe('SIGKILL');
     const out = path.join(work, 'out');
     // What a kill in the middle of writing p2's output and a journal line leaves (the timing cannot be forced):
@@ -169,19 +230,30 @@ describe('the reader of stdout leaves (rmbg remove … | head -n 1)', () => {
 
   it('stops as after one Ctrl-C: no EPIPE crash, exit 130, only whole outputs; a re-run completes the rest', async () => {
     const work = await photoFolder([...names]);
-    const child = rerun(work);
-    // Read the first JSON line, then close our end of the pipe, as `head -n 1` does.
-    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-    child.stdout!.destroy();
-    const stopped = await child;
-    expect(stopped.stderr).not.toMatch(/EPIPE|Error/);
-    expect(stopped.stderr).toMatch(/run the same command again to resume/);
-    expect(stopped.exitCode).toBe(130);
-    const out = path.join(work, 'out');
-    const written = listFiles(out).filter((name) => name !== JOURNAL);
-    // The write that meets the closed pipe comes after the next file has started: at most 3 of 4 are done.
-    expect(written.length).toBeLessThan(4);
-    for (const name of written) expect(names.map((n) => n.replace('.jpg', '.png'))).toContain(name);
+    const gate = inferenceGate();
+    try {
+      gate.close(1);
+      const { child, says, held } = gatedRun(work, gate);
+      // Read the first JSON line (p1's) while p2 waits in the model, then close our end of the pipe, as
+      // `head -n 1` does.
+      await Promise.all([new Promise<void>((resolve) => child.stdout!.once('data', () => resolve())), held()]);
+      child.stdout!.destroy();
+      // p2's line meets the closed pipe. p3 may start before rmbg hears of it: it waits in the model until rmbg
+      // has stopped, so p4 never starts.
+      gate.close(1);
+      await says('stopping after the files in flight');
+      gate.open();
+      const stopped = await child;
+      expect(stopped.stderr).not.toMatch(/EPIPE|Error/);
+      expect(stopped.stderr).toMatch(/run the same command again to resume/);
+      expect(stopped.exitCode).toBe(130);
+      const written = listFiles(path.join(work, 'out')).filter((name) => name !== JOURNAL);
+      expect(written.slice(0, 2)).toEqual(['p1.png', 'p2.png']);
+      expect(written).not.toContain('p4.png');
+    } finally {
+      gate.open();
+      gate.remove();
+    }
 
     const resumed = await rerun(work);
     expect(resumed.exitCode).toBe(0);

@@ -625,6 +625,11 @@ describe('limits and load', () => {
 
   it('aborts the service request when the client disconnects, which refunds it', async () => {
     await start({ behaviour: { kind: 'hang' } });
+    // Settles when the engine's call has ended: the hanging call ends only when the service aborts it.
+    const cutOut = engine.cutOut.bind(engine);
+    const callEnded = new Promise<void>((resolve) => {
+      engine.cutOut = (...args) => cutOut(...args).finally(resolve);
+    });
     const controller = new AbortController();
     const pending = fetch(`${server.url}/v1.0/removebg`, {
       method: 'POST',
@@ -636,7 +641,7 @@ describe('limits and load', () => {
     expect(engine.running).toBe(1);
     controller.abort();
     await pending;
-    for (let i = 0; i < 50 && engine.running > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    await callEnded;
     expect(engine.running).toBe(0);
     expect(await balance()).toBe(10);
   });
@@ -666,7 +671,9 @@ describe('formats and sizes through the real pipeline', () => {
   afterAll(async () => {
     await pipeline?.close();
   });
-  beforeEach(() => start({ engine: pipeline }));
+  // Not the 5 s processing limit of the other tests: a 50 MP encode on a loaded machine takes longer, and no
+  // limit is what these tests are about. Longer than a test may run, so the test's own timeout is the bound.
+  beforeEach(() => start({ engine: pipeline, processingTimeoutMs: 600_000 }));
 
   /** A flat light background with a red disc: a clean foreground whose box is known. */
   function discImage(width: number, height: number, disc: { cx: number; cy: number; r: number }): Promise<Buffer> {
