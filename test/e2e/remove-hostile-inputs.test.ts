@@ -45,7 +45,6 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     'truncated.jpg': 'corrupt_image',
     'bad-crc.png': 'corrupt_image',
     'gif-named.png': 'unsupported_image_format',
-    'tiff-named.jpg': 'unsupported_image_format',
     'svg-named.png': 'unsupported_image_format',
     'apng.png': 'animated_image',
     'animated.webp': 'animated_image',
@@ -66,6 +65,7 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
       'truncated.jpg': await truncatedJpeg(),
       'bad-crc.png': await pngWithBadCrc(),
       'gif-named.png': await gif(),
+      // A photo is read by its content: a TIFF named .jpg is cut out like any TIFF.
       'tiff-named.jpg': await tiff(),
       'svg-named.png': svg(),
       'apng.png': await apng(),
@@ -92,7 +92,7 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
       ...Object.keys(HOSTILE).map((name) => path.join(work, 'in', name)),
       path.join(work, 'loose/named.gif'),
     ];
-    expect(summary).toMatchObject({ summary: true, total: 15, done: 2, failed: 13, skipped: 0, notStarted: 0 });
+    expect(summary).toMatchObject({ summary: true, total: 15, done: 3, failed: 12, skipped: 0, notStarted: 0 });
     expect([...(summary!.failedInputs as string[])].sort()).toEqual([...badPaths].sort());
 
     const byName = new Map(lines.map((line) => [path.basename(line.input as string), line]));
@@ -117,12 +117,13 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
       error: null,
     });
     expect(byName.get('upright.jpg')).toMatchObject({ status: 'done', width: 160, height: 120 });
+    expect(byName.get('tiff-named.jpg')).toMatchObject({ status: 'done', width: 64, height: 64 });
 
     await expectCutout(path.join(work, 'out/good.png'), 200, 150);
     const upright = await sharp(path.join(work, 'out/upright.png')).metadata();
     expect([upright.width, upright.height]).toEqual([160, 120]);
-    // No output and no temp file for any bad input: only the two cut-outs and the journal.
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'good.png', 'upright.png']);
+    // No output and no temp file for any bad input: only the three cut-outs and the journal.
+    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'good.png', 'tiff-named.png', 'upright.png']);
     expect(partialFiles(path.join(work, 'out'))).toEqual([]);
   });
 
@@ -132,9 +133,9 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
       { cwd: work, env },
     );
     const lines = jsonLines(result.stdout);
-    expect(lines.pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 15, failedBefore: 13, failed: 0 });
+    expect(lines.pop()).toMatchObject({ summary: true, total: 15, done: 0, skipped: 15, failedBefore: 12, failed: 0 });
     const bad = lines.filter((line) => line.reason === 'failed-before');
-    expect(bad).toHaveLength(13);
+    expect(bad).toHaveLength(12);
     for (const line of bad)
       expect(line.error).toMatchObject({
         code: HOSTILE[path.basename(line.input as string)] ?? 'unsupported_image_format',
@@ -161,9 +162,9 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
       summary: true,
       total: 15,
       done: 0,
-      skipped: 2,
+      skipped: 3,
       failedBefore: 0,
-      failed: 13,
+      failed: 12,
     });
     expect(retried.exitCode).toBe(1);
   });
