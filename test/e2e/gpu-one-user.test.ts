@@ -11,7 +11,7 @@ import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
 import { gpuEnvironment } from '../../src/engine/gpu-environment.js';
 import { saveVerdict, verdictKey } from '../../src/engine/gpu-verdict.js';
 import { resolveModel } from '../../src/engine/model-registry.js';
-import { warmKeyModel } from '../fixtures/fast-models.js';
+import { writeWarmKeyModel } from '../fixtures/fast-models.js';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { cliEnv, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 
@@ -28,8 +28,11 @@ interface Answer {
 }
 
 beforeAll(async () => {
-  model = warmKeyModel();
-  photo = path.join(tempDir('rmbg-gpu-threads-'), 'disc.jpg');
+  const dir = tempDir('rmbg-gpu-threads-');
+  // A copy of its own: the verdict written below holds for one model file, and warmKeyModel()'s shared file is
+  // rewritten by every test file that asks for it.
+  model = writeWarmKeyModel(path.join(dir, 'warm-key.onnx'));
+  photo = path.join(dir, 'disc.jpg');
   writeFileSync(photo, await jpegPhoto(160, 120));
 });
 afterAll(removeTempDirs);

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
-import { warmKeyModel } from '../fixtures/fast-models.js';
+import { writeWarmKeyModel } from '../fixtures/fast-models.js';
 import { jpegPhoto } from '../fixtures/hostile-images.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 
@@ -14,8 +14,11 @@ let photo: string;
 let model: string;
 
 beforeAll(async () => {
-  model = warmKeyModel();
-  photo = path.join(tempDir('rmbg-verdict-'), 'disc.jpg');
+  const dir = tempDir('rmbg-verdict-');
+  // A copy of its own: a verdict holds for one model file, and warmKeyModel()'s shared file is rewritten by
+  // every test file that asks for it.
+  model = writeWarmKeyModel(path.join(dir, 'warm-key.onnx'));
+  photo = path.join(dir, 'disc.jpg');
   writeFileSync(photo, await jpegPhoto(160, 120));
 });
 afterAll(removeTempDirs);
