@@ -45,12 +45,23 @@ function startWatch(work: string, flags: string[] = []) {
     changed();
   });
   void child.then(changed);
-  /** Resolves once the condition holds, re-checked on every line the CLI writes; fails if the CLI exits first. */
+  /**
+   * Resolves once the condition holds, re-checked on every line the CLI writes; fails if the CLI exits first, or
+   * after 90 s with what it wrote so far (a hang then says where it stood, before the test's own time-out).
+   */
   const until = async (what: string, holds: () => boolean) => {
-    while (!holds()) {
-      if (child.exitCode !== null)
-        throw new Error(`rmbg exited (${child.exitCode}) before: ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
-      await new Promise<void>((wake) => waiters.push(wake));
+    const failAfter = Date.now() + 90_000;
+    const timer = setInterval(changed, 1_000);
+    try {
+      while (!holds()) {
+        if (child.exitCode !== null)
+          throw new Error(`rmbg exited (${child.exitCode}) before: ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+        if (Date.now() > failAfter)
+          throw new Error(`still waiting after 90 s for: ${what}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+        await new Promise<void>((wake) => waiters.push(wake));
+      }
+    } finally {
+      clearInterval(timer);
     }
   };
   const lineFor = (input: string) => jsonLines(stdout).find((line) => line.input === path.join(work, 'in', input));
