@@ -48,6 +48,12 @@ interface PlacedSession {
   device: DeviceReport;
 }
 
+/** One run on a blank tensor of the model's input size: shaders compiled, a device proven, a run timed. */
+function blankRun(session: WorkerSession, model: ResolvedModel): Promise<unknown> {
+  const { width, height } = inputSizeOf(model.contract);
+  return session.run(new Float32Array(3 * width * height));
+}
+
 /** The GPU's first run may take this long before the GPU is given up on (shader compilation takes ~1 s). */
 const FIRST_GPU_RUN_LIMIT_MS = 60_000;
 
@@ -63,7 +69,6 @@ async function gpuSession(
   firstRunLimitMs: number,
 ): Promise<WorkerSession> {
   const session = await WorkerSession.load(model, { ...options, provider: 'webgpu' }, verified, options);
-  const { width, height } = inputSizeOf(model.contract);
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -71,7 +76,7 @@ async function gpuSession(
       firstRunLimitMs,
     );
   });
-  const firstRun = session.run(new Float32Array(3 * width * height));
+  const firstRun = blankRun(session, model);
   try {
     await Promise.race([firstRun, limit]);
     return session;
@@ -161,9 +166,12 @@ async function placeOnGpu(
     }
     const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
+    const onGpu = (reason: string): PlacedSession => ({
+      session,
+      device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') },
+    });
     if (known) {
-      const reason = `the GPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`;
-      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+      return onGpu(`the GPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
     }
     if (verdictAt !== undefined) {
       const verdict = await measureVerdict(model, session, onCpu);
@@ -173,15 +181,17 @@ async function placeOnGpu(
         return verdict.cpu;
       }
       await verdict.cpu.session.release();
-      const reason = `a hardware adapter works${adapters && ` (${adapters})`} and is faster than the CPU (${describeVerdict(verdict.verdict)})`;
-      return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+      return onGpu(
+        `a hardware adapter works${adapters && ` (${adapters})`} and is faster than the CPU (${describeVerdict(verdict.verdict)})`,
+      );
     }
-    const reason = probe.software
-      ? `a software adapter (${adapters}), allowed by ${SOFTWARE_GPU_OPT_IN}=1 for testing`
-      : requested === 'auto'
-        ? `a hardware adapter works${adapters && ` (${adapters})`}`
-        : `device 'gpu' was asked for${adapters && ` (${adapters})`}`;
-    return { session, device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') } };
+    return onGpu(
+      probe.software
+        ? `a software adapter (${adapters}), allowed by ${SOFTWARE_GPU_OPT_IN}=1 for testing`
+        : requested === 'auto'
+          ? `a hardware adapter works${adapters && ` (${adapters})`}`
+          : `device 'gpu' was asked for${adapters && ` (${adapters})`}`,
+    );
   } catch (error) {
     if (error instanceof RmbgError && error.code === 'device_unavailable') throw error;
     await verified; // a corrupt or missing model file is reported as such, not as a GPU failure
@@ -201,10 +211,9 @@ async function measureVerdict(
   gpu: WorkerSession,
   onCpu: (reason: string) => Promise<PlacedSession>,
 ): Promise<{ verdict: GpuVerdict; cpu: PlacedSession }> {
-  const { width, height } = inputSizeOf(model.contract);
   const timed = async (session: WorkerSession) => {
     const started = performance.now();
-    await session.run(new Float32Array(3 * width * height));
+    await blankRun(session, model);
     return Math.round(performance.now() - started);
   };
   const gpuMs = await timed(gpu);
@@ -293,9 +302,7 @@ export async function createEngine(
       // While /readyz answers 503 nothing sends it a run, so the server's engine (warmed up) tries a blank one of its
       // own, one at a time: a fresh worker that answers it ends the broken state.
       if (why !== undefined && options.warmUp && !recovering) {
-        const { width, height } = inputSizeOf(model.contract);
-        recovering = session
-          .run(new Float32Array(3 * width * height))
+        recovering = blankRun(session, model)
           .catch(() => undefined)
           .finally(() => (recovering = undefined));
       }
