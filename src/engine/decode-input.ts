@@ -8,6 +8,7 @@ import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
 import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../api/media-types.js';
 import { buildTiff, type Entry } from './exif.js';
 import { checkByteSize, checkDimensions } from './image-probe.js';
+import { decoderReason } from './input-errors.js';
 import type { DecodedPhoto } from './types.js';
 
 /** What an upload of a converted photo is: lossless when it fits the API's byte limit. */
@@ -124,10 +125,9 @@ function nameOf(format: ConvertibleFormat): string {
 }
 
 function undecodable(format: ConvertibleFormat, error: unknown): RmbgError {
-  const reason = error instanceof Error ? error.message : String(error);
   return new RmbgError(
     'corrupt_image',
-    `the ${nameOf(format)} image cannot be decoded: it is truncated or corrupt (${reason.trim().split('\n')[0]}); check that the file opens in an image viewer`,
+    `the ${nameOf(format)} image cannot be decoded: it is truncated or corrupt (${decoderReason(error)}); check that the file opens in an image viewer`,
     { cause: error },
   );
 }

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { RmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS } from '../api/options.js';
 import { detectImageSignature, type SupportedFormat } from './image-signature.js';
-import { ACCEPTED_FORMATS, animatedImage, corruptImage, unsupportedFormat } from './input-errors.js';
+import { ACCEPTED_FORMATS, animatedImage, corruptImage, decoderReason, unsupportedFormat } from './input-errors.js';
 import { pngChunks } from './png-chunks.js';
 import { VP8X_ANIMATION_FLAG, webpChunks } from './webp-chunks.js';
 
@@ -92,8 +92,7 @@ async function readHeader(input: Buffer, format: SupportedFormat): Promise<sharp
   try {
     metadata = await sharp(input, { limitInputPixels: false, failOn: 'error' }).metadata();
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw corruptImage(`the ${format.toUpperCase()} header cannot be read (${reason})`, error);
+    throw corruptImage(`the ${format.toUpperCase()} header cannot be read (${decoderReason(error)})`, error);
   }
   if (metadata.format !== format) {
     throw corruptImage(`the data starts like a ${format.toUpperCase()} but reads as ${String(metadata.format)}`);

@@ -5,6 +5,13 @@ import { RmbgError } from '../api/errors.js';
 /** The formats the API accepts (api-spec: image_file), as users read them. */
 export const ACCEPTED_FORMATS = 'JPG, PNG or WebP';
 
+/** A decoder's complaint as one line: libvips repeats a warning once per pass and ends lines with newlines, and an
+ * error message must stay one line on stderr and in JSON lines. */
+export function decoderReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n').map((line) => line.trim()).find((line) => line !== '') ?? 'no reason given';
+}
+
 export function corruptImage(reason: string, cause?: unknown): RmbgError {
   return new RmbgError('corrupt_image', `${reason}; send a complete, undamaged ${ACCEPTED_FORMATS} file`, { cause });
 }

@@ -6,6 +6,7 @@ import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
 import { maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
+import { decoderReason } from './input-errors.js';
 import { pixelScale } from './model-contract.js';
 import type { MaskPlane, ModelSession } from './model-session.js';
 import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
@@ -216,7 +217,7 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
   } catch (error) {
     throw new RmbgError(
       'corrupt_image',
-      `the image could not be decoded (truncated or corrupt): ${(error as Error).message}`,
+      `the image could not be decoded (truncated or corrupt): ${decoderReason(error)}`,
       { cause: error },
     );
   }

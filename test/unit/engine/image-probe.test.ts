@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { LIMITS } from '../../../src/api/options.js';
 import { probeImage } from '../../../src/engine/image-probe.js';
+import { decoderReason } from '../../../src/engine/input-errors.js';
 import { PNG_SIGNATURE, pngChunk, pngChunks } from '../../../src/engine/png-chunks.js';
 import { webpChunks } from '../../../src/engine/webp-chunks.js';
 import { MARKER_COLOURS, jpegWithOrientation, markerBoxes } from '../../fixtures/exif-images.js';
@@ -387,5 +388,16 @@ describe('sharp failOn levels on damaged data', () => {
     const results: Record<string, boolean> = {};
     for (const level of LEVELS) results[level] = await decodes(input, level);
     expect(results).toEqual(expected);
+  });
+});
+
+describe('a decoder complaint in an error message', () => {
+  // libvips on a machine with more threads repeats its warning once per line (seen on CI:
+  // "VipsJpeg: premature end of JPEG image\nVipsJpeg: premature end of JPEG image").
+  it('is its first line, so the error stays one line on stderr and in JSON lines', () => {
+    const repeated = new Error('VipsJpeg: premature end of JPEG image\nVipsJpeg: premature end of JPEG image\n');
+    expect(decoderReason(repeated)).toBe('VipsJpeg: premature end of JPEG image');
+    expect(decoderReason(new Error('\n  heif: bad box\n'))).toBe('heif: bad box');
+    expect(decoderReason('')).toBe('no reason given');
   });
 });
