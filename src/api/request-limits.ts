@@ -36,7 +36,8 @@ function bodyTooLarge(maxBytes: number): RmbgError {
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
   return new RmbgError(
     'file_too_large',
-    `the request body exceeds ${mib(maxBytes)} for this content type; the image may be at most ${mib(LIMITS.maxImageBytes)} (as a file, or that much data as base64)`,
+    `the request body exceeds ${mib(maxBytes)} for this content type; ` +
+      `the image may be at most ${mib(LIMITS.maxImageBytes)} (as a file, or that much data as base64)`,
   );
 }
 

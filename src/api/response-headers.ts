@@ -25,7 +25,9 @@ export type HeaderName = keyof typeof HEADERS;
 
 export const HEADER_DESCRIPTIONS: Record<HeaderName, string> = {
   apiKey: 'API key of an account on an API-enabled plan (pro or enterprise).',
-  idempotencyKey: `Optional; 1 to ${LIMITS.maxIdempotencyKeyLength} visible ASCII characters. A repeated request with the same key, image and options within ${LIMIT_TEXT.replayWindow} replays the first result without a new charge.`,
+  idempotencyKey:
+    `Optional; 1 to ${LIMITS.maxIdempotencyKeyLength} visible ASCII characters. A repeated request with the same key, ` +
+    `image and options within ${LIMIT_TEXT.replayWindow} replays the first result without a new charge.`,
   requestId: 'Identifier of the request (on a replay: of the original request); keep it to investigate failures.',
   width: 'Result width in pixels.',
   height: 'Result height in pixels.',

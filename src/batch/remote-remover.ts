@@ -92,7 +92,9 @@ function sentWithoutResult(call: RemoveCall, key: string): boolean {
 function keyForgottenError(): RmbgError {
   return new RmbgError(
     'idempotency_key_expired',
-    `an earlier run sent this image more than ${LIMIT_TEXT.idempotencyKeyRetention} ago without receiving the result; the server may have charged for it and no longer remembers the request; run again with --retry-failed to pay for it again`,
+    `an earlier run sent this image more than ${LIMIT_TEXT.idempotencyKeyRetention} ago without receiving the result; ` +
+      'the server may have charged for it and no longer remembers the request; ' +
+      'run again with --retry-failed to pay for it again',
     { status: 409 },
   );
 }
@@ -100,7 +102,8 @@ function keyForgottenError(): RmbgError {
 function paidBeforeError(error: RmbgError): RmbgError {
   return new RmbgError(
     error.code,
-    `the server charged for this image in an earlier run more than ${LIMIT_TEXT.replayWindow} ago and can no longer replay the result; run again with --retry-failed to pay for it again`,
+    `the server charged for this image in an earlier run more than ${LIMIT_TEXT.replayWindow} ago ` +
+      'and can no longer replay the result; run again with --retry-failed to pay for it again',
     { status: error.status, cause: error },
   );
 }

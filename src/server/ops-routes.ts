@@ -50,7 +50,8 @@ export function metricsHandler(
       // Not found rather than forbidden: to anyone else the endpoint does not exist.
       throw new RmbgError(
         'not_found',
-        'GET /metrics needs the server\'s --metrics-token as "Authorization: Bearer <token>" (without one it is served to this machine only, and only while the server listens on loopback and trusts no proxy)',
+        'GET /metrics needs the server\'s --metrics-token as "Authorization: Bearer <token>" ' +
+          '(without one it is served to this machine only, and only while the server listens on loopback and trusts no proxy)',
       );
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());

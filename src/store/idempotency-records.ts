@@ -70,14 +70,16 @@ export function succeedIdempotent(
   now: number,
 ): Promise<number> {
   return db.run(
-    "UPDATE idempotency_keys SET state = 'succeeded', completed_at = ?, payload = ?, metadata = ? WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'",
+    `UPDATE idempotency_keys SET state = 'succeeded', completed_at = ?, payload = ?, metadata = ?
+       WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'`,
     [now, replay.payload, JSON.stringify(replay.metadata), ref.accountId, ref.key, ref.requestId],
   );
 }
 
 export function failIdempotent(db: SqlExecutor, ref: IdempotencyRef, now: number): Promise<number> {
   return db.run(
-    "UPDATE idempotency_keys SET state = 'failed', completed_at = ?, payload = NULL WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'",
+    `UPDATE idempotency_keys SET state = 'failed', completed_at = ?, payload = NULL
+       WHERE account_id = ? AND key = ? AND request_id = ? AND state = 'in_progress'`,
     [now, ref.accountId, ref.key, ref.requestId],
   );
 }

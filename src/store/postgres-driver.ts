@@ -98,16 +98,24 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
+// What node-postgres says when the connection, not the query, failed.
+const UNREACHABLE_MESSAGE = new RegExp(
+  [
+    'Connection terminated',
+    'connection timeout',
+    'Client has encountered a connection error',
+    'Connection ended',
+    'timeout exceeded when trying to connect',
+    'Query read timeout',
+  ].join('|'),
+  'i',
+);
+
 /** The database cannot serve us, whatever the query: connection, shutdown, resource or login SQLSTATEs; sockets. */
 export function isUnreachable(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && (/^(08|57P|53|28|3D|25P03$)/.test(code) || /^E[A-Z]+$/.test(code))) return true;
-  return (
-    typeof message === 'string' &&
-    /Connection terminated|connection timeout|Client has encountered a connection error|Connection ended|timeout exceeded when trying to connect|Query read timeout/i.test(
-      message,
-    )
-  );
+  return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message);
 }
 
 /** A lock or statement outlived its timeout (55P03, 57014), or a deadlock ended this transaction (40P01). */
