@@ -6,6 +6,7 @@ import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
 import { PHOTO_FORMATS_TEXT } from '../api/media-types.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { PRESET_NAMES } from '../engine/model-contract.js';
+import { rmbgVersion } from '../platform/package-info.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
 import { BATCH_SETTINGS, CALL_SETTINGS, CALL_TABLE, SERVE_TABLE, SERVER_SETTINGS } from '../settings/index.js';
 import { addSettingFlags } from './settings-flags.js';
@@ -106,7 +107,7 @@ export function buildProgram(): Command {
     .description(
       'Remove image backgrounds: on this computer (the default, or --local), through any compatible API, or as a local API server.',
     )
-    .version('0.1.0')
+    .version(rmbgVersion())
     .addHelpText('after', ROOT_EXAMPLES)
     .showHelpAfterError('(run with --help for usage)');
 

@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
-import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
+import { cliEnv, ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 import { writeWarmKeyModel } from '../fixtures/fast-models.js';
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
@@ -132,6 +132,26 @@ describe('the packed tarball', () => {
         { ui: false, page: 404, csp: false, script: 404 },
       ],
     });
+  });
+
+  it("rmbg --version and rmbg doctor print the version of the tarball's package.json", async () => {
+    const manifestFile = path.join(project, 'node_modules/rmbg/package.json');
+    const packed = readFileSync(manifestFile, 'utf8');
+    // A version written nowhere in the code: only a read of this package.json can print it.
+    writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(packed), version: '9.8.7-packed' }));
+    try {
+      const bin = path.join(project, 'node_modules/rmbg/bin/rmbg.js');
+      const env = cliEnv({ env: { RMBG_DATA_DIR: tempDir(), RMBG_MODEL: fastModel } });
+      const run = (args: string[]) => execa(process.execPath, [bin, ...args], { cwd: project, env, extendEnv: false });
+      const version = await run(['--version']);
+      const doctor = await run(['doctor', '--json']);
+      expect({ version: version.stdout, doctor: JSON.parse(doctor.stdout).rmbg }).toEqual({
+        version: '9.8.7-packed',
+        doctor: '9.8.7-packed',
+      });
+    } finally {
+      writeFileSync(manifestFile, packed);
+    }
   });
 
   it('a CommonJS module loads it with import() (and with require() where Node has require(esm): 20.19+)', async () => {

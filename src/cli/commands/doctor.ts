@@ -16,6 +16,7 @@ import {
 } from '../../engine/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu-probe.js';
 import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu-verdict.js';
+import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
 import { EXIT } from '../exit-codes.js';
@@ -120,7 +121,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     problem: config.model.value === undefined ? undefined : modelProblem(config.model.value, dataDir, models),
   };
   const report: DoctorReport = {
-    rmbg: (createRequire(import.meta.url)('../../../package.json') as { version: string }).version,
+    rmbg: rmbgVersion(),
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
     onnxruntime: onnxruntimeVersion(),
