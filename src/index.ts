@@ -1,6 +1,7 @@
 // The public API of the rmbg package (`import … from 'rmbg'`), and nothing else: package.json exports only
 // this module. It imports nothing heavy: sharp and onnxruntime load on the first on-device removal, fastify
-// and SQLite when createServer() runs. Documented, with an example per export, in docs/library.md.
+// and SQLite when createServer() runs. Documented, with an example per export, in docs/library.md; each exported
+// function's @example is type-checked by test/unit/library/exported-function-examples.test.ts.
 
 import type { BatchEvent } from './batch/run-batch.js';
 import type { ImageInput } from './library/image-input.js';
@@ -21,7 +22,18 @@ export type { RmbgServer, ServerOptions } from './library/server-options.js';
 /** The instance behind the top-level functions; its engines load on first use. */
 const shared = createRmbg();
 
-/** Removes the background of one image, on this computer (default) or through `apiUrl`. */
+/**
+ * Removes the background of one image, on this computer (default) or through `apiUrl`.
+ *
+ * @example
+ * ```ts
+ * import { writeFile } from 'node:fs/promises';
+ * import { removeBackground } from 'rmbg';
+ *
+ * const cutout = await removeBackground('photo.jpg', { size: 'hd', format: 'auto' });
+ * await writeFile(`photo-cutout.${cutout.format}`, cutout.data); // png when transparent, jpg when opaque
+ * ```
+ */
 export function removeBackground(
   input: ImageInput,
   options?: RemoveBackgroundOptions,
@@ -29,7 +41,19 @@ export function removeBackground(
   return shared.removeBackground(input, options);
 }
 
-/** The CLI's batch over files and folders: one event per file, then a summary; re-running resumes. */
+/**
+ * The CLI's batch over files and folders: one event per file, then a summary; re-running resumes.
+ *
+ * @example
+ * ```ts
+ * import { removeBackgrounds } from 'rmbg';
+ *
+ * for await (const event of removeBackgrounds('./shoot', { outDir: './cutouts', recursive: true })) {
+ *   if (event.type === 'file' && event.status === 'failed') console.error(event.input, event.error?.message);
+ *   if (event.type === 'summary') console.log(`${event.done} done, ${event.failed} failed`);
+ * }
+ * ```
+ */
 export function removeBackgrounds(
   inputs: string | readonly string[],
   options: RemoveBackgroundsOptions,
@@ -37,12 +61,37 @@ export function removeBackgrounds(
   return shared.removeBackgrounds(inputs, options);
 }
 
-/** Releases the engines the top-level functions loaded (they load again on the next call). */
+/**
+ * Releases the engines the top-level functions loaded (they load again on the next call).
+ *
+ * @example
+ * ```ts
+ * import { close, removeBackground } from 'rmbg';
+ *
+ * try {
+ *   console.log((await removeBackground('photo.jpg')).width);
+ * } finally {
+ *   await close(); // frees the model's memory; the process may go on with other work
+ * }
+ * ```
+ */
 export function close(): Promise<void> {
   return shared.close();
 }
 
-/** `rmbg serve` embedded: resolves once it listens, to `{ url, close() }`. */
+/**
+ * `rmbg serve` embedded: resolves once it listens, to `{ url, close() }`.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'rmbg';
+ *
+ * const server = await createServer({ port: 0, dataDir: './rmbg-data', ui: false });
+ * const ready = await fetch(`${server.url}/readyz`);
+ * console.log(server.url, ready.status, server.device);
+ * await server.close();
+ * ```
+ */
 export async function createServer(options?: ServerOptions): Promise<RmbgServer> {
   const { createServer: start } = await import('./library/create-server.js');
   return start(options);

@@ -52,6 +52,23 @@ export interface Rmbg {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/**
+ * An instance with engines of its own: `removeBackground`, `removeBackgrounds` and `close`, released with
+ * `await using` or `close()`.
+ *
+ * @example
+ * ```ts
+ * import { createRmbg } from 'rmbg';
+ *
+ * const rmbg = createRmbg();
+ * try {
+ *   const cutout = await rmbg.removeBackground('photo.jpg', { device: 'cpu', threads: 2 });
+ *   console.log(cutout.device, cutout.foreground);
+ * } finally {
+ *   await rmbg.close();
+ * }
+ * ```
+ */
 export function createRmbg(): Rmbg {
   const engines = new EnginePool();
 
