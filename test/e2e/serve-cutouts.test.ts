@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, jsonResultOf, UUID } from '../helpers/api-answers.js';
-import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../fixtures/hostile-images.js';
+import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../helpers/hostile-images.js';
 import {
   balance,
   call,
@@ -20,7 +20,7 @@ import {
   tempDataDir,
   type HttpAnswer,
   type ServeProcess,
-} from './serve-harness.js';
+} from '../helpers/serve-harness.js';
 
 const RATE_LIMIT = 40;
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));

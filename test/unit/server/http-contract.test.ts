@@ -22,14 +22,14 @@ import type { Engine } from '../../../src/engine/types.js';
 import { startServer, type RunningServer } from '../../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { warmKeyModel } from '../../fixtures/fast-models.js';
+import { warmKeyModel } from '../../helpers/fast-models.js';
 import {
   testEngine,
   testImage,
   type Behaviour,
   type TestEngine,
   TEST_SERVICE_LIMITS,
-} from '../service/sharp-test-engine.js';
+} from '../../helpers/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;
