@@ -7,7 +7,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../../src/api/limits.js';
@@ -15,11 +14,11 @@ import { createStore } from '../../../src/store/create-store.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
 import { openPostgresDriver } from '../../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../../src/store/sql.js';
-import { openSqliteDriver } from '../../../src/store/sqlite-driver.js';
 import { PURGE_BATCH, PURGE_MAX_BATCHES } from '../../../src/store/idempotency-records.js';
 import { USAGE_RETENTION_MS } from '../../../src/store/usage-records.js';
-import { openStore, STORE_FILE, type Lease, type Store, type StoreTarget } from '../../../src/store/index.js';
+import { openStore, type Lease, type Store, type StoreTarget } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { sqlitePath, storeEngines } from '../../helpers/store-matrix.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 const T0 = 1_700_000_000_000;
@@ -27,52 +26,11 @@ const lease = (requestId: string, expiresAt = T0 + 30_000): Lease => ({ requestI
 
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'rmbg-store-scale-'));
+  dir = mkdtempSync(join(tmpdir(), 'rmbg-store-balances-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Engine {
-  name: 'sqlite' | 'postgres';
-  fresh(): Promise<StoreTarget>;
-  driver(target: StoreTarget): Promise<SqlDriver>;
-  /** Runs statements outside the store (portable SQL). */
-  exec(target: StoreTarget, sql: string): Promise<void>;
-  rows<T>(target: StoreTarget, sql: string): Promise<T[]>;
-}
-
-let files = 0;
-const sqlitePath = (target: StoreTarget) => (target as { path: string }).path;
-const pgUrl = (target: StoreTarget) => (target as { url: string }).url;
-const ENGINES: Engine[] = [
-  {
-    name: 'sqlite',
-    fresh: async () => ({ engine: 'sqlite', path: join(dir, `data-${++files}`, STORE_FILE) }),
-    driver: async (target) => openSqliteDriver(sqlitePath(target)),
-    exec: async (target, sql) => {
-      const db = new Database(sqlitePath(target));
-      try {
-        db.exec(sql);
-      } finally {
-        db.close();
-      }
-    },
-    rows: async <T>(target: StoreTarget, sql: string) => {
-      const db = new Database(sqlitePath(target), { readonly: true });
-      try {
-        return db.prepare(sql).all() as T[];
-      } finally {
-        db.close();
-      }
-    },
-  },
-  {
-    name: 'postgres',
-    fresh: async () => ({ engine: 'postgres', url: await freshDatabase() }),
-    driver: (target) => openPostgresDriver(pgUrl(target)),
-    exec: async (target, sql) => void (await pgRows(pgUrl(target), sql)),
-    rows: <T>(target: StoreTarget, sql: string) => pgRows<T>(pgUrl(target), sql),
-  },
-];
+const ENGINES = storeEngines(() => dir);
 
 describe.each(ENGINES)('the store on $name', (engine) => {
   let target: StoreTarget;

@@ -21,6 +21,7 @@ import {
   type StoreTarget,
 } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { storeEngines } from '../../helpers/store-matrix.js';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;
@@ -32,34 +33,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Engine {
-  name: 'sqlite' | 'postgres';
-  /** A new, empty store location. */
-  fresh(): Promise<StoreTarget>;
-  /** Rows of a query run outside the store (portable SQL only). */
-  rows<T>(target: StoreTarget, sql: string): Promise<T[]>;
-}
-
 let files = 0;
-const ENGINES: Engine[] = [
-  {
-    name: 'sqlite',
-    fresh: async () => ({ engine: 'sqlite', path: join(dir, `data-${++files}`, STORE_FILE) }),
-    rows: async <T>(target: StoreTarget, sql: string) => {
-      const db = new Database((target as { path: string }).path, { readonly: true });
-      try {
-        return db.prepare(sql).all() as T[];
-      } finally {
-        db.close();
-      }
-    },
-  },
-  {
-    name: 'postgres',
-    fresh: async () => ({ engine: 'postgres', url: await freshDatabase() }),
-    rows: <T>(target: StoreTarget, sql: string) => pgRows<T>((target as { url: string }).url, sql),
-  },
-];
+const ENGINES = storeEngines(() => dir);
 
 describe.each(ENGINES)('the store on $name', (engine) => {
   let target: StoreTarget;
