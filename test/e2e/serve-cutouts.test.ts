@@ -2,7 +2,7 @@
 // their pixels, formats, sizes and headers, the images the engine refuses (refunded), and /healthz while the
 // model runs. The HTTP contract is checked in test/unit/server/http-contract.test.ts, with a fake engine and,
 // for formats and sizes, the real pipeline on a quick model; what the engine alone decides (EXIF orientation,
-// never upscaling, the PNG cap, flattening pixel by pixel) in test/unit/engine/pipeline.test.ts.
+// never upscaling, the PNG cap, flattening pixel by pixel) in test/integration/engine/pipeline.test.ts.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
