@@ -3,10 +3,11 @@
 
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe } from 'vitest';
 import { openPostgresDriver } from '../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../src/store/sql.js';
 import { openSqliteDriver } from '../../src/store/sqlite-driver.js';
-import { STORE_FILE, type StoreTarget } from '../../src/store/index.js';
+import { openStore, STORE_FILE, type Store, type StoreTarget } from '../../src/store/index.js';
 import { freshDatabase, pgRows } from './postgres.js';
 
 export interface StoreEngine {
@@ -58,4 +59,23 @@ export function storeEngines(folder: () => string): StoreEngine[] {
       rows: <T>(target: StoreTarget, sql: string) => pgRows<T>(pgUrl(target), sql),
     },
   ];
+}
+
+/** The store each test of an `onEachStore` block gets: opened fresh before the test, closed after it. */
+export interface OpenStore {
+  target: StoreTarget;
+  store: Store;
+}
+
+/** Runs `tests` once per engine (`describe.each`), each test on a fresh store at `at` (a test may reopen it). */
+export function onEachStore(engines: StoreEngine[], tests: (engine: StoreEngine, at: OpenStore) => void): void {
+  describe.each(engines)('the store on $name', (engine) => {
+    const at = {} as OpenStore;
+    beforeEach(async () => {
+      at.target = await engine.fresh();
+      at.store = await openStore(at.target);
+    });
+    afterEach(() => at.store.close());
+    tests(engine, at);
+  });
 }
