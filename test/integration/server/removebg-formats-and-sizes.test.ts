@@ -7,9 +7,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../../../src/engine/index.js';
 import type { Engine } from '../../../src/engine/types.js';
 import { warmKeyModel } from '../../helpers/fast-models.js';
-import { type Answer, balance, form, post, start, useContractServer } from '../../helpers/http-contract-server.js';
+import * as http from '../../helpers/http-contract-server.js';
 
-useContractServer();
+http.useContractServer();
 
 // The real pipeline (decode, sizes, caps, formats, compositing) on the warm-key model, a 1×1 convolution that
 // keeps a red disc and removes a light background in milliseconds: what a client sees of each format and size.
@@ -25,7 +25,7 @@ describe('formats and sizes through the real pipeline', () => {
   });
   // Not the 5 s processing limit of the other tests: a 50 MP encode on a loaded machine takes longer, and no
   // limit is what these tests are about. Longer than a test may run, so the test's own timeout is the bound.
-  beforeEach(() => start({ engine: pipeline, processingTimeoutMs: 600_000 }));
+  beforeEach(() => http.start({ engine: pipeline, processingTimeoutMs: 600_000 }));
 
   /** A flat light background with a red disc: a clean foreground whose box is known. */
   function discImage(width: number, height: number, disc: { cx: number; cy: number; r: number }): Promise<Buffer> {
@@ -49,7 +49,9 @@ describe('formats and sizes through the real pipeline', () => {
   }
 
   /** The result's size, checked against X-Width and X-Height. */
-  async function dimensions(answer: Answer): Promise<{ width: number; height: number; format: string | undefined }> {
+  async function dimensions(
+    answer: http.Answer,
+  ): Promise<{ width: number; height: number; format: string | undefined }> {
     expect(answer.status, answer.body.toString().slice(0, 300)).toBe(200);
     const meta = await sharp(answer.body).metadata();
     expect([String(meta.width), String(meta.height)]).toEqual([
@@ -61,7 +63,7 @@ describe('formats and sizes through the real pipeline', () => {
 
   it('format=jpg flattens transparency onto white and keeps the foreground', async () => {
     const disc = await discImage(400, 300, { cx: 200, cy: 150, r: 90 });
-    const answer = await post(form({ format: 'jpg' }, disc));
+    const answer = await http.post(http.form({ format: 'jpg' }, disc));
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toBe('image/jpeg');
     const meta = await sharp(answer.body).metadata();
@@ -72,13 +74,13 @@ describe('formats and sizes through the real pipeline', () => {
 
   it('format=auto gives JPG when bg_color makes the result opaque, and PNG when bg_color is translucent', async () => {
     const disc = await discImage(400, 300, { cx: 200, cy: 150, r: 90 });
-    const opaque = await post(form({ bg_color: 'red' }, disc));
+    const opaque = await http.post(http.form({ bg_color: 'red' }, disc));
     expect(opaque.status).toBe(200);
     expect(opaque.headers.get('content-type')).toBe('image/jpeg');
     expect((await sharp(opaque.body).metadata()).format).toBe('jpeg');
     expectColour(await pixel(opaque.body, 2, 2), [255, 0, 0], 8, 'opaque corner');
 
-    const translucent = await post(form({ bg_color: '#0000ff80' }, disc));
+    const translucent = await http.post(http.form({ bg_color: '#0000ff80' }, disc));
     expect(translucent.status).toBe(200);
     expect(translucent.headers.get('content-type')).toBe('image/png');
     const meta = await sharp(translucent.body).metadata();
@@ -89,7 +91,7 @@ describe('formats and sizes through the real pipeline', () => {
 
   it('size=medium caps the result at 1.5 MP with the aspect kept; the foreground box is on the input canvas', async () => {
     const input = await discImage(2000, 1500, { cx: 1000, cy: 750, r: 400 });
-    const answer = await post(form({ size: 'medium' }, input));
+    const answer = await http.post(http.form({ size: 'medium' }, input));
     const { width, height } = await dimensions(answer);
     expect(width * height).toBeLessThanOrEqual(1_500_000);
     expect(width * height).toBeGreaterThan(1_480_000);
@@ -102,13 +104,13 @@ describe('formats and sizes through the real pipeline', () => {
 
   it('format=auto at size=50MP is capped at 10 MP even as an opaque JPG; format=jpg at size=auto is not, whatever the balance', async () => {
     const big = await discImage(4000, 3000, { cx: 2000, cy: 1500, r: 900 }); // 12 MP
-    const auto = await dimensions(await post(form({ size: '50MP', bg_color: 'white' }, big)));
+    const auto = await dimensions(await http.post(http.form({ size: '50MP', bg_color: 'white' }, big)));
     expect(auto.format).toBe('jpeg');
     expect(auto.width * auto.height).toBeLessThanOrEqual(10_000_000);
     expect(auto.width * auto.height).toBeGreaterThan(9_950_000);
     // 9 credits left: size=auto does not size by the balance; the 12 MP input comes back whole.
-    const jpg = await dimensions(await post(form({ size: 'auto', format: 'jpg' }, big)));
+    const jpg = await dimensions(await http.post(http.form({ size: 'auto', format: 'jpg' }, big)));
     expect([jpg.format, jpg.width, jpg.height]).toEqual(['jpeg', 4000, 3000]);
-    expect(await balance()).toBe(8);
+    expect(await http.balance()).toBe(8);
   });
 });

@@ -6,20 +6,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { UUID } from '../../helpers/api-answers.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
-import {
-  call,
-  engine,
-  errorOf,
-  form,
-  key,
-  post,
-  server,
-  start,
-  store,
-  useContractServer,
-} from '../../helpers/http-contract-server.js';
+import * as http from '../../helpers/http-contract-server.js';
 
-useContractServer();
+http.useContractServer();
 
 describe('the OpenAPI document declares what the server sends', () => {
   type Doc = {
@@ -38,33 +27,37 @@ describe('the OpenAPI document declares what the server sends', () => {
   }
 
   it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
-    await start({ rateLimitPerMinute: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
-    const running = post(form(), { 'Idempotency-Key': 'k1' });
-    await engine.started(1);
-    const answers = [await post(form(), { 'Idempotency-Key': 'k1' }), await post(form()), await post(form())];
-    expect(answers.map((answer) => [answer.status, errorOf(answer.body).code])).toEqual([
+    await http.start({ rateLimitPerMinute: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
+    const running = http.post(http.form(), { 'Idempotency-Key': 'k1' });
+    await http.engine.started(1);
+    const answers = [
+      await http.post(http.form(), { 'Idempotency-Key': 'k1' }),
+      await http.post(http.form()),
+      await http.post(http.form()),
+    ];
+    expect(answers.map((answer) => [answer.status, http.errorOf(answer.body).code])).toEqual([
       [409, 'idempotency_in_progress'],
       [503, 'service_busy'],
       [429, 'rate_limited'],
     ]);
-    const doc = (await (await fetch(`${server.url}/v1.0/openapi.json`)).json()) as Doc;
+    const doc = (await (await fetch(`${http.server.url}/v1.0/openapi.json`)).json()) as Doc;
     const apiHeaders = new Set(Object.values(HEADERS).map((name) => name.toLowerCase()));
     for (const answer of answers) {
       const sent = [...answer.headers.keys()].filter((name) => apiHeaders.has(name));
       expect(sent).toContain('retry-after');
       expect(declaredHeaders(doc, answer.status), `headers of ${answer.status}`).toEqual(expect.arrayContaining(sent));
     }
-    engine.release();
+    http.engine.release();
     expect((await running).status).toBe(200);
   });
 });
 
 describe('GET /v1.0/account and /v1.0/openapi.json', () => {
-  beforeEach(() => start());
+  beforeEach(() => http.start());
 
   it('answers the account record: integers, total = subscription + payg, enterprise and free_calls 0, all sizes', async () => {
-    await store.addCredits({ apiKey: key }, 3, 'subscription');
-    const answer = await call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    await http.store.addCredits({ apiKey: http.key }, 3, 'subscription');
+    const answer = await http.call('/v1.0/account', { headers: { 'X-API-Key': http.key } });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
     expect(answer.headers.get('x-request-id')).toMatch(UUID);
@@ -84,7 +77,7 @@ describe('GET /v1.0/account and /v1.0/openapi.json', () => {
   });
 
   it('serves an OpenAPI 3.1 document with every field, unsupported parameter and wire error code', async () => {
-    const response = await fetch(`${server.url}/v1.0/openapi.json`);
+    const response = await fetch(`${http.server.url}/v1.0/openapi.json`);
     expect(response.status).toBe(200);
     const doc = (await response.json()) as {
       openapi: string;

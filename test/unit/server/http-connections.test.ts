@@ -5,65 +5,54 @@
 import { connect, type Socket } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { KEEP_ALIVE_MS } from '../../../src/server/build-app.js';
-import {
-  type Answer,
-  balance,
-  call,
-  form,
-  key,
-  post,
-  rawExchange,
-  server,
-  start,
-  statusLines,
-  useContractServer,
-} from '../../helpers/http-contract-server.js';
+import * as http from '../../helpers/http-contract-server.js';
 
-useContractServer();
+http.useContractServer();
 
 describe('a connection after a bad request', () => {
-  beforeEach(() => start());
+  beforeEach(() => http.start());
 
   it('keeps serving after each bad request, on the same connection or a new one; then an image succeeds', async () => {
-    const account = () => call('/v1.0/account', { headers: { 'X-API-Key': key } });
-    const bad: Array<() => Promise<Answer>> = [
-      () => post('{"image_url": ', { 'Content-Type': 'application/json' }),
+    const account = () => http.call('/v1.0/account', { headers: { 'X-API-Key': http.key } });
+    const bad: Array<() => Promise<http.Answer>> = [
+      () => http.post('{"image_url": ', { 'Content-Type': 'application/json' }),
       () =>
-        post('--x\r\nContent-Disposition: form-data; name="size"\r\n\r\nhd', {
+        http.post('--x\r\nContent-Disposition: form-data; name="size"\r\n\r\nhd', {
           'Content-Type': 'multipart/form-data; boundary=x',
         }),
-      () => post('hello', { 'Content-Type': 'text/plain' }),
-      () => post(form({ size: 'huge' })),
-      () => post(form({}, Buffer.from('not an image at all'))),
-      () => call('/v1.0/removebg', { method: 'DELETE' }),
+      () => http.post('hello', { 'Content-Type': 'text/plain' }),
+      () => http.post(http.form({ size: 'huge' })),
+      () => http.post(http.form({}, Buffer.from('not an image at all'))),
+      () => http.call('/v1.0/removebg', { method: 'DELETE' }),
     ];
     for (const request of bad) {
       expect((await request()).status).toBeGreaterThanOrEqual(400);
       expect((await account()).status).toBe(200);
     }
-    expect((await post(form({ size: 'preview' }))).status).toBe(200);
-    expect(await balance()).toBe(9);
+    expect((await http.post(http.form({ size: 'preview' }))).status).toBe(200);
+    expect(await http.balance()).toBe(9);
   });
 
   it('skips a body sent with GET, and a body it refuses unread (415), instead of reading it as the next request', async () => {
     // The body looks like a request of its own: it must be skipped as body, never answered.
     const smuggled = 'GET /v1.0/smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
-    const get = await rawExchange(
-      `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` +
-        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    const get = await http.rawExchange(
+      `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${http.key}\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` +
+        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${http.key}\r\nConnection: close\r\n\r\n`,
     );
-    expect(statusLines(get)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
+    expect(http.statusLines(get)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
     expect(get).not.toContain('smuggled');
     expect(get.match(/"total":10,/g)).toHaveLength(2);
 
-    const refused = await rawExchange(
+    const refused = await http.rawExchange(
       `POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` +
-        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+        `GET /v1.0/account HTTP/1.1\r\nHost: x\r\nX-API-Key: ${http.key}\r\nConnection: close\r\n\r\n`,
     );
-    expect(statusLines(refused)[0]).toBe('HTTP/1.1 415');
+    expect(http.statusLines(refused)[0]).toBe('HTTP/1.1 415');
     expect(refused).not.toContain('smuggled');
     expect(
-      statusLines(refused)
+      http
+        .statusLines(refused)
         .slice(1)
         .every((line) => line === 'HTTP/1.1 200'),
     ).toBe(true);
@@ -71,17 +60,17 @@ describe('a connection after a bad request', () => {
 
   it('never drains an unread body at length: too large declared, or over 64 KiB and stalled, is answered with Connection: close and closed', async () => {
     const started = Date.now();
-    const huge = await rawExchange(
+    const huge = await http.rawExchange(
       'POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nabc',
       30_000,
     );
-    expect(statusLines(huge)).toEqual(['HTTP/1.1 404']);
+    expect(http.statusLines(huge)).toEqual(['HTTP/1.1 404']);
     expect(huge).toMatch(/connection: close/i);
-    const stalled = await rawExchange(
+    const stalled = await http.rawExchange(
       'POST /v1.0/nothing HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc',
       30_000,
     );
-    expect(statusLines(stalled)).toEqual(['HTTP/1.1 404']);
+    expect(http.statusLines(stalled)).toEqual(['HTTP/1.1 404']);
     expect(stalled).toMatch(/connection: close/i);
     // The server's own end, not the 30 s safety net above, closed both.
     expect(Date.now() - started).toBeLessThan(29_000);
@@ -96,8 +85,8 @@ describe('kept-alive connections', () => {
   };
 
   it('answers a request sent on an idle kept-alive connection while the event loop stood still past the keep-alive timeout, instead of resetting it', async () => {
-    await start();
-    const url = new URL(server.url);
+    await http.start();
+    const url = new URL(http.server.url);
     const socket: Socket = connect(Number(url.port), url.hostname);
     let received = '';
     const answers = (n: number) => received.split('HTTP/1.1 ').length - 1 >= n && /\r\n\r\n\{.*\}$/s.test(received);
@@ -114,7 +103,7 @@ describe('kept-alive connections', () => {
         }),
       ]);
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
-    const get = `GET /v1.0/account HTTP/1.1\r\nHost: ${url.host}\r\nX-API-Key: ${key}\r\n\r\n`;
+    const get = `GET /v1.0/account HTTP/1.1\r\nHost: ${url.host}\r\nX-API-Key: ${http.key}\r\n\r\n`;
 
     socket.write(get);
     expect(await receivedAnswers(1)).toBe('answered');

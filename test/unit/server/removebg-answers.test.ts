@@ -6,31 +6,15 @@ import sharp from 'sharp';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { expectError, jsonResultOf } from '../../helpers/api-answers.js';
 import { testImage } from '../../helpers/sharp-test-engine.js';
-import {
-  type Answer,
-  balance,
-  call,
-  engine,
-  errorOf,
-  form,
-  image,
-  key,
-  post,
-  rawExchange,
-  server,
-  service,
-  start,
-  store,
-  useContractServer,
-} from '../../helpers/http-contract-server.js';
+import * as http from '../../helpers/http-contract-server.js';
 
-useContractServer();
+http.useContractServer();
 
 describe('success', () => {
-  beforeEach(() => start());
+  beforeEach(() => http.start());
 
   it('answers image bytes with every header as a string, and no replay header', async () => {
-    const response = await post(form({ size: 'preview' }));
+    const response = await http.post(http.form({ size: 'preview' }));
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('image/png');
     const meta = await sharp(response.body).metadata();
@@ -48,11 +32,11 @@ describe('success', () => {
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(response.headers.get('x-idempotent-replayed')).toBeNull();
     expect(response.headers.get('content-length')).toBe(String(response.body.length));
-    expect(await balance()).toBe(9);
+    expect(await http.balance()).toBe(9);
   });
 
   it('answers exactly the spec JSON object with Accept: application/json', async () => {
-    const response = await post(JSON.stringify({ image_file_b64: image.toString('base64') }), {
+    const response = await http.post(JSON.stringify({ image_file_b64: http.image.toString('base64') }), {
       'Content-Type': 'application/json',
       Accept: 'application/json',
     });
@@ -77,39 +61,39 @@ describe('success', () => {
       'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
       'application/json;q=0',
     ]) {
-      const response = await post(form(), { Accept: accept });
+      const response = await http.post(http.form(), { Accept: accept });
       expect(response.headers.get('content-type'), accept).toBe('image/png');
     }
   });
 
   it('accepts urlencoded bodies, and image_file_b64 as a multipart field', async () => {
-    const body = new URLSearchParams({ image_file_b64: image.toString('base64'), crop: 'false' }).toString();
-    const response = await post(body, { 'Content-Type': 'application/x-www-form-urlencoded' });
+    const body = new URLSearchParams({ image_file_b64: http.image.toString('base64'), crop: 'false' }).toString();
+    const response = await http.post(body, { 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-width')).toBe('64');
-    const b64 = await post(form({ image_file_b64: image.toString('base64'), size: 'small' }, null));
+    const b64 = await http.post(http.form({ image_file_b64: http.image.toString('base64'), size: 'small' }, null));
     expect(b64.status).toBe(200);
     expect(b64.headers.get('x-width')).toBe('64');
-    expect(await balance()).toBe(8);
+    expect(await http.balance()).toBe(8);
   });
 });
 
 describe('idempotent replay', () => {
   it('answers 409 while the first request runs, then replays it byte for byte and header for header, charged once', async () => {
-    await start({ behaviour: { kind: 'gated' } });
+    await http.start({ behaviour: { kind: 'gated' } });
     const idem = { 'Idempotency-Key': 'order-17' };
-    const running = post(form({ size: 'preview' }), idem);
-    await engine.started(1);
-    const during = await post(form({ size: 'preview' }), idem);
+    const running = http.post(http.form({ size: 'preview' }), idem);
+    await http.engine.started(1);
+    const during = await http.post(http.form({ size: 'preview' }), idem);
     expectError(during, 409, 'idempotency_in_progress');
     expect(during.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
-    engine.release();
+    http.engine.release();
     const first = await running;
     expect(first.status).toBe(200);
     expect(first.headers.get('x-idempotent-replayed')).toBeNull();
-    expect(await balance()).toBe(9);
+    expect(await http.balance()).toBe(9);
 
-    const again = await post(form({ size: 'preview' }), idem);
+    const again = await http.post(http.form({ size: 'preview' }), idem);
     expect(again.status).toBe(200);
     expect(again.body.equals(first.body)).toBe(true);
     expect(again.headers.get('x-idempotent-replayed')).toBe('true');
@@ -124,13 +108,14 @@ describe('idempotent replay', () => {
       'keep-alive',
       'connection',
     ]);
-    const stable = (answer: Answer) => Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)));
+    const stable = (answer: http.Answer) =>
+      Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)));
     expect(stable(again)).toEqual(stable(first));
-    expect(engine.calls).toBe(1);
-    expect(await balance()).toBe(9);
+    expect(http.engine.calls).toBe(1);
+    expect(await http.balance()).toBe(9);
 
     // The same bytes as base64 in JSON are the same request: replayed, here as the JSON result.
-    const asJson = await post(JSON.stringify({ image_file_b64: image.toString('base64'), size: 'preview' }), {
+    const asJson = await http.post(JSON.stringify({ image_file_b64: http.image.toString('base64'), size: 'preview' }), {
       ...idem,
       'Content-Type': 'application/json',
       Accept: 'application/json',
@@ -143,148 +128,158 @@ describe('idempotent replay', () => {
 
     // Another image or other options under the key: 409, nothing charged.
     const other = await testImage(32, 32, { r: 10, g: 200, b: 10 });
-    expectError(await post(form({ size: 'preview' }, other), idem), 409, 'idempotency_key_mismatch', 'other image');
-    expectError(await post(form({ size: 'medium' }), idem), 409, 'idempotency_key_mismatch', 'other size');
     expectError(
-      await post(form({ size: 'preview', bg_color: 'white' }), idem),
+      await http.post(http.form({ size: 'preview' }, other), idem),
+      409,
+      'idempotency_key_mismatch',
+      'other image',
+    );
+    expectError(await http.post(http.form({ size: 'medium' }), idem), 409, 'idempotency_key_mismatch', 'other size');
+    expectError(
+      await http.post(http.form({ size: 'preview', bg_color: 'white' }), idem),
       409,
       'idempotency_key_mismatch',
       'other bg_color',
     );
-    expect(await balance()).toBe(9);
+    expect(await http.balance()).toBe(9);
 
     // Keys are per account: another account's request under the same key is its own (here: refused for credits).
-    const stranger = (await store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
+    const stranger = (await http.store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
     expectError(
-      await post(form({ size: 'preview' }), { ...idem, 'X-API-Key': stranger }),
+      await http.post(http.form({ size: 'preview' }), { ...idem, 'X-API-Key': stranger }),
       402,
       'insufficient_credits',
       'other account',
     );
-    expect(engine.calls).toBe(1);
+    expect(http.engine.calls).toBe(1);
   });
 
   it('accepts an Idempotency-Key of 128 characters and refuses 129 or a space with 400 invalid_idempotency_key', async () => {
-    await start();
+    await http.start();
     // With no credits, getting as far as 402 shows the key itself was accepted.
-    const broke = (await store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
+    const broke = (await http.store.createAccountWithKey({ plan: 'pro', credits: 0 })).key;
     expectError(
-      await post(form(), { 'Idempotency-Key': 'k'.repeat(128), 'X-API-Key': broke }),
+      await http.post(http.form(), { 'Idempotency-Key': 'k'.repeat(128), 'X-API-Key': broke }),
       402,
       'insufficient_credits',
       '128 characters',
     );
-    const tooLong = await post(form(), { 'Idempotency-Key': 'k'.repeat(129) });
+    const tooLong = await http.post(http.form(), { 'Idempotency-Key': 'k'.repeat(129) });
     expectError(tooLong, 400, 'invalid_idempotency_key', '129 characters');
     expect(tooLong.headers.get('x-ratelimit-limit')).toBe('60');
-    expectError(await post(form(), { 'Idempotency-Key': 'two words' }), 400, 'invalid_idempotency_key', 'a space');
-    expect(await balance()).toBe(10);
+    expectError(
+      await http.post(http.form(), { 'Idempotency-Key': 'two words' }),
+      400,
+      'invalid_idempotency_key',
+      'a space',
+    );
+    expect(await http.balance()).toBe(10);
   });
 });
 
 describe('limits and load', () => {
   it('answers a stalled body with 408 request_timeout after the body timeout', async () => {
-    await start({ bodyTimeoutMs: 300 });
+    await http.start({ bodyTimeoutMs: 300 });
     const started = Date.now();
-    const answer = await rawExchange(
-      `POST /v1.0/removebg HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"image_url":`,
+    const answer = await http.rawExchange(
+      `POST /v1.0/removebg HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${http.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"image_url":`,
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
     expect(answer).toMatch(/x-request-id: [0-9a-f-]{36}/i);
     expect(answer).toMatch(/connection: close/i);
     expect(answer).toContain('"code":"request_timeout"');
-    expect((await post(form())).status).toBe(200);
+    expect((await http.post(http.form())).status).toBe(200);
   });
 
   it('answers 429 with Retry-After and rate-limit headers', async () => {
-    await start({ rateLimitPerMinute: 1 });
-    expect((await post(form())).status).toBe(200);
-    const limited = await post(form());
+    await http.start({ rateLimitPerMinute: 1 });
+    expect((await http.post(http.form())).status).toBe(200);
+    const limited = await http.post(http.form());
     expect(limited.status).toBe(429);
-    expect(errorOf(limited.body).code).toBe('rate_limited');
+    expect(http.errorOf(limited.body).code).toBe('rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(limited.headers.get('x-ratelimit-limit')).toBe('1');
     expect(limited.headers.get('x-ratelimit-reset')).toBe(limited.headers.get('retry-after'));
     // One count per key across both endpoints.
-    const account = await call('/v1.0/account', { headers: { 'X-API-Key': key } });
+    const account = await http.call('/v1.0/account', { headers: { 'X-API-Key': http.key } });
     expectError(account, 429, 'rate_limited', 'GET /v1.0/account');
     expect(Number(account.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(account.headers.get('x-ratelimit-remaining')).toBe('0');
-    expect(engine.calls).toBe(1);
+    expect(http.engine.calls).toBe(1);
   });
 
   it('answers 402 insufficient_credits when the balance is short', async () => {
-    await start({ creditsPerImage: 11 });
-    const response = await post(form());
+    await http.start({ creditsPerImage: 11 });
+    const response = await http.post(http.form());
     expectError(response, 402, 'insufficient_credits');
     expect(response.headers.get('x-ratelimit-limit')).toBe('60');
-    expect(engine.calls).toBe(0);
-    expect(await balance()).toBe(10);
+    expect(http.engine.calls).toBe(0);
+    expect(await http.balance()).toBe(10);
   });
 
   it('answers 503 service_busy with Retry-After when the queue is full', async () => {
-    await start({ maxQueue: 0, behaviour: { kind: 'gated' } });
-    const first = post(form());
-    await engine.started(1);
-    const busy = await post(form());
+    await http.start({ maxQueue: 0, behaviour: { kind: 'gated' } });
+    const first = http.post(http.form());
+    await http.engine.started(1);
+    const busy = await http.post(http.form());
     expect(busy.status).toBe(503);
-    expect(errorOf(busy.body).code).toBe('service_busy');
+    expect(http.errorOf(busy.body).code).toBe('service_busy');
     expect(Number(busy.headers.get('retry-after'))).toBeGreaterThan(0);
-    engine.release();
+    http.engine.release();
     expect((await first).status).toBe(200);
   });
 
   it('answers 502 when the engine fails with an unclassified error, and 504 on timeout, refunding both', async () => {
-    await start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
-    const failed = await post(form(), { 'Idempotency-Key': 'job-1' });
+    await http.start({ behaviour: { kind: 'fail', error: new Error('onnx exploded') } });
+    const failed = await http.post(http.form(), { 'Idempotency-Key': 'job-1' });
     expectError(failed, 502, 'processing_failed');
-    expect(await balance()).toBe(10);
+    expect(await http.balance()).toBe(10);
     // The key of a failed request is spent: reusing it says so, and charges nothing.
-    expectError(await post(form(), { 'Idempotency-Key': 'job-1' }), 409, 'idempotency_key_failed');
-    expect(engine.calls).toBe(1);
-    engine.behaviour = { kind: 'hang' };
-    await server.close();
-    await service.close();
-    await start({ processingTimeoutMs: 200, behaviour: { kind: 'hang' } });
-    const timedOut = await post(form());
-    expect([timedOut.status, errorOf(timedOut.body).code]).toEqual([504, 'processing_timeout']);
-    expect(await balance()).toBe(10);
+    expectError(await http.post(http.form(), { 'Idempotency-Key': 'job-1' }), 409, 'idempotency_key_failed');
+    expect(http.engine.calls).toBe(1);
+    http.engine.behaviour = { kind: 'hang' };
+    await http.server.close();
+    await http.service.close();
+    await http.start({ processingTimeoutMs: 200, behaviour: { kind: 'hang' } });
+    const timedOut = await http.post(http.form());
+    expect([timedOut.status, http.errorOf(timedOut.body).code]).toEqual([504, 'processing_timeout']);
+    expect(await http.balance()).toBe(10);
   });
 
   it('aborts the service request when the client disconnects, which refunds it', async () => {
-    await start({ behaviour: { kind: 'hang' } });
+    await http.start({ behaviour: { kind: 'hang' } });
     // Settles when the engine's call has ended: the hanging call ends only when the service aborts it.
-    const cutOut = engine.cutOut.bind(engine);
+    const cutOut = http.engine.cutOut.bind(http.engine);
     const callEnded = new Promise<void>((resolve) => {
-      engine.cutOut = (...args) => cutOut(...args).finally(resolve);
+      http.engine.cutOut = (...args) => cutOut(...args).finally(resolve);
     });
     const controller = new AbortController();
-    const pending = fetch(`${server.url}/v1.0/removebg`, {
+    const pending = fetch(`${http.server.url}/v1.0/removebg`, {
       method: 'POST',
-      body: form(),
-      headers: { 'X-API-Key': key },
+      body: http.form(),
+      headers: { 'X-API-Key': http.key },
       signal: controller.signal,
     }).catch((error: unknown) => error);
-    await engine.started(1);
-    expect(engine.running).toBe(1);
+    await http.engine.started(1);
+    expect(http.engine.running).toBe(1);
     controller.abort();
     await pending;
     await callEnded;
-    expect(engine.running).toBe(0);
-    expect(await balance()).toBe(10);
+    expect(http.engine.running).toBe(0);
+    expect(await http.balance()).toBe(10);
   });
 
   it('finishes requests in flight on close, then refuses connections', async () => {
-    await start({ behaviour: { kind: 'gated' } });
-    const inFlight = post(form());
-    await engine.started(1);
-    const closed = server.close();
-    setTimeout(() => engine.release(), 100);
+    await http.start({ behaviour: { kind: 'gated' } });
+    const inFlight = http.post(http.form());
+    await http.engine.started(1);
+    const closed = http.server.close();
+    setTimeout(() => http.engine.release(), 100);
     const response = await inFlight;
     await closed;
     expect(response.status).toBe(200);
-    await expect(fetch(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } })).rejects.toThrow();
+    await expect(fetch(`${http.server.url}/v1.0/account`, { headers: { 'X-API-Key': http.key } })).rejects.toThrow();
   });
 });
