@@ -5,7 +5,7 @@
 # with playwright-core; a browser download cannot work offline), useradd from passwd (embedded-postgres
 # creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
 # WebGPU adapter for the GPU tests), heif-enc from libheif-examples and tiffcp from libtiff-tools (the HEIC and
-# multi-page TIFF photos of test/fixtures/photo-formats.ts). Used by .ci/run and the README's quick start.
+# multi-page TIFF photos of test/helpers/photo-formats.ts). Used by .ci/run and the README's quick start.
 set -euo pipefail
 # Not root: through sudo when it is there; otherwise apt-get says why it cannot.
 as_root=""

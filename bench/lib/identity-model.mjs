@@ -3,7 +3,7 @@
 // so a served request costs parsing, sharp, the store and HTTP, not inference (bench/store-overhead.mjs, the
 // multi-server tests); named otherwise, every inference fails inside the engine, which the API reports as 502.
 // The protobuf helpers are rmbg's own (src/engine/onnx-bytes.ts, built into dist/ by npm ci); the tests build
-// their other models from them too (test/fixtures/onnx-writer.ts).
+// their other models from them too (test/helpers/onnx-writer.ts).
 import { writeFileSync } from 'node:fs';
 import { identityModel } from '../../dist/engine/onnx-bytes.js';
 

@@ -10,9 +10,9 @@ import path from 'node:path';
 import exifReader from 'exif-reader';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegWithOrientation } from '../fixtures/exif-images.js';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
-import { colourGradient } from '../fixtures/photo-formats.js';
+import { jpegWithOrientation } from '../helpers/exif-images.js';
+import { writeRedChannelModel } from '../helpers/onnx-writer.js';
+import { colourGradient } from '../helpers/photo-formats.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 
 let work: string;

@@ -6,9 +6,9 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
+import { addQuickModel, QUICK_MODEL } from '../helpers/remove-local-files.js';
 
 let settingsDir: string;
 const withSettings: { configDir: string; env: Record<string, string> } = { configDir: '', env: {} };

@@ -11,8 +11,8 @@ import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
 import { gpuEnvironment } from '../../src/engine/gpu-environment.js';
 import { saveVerdict, verdictKey } from '../../src/engine/gpu-verdict.js';
 import { resolveModel } from '../../src/engine/model-registry.js';
-import { writeWarmKeyModel } from '../fixtures/fast-models.js';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { writeWarmKeyModel } from '../helpers/fast-models.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { cliEnv, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
 
 const SCRIPT = path.join(ROOT, 'test/fixtures/two-threads-gpu.mjs');

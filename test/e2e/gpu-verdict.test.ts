@@ -6,8 +6,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
-import { writeWarmKeyModel } from '../fixtures/fast-models.js';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { writeWarmKeyModel } from '../helpers/fast-models.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 
 let photo: string;

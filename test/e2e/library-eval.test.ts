@@ -1,7 +1,7 @@
 // The library tried the usual way from a shell, `node --input-type=module -e "import … from 'rmbg'"` in the
 // repository (issue #21): the inference worker must start although a worker cannot inherit --input-type, and
 // the flags that matter to it (--import, the heap limit) must still reach it. The script runs the warm-key model
-// (RMBG_MODEL, test/fixtures/fast-models.ts): what is checked is the worker and a cutout written, not its quality.
+// (RMBG_MODEL, test/helpers/fast-models.ts): what is checked is the worker and a cutout written, not its quality.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { execa } from 'execa';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
-import { writeWarmKeyModel } from '../fixtures/fast-models.js';
+import { writeWarmKeyModel } from '../helpers/fast-models.js';
 
 afterAll(() => removeTempDirs());
 

@@ -1,7 +1,7 @@
 // rmbg as an npm user gets it: `npm pack`, the tarball unpacked into a temporary project whose dependencies
 // resolve from this repository's node_modules (only the package's runtime dependencies, plus typescript and
 // @types/node, as a consumer would have), then imported through `exports` and type-checked with tsc.
-// Every program runs the warm-key model (RMBG_MODEL, test/fixtures/fast-models.ts: real ONNX, milliseconds), since
+// Every program runs the warm-key model (RMBG_MODEL, test/helpers/fast-models.ts: real ONNX, milliseconds), since
 // packaging, not cutouts, is checked here; the one docs example that names the packed default model runs it.
 
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
 import { cliEnv, ensureBuilt, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
-import { writeWarmKeyModel } from '../fixtures/fast-models.js';
+import { writeWarmKeyModel } from '../helpers/fast-models.js';
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;

@@ -1,6 +1,6 @@
 // The library's functions against a real server on 127.0.0.1, as a program uses them: one library instance and
 // one embedded server shared by every test. The first test runs the real model (its cutout's pixels are checked);
-// the rest run the warm-key model (test/fixtures/fast-models.ts: real ONNX, milliseconds), since they check
+// the rest run the warm-key model (test/helpers/fast-models.ts: real ONNX, milliseconds), since they check
 // sizes, aborts, charges and batches, and the close test a model that takes a known long while.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, copyFileSync } from 'node:fs';
@@ -22,8 +22,8 @@ import { createFaultServer, drop } from '../helpers/fault-server.js';
 import { inferenceGate } from '../helpers/inference-gate.js';
 import { rejectionOf } from '../helpers/rejection.js';
 import { removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
-import { warmKeyModel } from '../fixtures/fast-models.js';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { warmKeyModel } from '../helpers/fast-models.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 
 const ASTRONAUT = path.join(ROOT, 'samples/astronaut.png'); // 512×512
 const CREDITS = 10;

@@ -7,7 +7,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto, pngPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto, pngPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import {
   addQuickModel,
@@ -17,7 +17,7 @@ import {
   partialFiles,
   QUICK_MODEL,
   writeTree,
-} from './remove-local-files.js';
+} from '../helpers/remove-local-files.js';
 
 let work: string;
 let input: string;

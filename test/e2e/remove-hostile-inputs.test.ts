@@ -5,7 +5,7 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegWithOrientation } from '../fixtures/exif-images.js';
+import { jpegWithOrientation } from '../helpers/exif-images.js';
 import {
   animatedWebp,
   apng,
@@ -19,7 +19,7 @@ import {
   tinyPng,
   truncatedJpeg,
   widePng,
-} from '../fixtures/hostile-images.js';
+} from '../helpers/hostile-images.js';
 import { ensureBuilt, HAS_SCRIPT, jsonLines, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
 import {
   addQuickModel,
@@ -29,7 +29,7 @@ import {
   partialFiles,
   QUICK_MODEL,
   writeTree,
-} from './remove-local-files.js';
+} from '../helpers/remove-local-files.js';
 
 let env: Record<string, string>;
 

@@ -8,9 +8,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { addQuickModel, expectCutout, QUICK_MODEL, writeTree } from './remove-local-files.js';
+import { addQuickModel, expectCutout, QUICK_MODEL, writeTree } from '../helpers/remove-local-files.js';
 
 const NOTE = 'no API URL configured: removing backgrounds on this computer';
 let photo: Buffer;

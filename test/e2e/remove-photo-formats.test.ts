@@ -12,20 +12,20 @@ import path from 'node:path';
 import exifReader from 'exif-reader';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegWithOrientation, markerBoxes } from '../fixtures/exif-images.js';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
+import { jpegWithOrientation, markerBoxes } from '../helpers/exif-images.js';
+import { writeRedChannelModel } from '../helpers/onnx-writer.js';
 import {
   colourGradient,
   heicFromJpeg,
   multiPageTiff,
   withClaimedSize,
   withRotation,
-} from '../fixtures/photo-formats.js';
+} from '../helpers/photo-formats.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { importRecorder, packagesIn } from '../helpers/import-recorder.js';
-import { addQuickModel, QUICK_MODEL, writeTree } from './remove-local-files.js';
-import { jsonLines, LONG, PRICE, startRemoteServer, type RemoteServer } from './remove-remote-harness.js';
-import { call, errorCode } from './serve-harness.js';
+import { addQuickModel, QUICK_MODEL, writeTree } from '../helpers/remove-local-files.js';
+import { jsonLines, LONG, PRICE, startRemoteServer, type RemoteServer } from '../helpers/remove-remote-harness.js';
+import { call, errorCode } from '../helpers/serve-harness.js';
 
 const WIDTH = 160;
 const HEIGHT = 120;

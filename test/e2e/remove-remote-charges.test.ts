@@ -21,7 +21,7 @@ import {
   removeRemote,
   useRemoteServer,
   type Shoot,
-} from './remove-remote-harness.js';
+} from '../helpers/remove-remote-harness.js';
 
 const suite = useRemoteServer('quick');
 

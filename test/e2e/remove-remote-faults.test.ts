@@ -26,7 +26,7 @@ import {
   useRemoteServer,
   waitFor,
   type Relayed,
-} from './remove-remote-harness.js';
+} from '../helpers/remove-remote-harness.js';
 
 /** One scripted fault, applied to one request; `retryAfter` in seconds when the answer carries Retry-After. */
 interface Fault {

@@ -26,7 +26,7 @@ import {
   waitFor,
   type AnswerGate,
   type Shoot,
-} from './remove-remote-harness.js';
+} from '../helpers/remove-remote-harness.js';
 
 const suite = useRemoteServer('quick');
 async function setUp(

@@ -7,9 +7,16 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { addQuickModel, expectCutout, JOURNAL, listFiles, QUICK_MODEL, writeTree } from './remove-local-files.js';
+import {
+  addQuickModel,
+  expectCutout,
+  JOURNAL,
+  listFiles,
+  QUICK_MODEL,
+  writeTree,
+} from '../helpers/remove-local-files.js';
 
 let work: string;
 let env: Record<string, string>;

@@ -5,10 +5,10 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
-import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from './remove-local-files.js';
+import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from '../helpers/remove-local-files.js';
 
 afterAll(removeTempDirs);
 beforeAll(ensureBuilt);

@@ -4,10 +4,10 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, HAS_SCRIPT, removeTempDirs, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
-import { writeTree } from './remove-local-files.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { writeTree } from '../helpers/remove-local-files.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 /** Terminal output without carriage returns and ANSI control sequences (cursor, colours, line clearing). */
 const plain = (text: string) => text.replace(/\r/g, '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');

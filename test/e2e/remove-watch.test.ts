@@ -7,9 +7,9 @@ import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writ
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gif, jpegPhoto, noisyJpeg } from '../fixtures/hostile-images.js';
+import { gif, jpegPhoto, noisyJpeg } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 const ROCKET = readFileSync(path.join(import.meta.dirname, '..', '..', 'samples', 'rocket.jpg'));
 let model: string;

@@ -5,11 +5,11 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { warmKeyModel } from '../fixtures/fast-models.js';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { warmKeyModel } from '../helpers/fast-models.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
-import { startServe, type ServeProcess } from './serve-harness.js';
+import { startServe, type ServeProcess } from '../helpers/serve-harness.js';
 
 let work: string;
 let model: string;

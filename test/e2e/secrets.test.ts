@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../../src/store/index.js';
 import { ensureBuilt, rmbg } from '../helpers/cli.js';
-import { createKey, tempDataDir } from './serve-harness.js';
+import { createKey, tempDataDir } from '../helpers/serve-harness.js';
 
 let dataDir: string;
 let settingsDir: string;

@@ -2,14 +2,14 @@
 // their pixels, formats, sizes and headers, the images the engine refuses (refunded), and /healthz while the
 // model runs. The HTTP contract is checked in test/unit/server/http-contract.test.ts, with a fake engine and,
 // for formats and sizes, the real pipeline on a quick model; what the engine alone decides (EXIF orientation,
-// never upscaling, the PNG cap, flattening pixel by pixel) in test/unit/engine/pipeline.test.ts.
+// never upscaling, the PNG cap, flattening pixel by pixel) in test/integration/engine/pipeline.test.ts.
 
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, jsonResultOf, UUID } from '../helpers/api-answers.js';
-import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../fixtures/hostile-images.js';
+import { animatedWebp, gif, jpegBombHeader, pngBombHeader, widePng } from '../helpers/hostile-images.js';
 import {
   balance,
   call,
@@ -20,7 +20,7 @@ import {
   tempDataDir,
   type HttpAnswer,
   type ServeProcess,
-} from './serve-harness.js';
+} from '../helpers/serve-harness.js';
 
 const RATE_LIMIT = 40;
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));

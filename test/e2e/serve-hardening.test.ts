@@ -7,8 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
 import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
 import { trickle, type Trickler } from '../helpers/trickle-client.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
-import { balance, call, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
+import {
+  balance,
+  call,
+  createKey,
+  ensureBuilt,
+  startServe,
+  tempDataDir,
+  type ServeProcess,
+} from '../helpers/serve-harness.js';
 
 const MB = 1024 * 1024;
 const HEADERS_TIMEOUT_S = 2;

@@ -12,7 +12,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 import {
   balance,
   call,
@@ -25,7 +25,7 @@ import {
   tempDataDir,
   type HttpAnswer,
   type ServeProcess,
-} from './serve-harness.js';
+} from '../helpers/serve-harness.js';
 
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 const GUARD_BANNER = 'rmbg-test: loopback-only network installed';

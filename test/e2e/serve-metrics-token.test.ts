@@ -7,8 +7,16 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
-import { call, createKey, errorCode, rmbg, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
+import {
+  call,
+  createKey,
+  errorCode,
+  rmbg,
+  startServe,
+  tempDataDir,
+  type ServeProcess,
+} from '../helpers/serve-harness.js';
 
 const FILE_TOKEN = 'file-token-7f3a91c2e5';
 const ENV_TOKEN = 'env-token-4b8d20a6f1';

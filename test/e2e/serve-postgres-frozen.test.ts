@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { warmKeyModel } from '../fixtures/fast-models.js';
+import { warmKeyModel } from '../helpers/fast-models.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { call, errorCode, rmbg, startServe, type ServeProcess } from './serve-harness.js';
+import { call, errorCode, rmbg, startServe, type ServeProcess } from '../helpers/serve-harness.js';
 
 const WINDOW_S = 40;
 /** The client's own patience: far past every bound the server should keep, so a stall shows as a failed request. */

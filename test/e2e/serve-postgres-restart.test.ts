@@ -12,8 +12,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pgRows } from '../helpers/postgres.js';
 import { embeddedPostgres } from '../setup/postgres.js';
-import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from '../helpers/serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 let work: string;
 let postgres: EmbeddedPostgres;

@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
-import { noisyJpeg } from '../fixtures/hostile-images.js';
+import { noisyJpeg } from '../helpers/hostile-images.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
-import { call, errorCode, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
+import { call, errorCode, rmbg, startServe, type HttpAnswer, type ServeProcess } from '../helpers/serve-harness.js';
 
 let url: string;
 let work: string;

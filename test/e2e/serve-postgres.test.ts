@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { noisyJpeg } from '../fixtures/hostile-images.js';
+import { noisyJpeg } from '../helpers/hostile-images.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFaultServer, type FaultStep } from '../helpers/fault-server.js';
 import { freshDatabase, pgRows } from '../helpers/postgres.js';
@@ -20,9 +20,9 @@ import {
   removeRemote,
   waitFor,
   type Relayed,
-} from './remove-remote-harness.js';
-import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+} from '../helpers/remove-remote-harness.js';
+import { call, rmbg, startServe, type HttpAnswer, type ServeProcess } from '../helpers/serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 const LEASE_SECONDS = 2;
 const RATE_LIMIT = 30;

@@ -7,7 +7,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
 import {
   balance,
@@ -20,7 +20,7 @@ import {
   startServe,
   tempDataDir,
   type ServeProcess,
-} from './serve-harness.js';
+} from '../helpers/serve-harness.js';
 
 const photo = readFileSync(join(SAMPLES, 'rocket.jpg'));
 /** Started on an empty data dir, with --no-ui. */

@@ -5,10 +5,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { importRecorder, packagesIn } from '../helpers/import-recorder.js';
-import { writeTree } from './remove-local-files.js';
+import { writeTree } from '../helpers/remove-local-files.js';
 
 let work: string;
 

@@ -16,9 +16,9 @@ import {
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
+import { writeRedChannelModel } from '../helpers/onnx-writer.js';
 import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { balance, call, createKey, startServe } from './serve-harness.js';
+import { balance, call, createKey, startServe } from '../helpers/serve-harness.js';
 
 const IMAGENET = { mean: 0.485, std: 0.229 }; // red channel
 const HALF = { mean: 0.5, std: 1 };

@@ -6,9 +6,17 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, SCREENSHOTS } from './browser-harness.js';
-import { balance, call, createKey, SAMPLES, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
+import { launchBrowser, SCREENSHOTS } from '../helpers/browser-harness.js';
+import {
+  balance,
+  call,
+  createKey,
+  SAMPLES,
+  startServe,
+  tempDataDir,
+  type ServeProcess,
+} from '../helpers/serve-harness.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 const RATE_LIMIT = 8;
 let dataDir: string;

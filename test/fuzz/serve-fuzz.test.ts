@@ -11,9 +11,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode, wireErrorCodes } from '../../src/api/errors.js';
 import { STORE_FILE } from '../../src/store/index.js';
-import { writeIdentityModel } from '../fixtures/onnx-writer.js';
-import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from '../e2e/serve-harness.js';
-import { requestArbitrary, type FuzzRequest } from './request-arbitraries.js';
+import { writeIdentityModel } from '../helpers/onnx-writer.js';
+import { balance, createKey, ensureBuilt, startServe, tempDataDir } from '../helpers/serve-harness.js';
+import type { ServeProcess } from '../helpers/serve-harness.js';
+import { requestArbitrary, type FuzzRequest } from '../helpers/request-arbitraries.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { jpegPhoto } from '../../fixtures/hostile-images.js';
+import { jpegPhoto } from '../../helpers/hostile-images.js';
 import { watchInputs } from '../../../src/batch/watch-inputs.js';
 
 let work: string;

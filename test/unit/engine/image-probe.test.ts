@@ -10,7 +10,7 @@ import { probeImage } from '../../../src/engine/image-probe.js';
 import { decoderReason } from '../../../src/engine/input-errors.js';
 import { PNG_SIGNATURE, pngChunk, pngChunks } from '../../../src/engine/png-chunks.js';
 import { webpChunks } from '../../../src/engine/webp-chunks.js';
-import { MARKER_COLOURS, jpegWithOrientation, markerBoxes } from '../../fixtures/exif-images.js';
+import { MARKER_COLOURS, jpegWithOrientation, markerBoxes } from '../../helpers/exif-images.js';
 import {
   animatedWebp,
   apng,
@@ -37,7 +37,7 @@ import {
   truncatedPng,
   truncatedWebp,
   widePng,
-} from '../../fixtures/hostile-images.js';
+} from '../../helpers/hostile-images.js';
 
 async function refusal(input: Buffer): Promise<RmbgError> {
   try {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeFp16ConvModel } from '../../fixtures/onnx-writer.js';
+import { writeFp16ConvModel } from '../../helpers/onnx-writer.js';
 import { removeTempDirs, tempDir } from '../../helpers/cli.js';
 // @ts-expect-error plain ESM script without types
 import { convertToFp32 } from '../../../scripts/lib/onnx-fp32.mjs';

@@ -13,7 +13,7 @@ import { createMetrics } from '../../../src/server/metrics.js';
 import { trustedProxies } from '../../../src/server/trusted-proxies.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
+import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 const MAX_AUTH_FAILURES = 3;
 

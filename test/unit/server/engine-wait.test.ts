@@ -10,7 +10,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { buildApp } from '../../../src/server/build-app.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type TestEngine, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
+import { testEngine, testImage, type TestEngine, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;

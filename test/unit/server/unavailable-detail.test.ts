@@ -12,7 +12,7 @@ import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { buildApp } from '../../../src/server/build-app.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
+import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 const DATABASE_TEXT =
   'the database is unreachable (password authentication failed for user "rmbg_owner" at db.internal:5432); retry shortly';

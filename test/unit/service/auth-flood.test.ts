@@ -12,7 +12,7 @@ import { createService, type Service } from '../../../src/service/index.js';
 import { MAX_CONCURRENT_KEY_LOOKUPS } from '../../../src/service/key-lookups.js';
 import { openStore, type Store } from '../../../src/store/index.js';
 import { rejectionOf } from '../../helpers/rejection.js';
-import { testEngine, TEST_SERVICE_LIMITS } from './sharp-test-engine.js';
+import { testEngine, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;

@@ -13,7 +13,13 @@ import { DEFAULT_OPTIONS, LIMITS, type RemoveOptions } from '../../../src/api/op
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
 import type { ImageSource, RemoveRequest } from '../../../src/service/types.js';
 import { openStore, STORE_FILE, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type Behaviour, type TestEngine, TEST_SERVICE_LIMITS } from './sharp-test-engine.js';
+import {
+  testEngine,
+  testImage,
+  type Behaviour,
+  type TestEngine,
+  TEST_SERVICE_LIMITS,
+} from '../../helpers/sharp-test-engine.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 const T0 = 1_700_000_000_000;

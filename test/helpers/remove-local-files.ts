@@ -5,8 +5,8 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { expect } from 'vitest';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
-import { rmbg } from '../helpers/cli.js';
+import { writeRedChannelModel } from './onnx-writer.js';
+import { rmbg } from './cli.js';
 
 /**
  * The quick model: a user model added with `rmbg models add` to `dataDir` (a 1×1 convolution of the red channel,

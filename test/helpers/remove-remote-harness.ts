@@ -8,16 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { jpegPhoto } from '../fixtures/hostile-images.js';
-import {
-  createFaultServer,
-  respond,
-  type FaultServer,
-  type FaultStep,
-  type RecordedRequest,
-} from '../helpers/fault-server.js';
-import { rmbg } from '../helpers/cli.js';
-import type { InferenceGate } from '../helpers/inference-gate.js';
+import { jpegPhoto } from './hostile-images.js';
+import { createFaultServer, respond, type FaultServer, type FaultStep, type RecordedRequest } from './fault-server.js';
+import { rmbg } from './cli.js';
+import type { InferenceGate } from './inference-gate.js';
 import { addQuickModel, QUICK_MODEL } from './remove-local-files.js';
 import { balance, createKey, ensureBuilt, startServe, tempDataDir, type ServeProcess } from './serve-harness.js';
 

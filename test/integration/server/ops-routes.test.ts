@@ -11,7 +11,7 @@ import { createMetrics } from '../../../src/server/metrics.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../service/sharp-test-engine.js';
+import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 let url: string;
 let store: Store;

@@ -7,19 +7,18 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../../src/api/limits.js';
 import { createStore } from '../../../src/store/create-store.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
 import { openPostgresDriver } from '../../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../../src/store/sql.js';
-import { openSqliteDriver } from '../../../src/store/sqlite-driver.js';
 import { PURGE_BATCH, PURGE_MAX_BATCHES } from '../../../src/store/idempotency-records.js';
 import { USAGE_RETENTION_MS } from '../../../src/store/usage-records.js';
-import { openStore, STORE_FILE, type Lease, type Store, type StoreTarget } from '../../../src/store/index.js';
+import { openStore, type Lease, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { onEachStore, sqlitePath, storeEngines } from '../../helpers/store-matrix.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 const T0 = 1_700_000_000_000;
@@ -27,82 +26,33 @@ const lease = (requestId: string, expiresAt = T0 + 30_000): Lease => ({ requestI
 
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'rmbg-store-scale-'));
+  dir = mkdtempSync(join(tmpdir(), 'rmbg-store-balances-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Engine {
-  name: 'sqlite' | 'postgres';
-  fresh(): Promise<StoreTarget>;
-  driver(target: StoreTarget): Promise<SqlDriver>;
-  /** Runs statements outside the store (portable SQL). */
-  exec(target: StoreTarget, sql: string): Promise<void>;
-  rows<T>(target: StoreTarget, sql: string): Promise<T[]>;
-}
+const ENGINES = storeEngines(() => dir);
 
-let files = 0;
-const sqlitePath = (target: StoreTarget) => (target as { path: string }).path;
-const pgUrl = (target: StoreTarget) => (target as { url: string }).url;
-const ENGINES: Engine[] = [
-  {
-    name: 'sqlite',
-    fresh: async () => ({ engine: 'sqlite', path: join(dir, `data-${++files}`, STORE_FILE) }),
-    driver: async (target) => openSqliteDriver(sqlitePath(target)),
-    exec: async (target, sql) => {
-      const db = new Database(sqlitePath(target));
-      try {
-        db.exec(sql);
-      } finally {
-        db.close();
-      }
-    },
-    rows: async <T>(target: StoreTarget, sql: string) => {
-      const db = new Database(sqlitePath(target), { readonly: true });
-      try {
-        return db.prepare(sql).all() as T[];
-      } finally {
-        db.close();
-      }
-    },
-  },
-  {
-    name: 'postgres',
-    fresh: async () => ({ engine: 'postgres', url: await freshDatabase() }),
-    driver: (target) => openPostgresDriver(pgUrl(target)),
-    exec: async (target, sql) => void (await pgRows(pgUrl(target), sql)),
-    rows: <T>(target: StoreTarget, sql: string) => pgRows<T>(pgUrl(target), sql),
-  },
-];
-
-describe.each(ENGINES)('the store on $name', (engine) => {
-  let target: StoreTarget;
-  let store: Store;
-  beforeEach(async () => {
-    target = await engine.fresh();
-    store = await openStore(target);
-  });
-  afterEach(() => store.close());
-
+onEachStore(ENGINES, (engine, at) => {
   it('keeps each balance with its ledger rows; the audit finds them equal, and finds a balance changed behind its back', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
-    await store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
-    await store.charge(a.accountId, 5, lease('r1'), T0);
-    await store.charge(a.accountId, 2, lease('r2'), T0);
-    await store.refund('r2', undefined, T0);
-    await store.deliver('r1', undefined, T0);
-    expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
+    await at.store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
+    await at.store.charge(a.accountId, 5, lease('r1'), T0);
+    await at.store.charge(a.accountId, 2, lease('r2'), T0);
+    await at.store.refund('r2', undefined, T0);
+    await at.store.deliver('r1', undefined, T0);
+    expect(await at.store.balance(a.accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
     const sums = await engine.rows<{ pool: string; sum: number }>(
-      target,
+      at.target,
       `SELECT pool, CAST(SUM(amount) AS INTEGER) AS sum FROM credit_ledger GROUP BY pool ORDER BY pool`,
     );
     expect(sums.map((row) => [row.pool, Number(row.sum)])).toEqual([
       ['payg', 5],
       ['subscription', 0],
     ]);
-    expect(await store.auditBalances()).toEqual([]);
+    expect(await at.store.auditBalances()).toEqual([]);
 
-    await engine.exec(target, `UPDATE accounts SET payg_credits = payg_credits + 1 WHERE id = '${a.accountId}'`);
-    expect(await store.auditBalances()).toEqual([
+    await engine.exec(at.target, `UPDATE accounts SET payg_credits = payg_credits + 1 WHERE id = '${a.accountId}'`);
+    expect(await at.store.auditBalances()).toEqual([
       {
         accountId: a.accountId,
         kept: { subscription: 0, payg: 6, total: 6 },
@@ -117,22 +67,22 @@ describe.each(ENGINES)('the store on $name', (engine) => {
     ].map((match) => match[1] as string);
     const audit = blocks.find((sql) => sql.startsWith('SELECT a.id')) as string;
     const repair = blocks.find((sql) => sql.startsWith('UPDATE accounts')) as string;
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
-    await store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 4, pool: 'subscription', now: T0 });
+    await at.store.addCredits({ accountId: a.accountId }, 6, 'payg', T0);
     // One pool up, the other down: the total still matches the ledger's.
     await engine.exec(
-      target,
+      at.target,
       `UPDATE accounts SET payg_credits = payg_credits + 1, subscription_credits = subscription_credits - 1 WHERE id = '${a.accountId}'`,
     );
-    const found = await engine.rows<{ id: string; ledger_payg: number }>(target, audit);
+    const found = await engine.rows<{ id: string; ledger_payg: number }>(at.target, audit);
     expect(found.map((row) => [row.id, Number(row.ledger_payg)])).toEqual([[a.accountId, 6]]);
-    await engine.exec(target, repair);
-    expect(await engine.rows(target, audit)).toEqual([]);
-    expect(await store.balance(a.accountId)).toEqual({ subscription: 4, payg: 6, total: 10 });
+    await engine.exec(at.target, repair);
+    expect(await engine.rows(at.target, audit)).toEqual([]);
+    expect(await at.store.balance(a.accountId)).toEqual({ subscription: 4, payg: 6, total: 10 });
   });
 
   it('a database at schema 2 migrates its balances from the ledger (the sums, per pool)', async () => {
-    await store.close();
+    await at.store.close();
     const old = await engine.fresh();
     if (old.engine === 'sqlite') {
       const { mkdirSync } = await import('node:fs');
@@ -151,18 +101,18 @@ describe.each(ENGINES)('the store on $name', (engine) => {
          ('acct_1', 'grant', 'payg', 10, NULL, 1), ('acct_1', 'grant', 'subscription', 3, NULL, 1),
          ('acct_1', 'charge', 'subscription', -3, 'x', 2), ('acct_1', 'charge', 'payg', -1, 'x', 2), ('acct_1', 'refund', 'payg', 1, 'x', 3);`,
     );
-    store = await openStore(old);
-    expect(await store.balance('acct_1')).toEqual({ subscription: 0, payg: 10, total: 10 });
-    expect(await store.balance('acct_2')).toEqual({ subscription: 0, payg: 0, total: 0 });
-    expect(await store.auditBalances()).toEqual([]);
+    at.store = await openStore(old);
+    expect(await at.store.balance('acct_1')).toEqual({ subscription: 0, payg: 10, total: 10 });
+    expect(await at.store.balance('acct_2')).toEqual({ subscription: 0, payg: 0, total: 0 });
+    expect(await at.store.auditBalances()).toEqual([]);
   });
 
   it('deletes replays after their window, completed keys after the key retention (the key is free again), usage records after theirs', async () => {
-    const accountId = (await store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 })).accountId;
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro', credits: 5, now: T0 })).accountId;
     const replay = { payload: Buffer.from('x'), metadata: null };
-    await store.beginIdempotent(accountId, 'done', 'fp', lease('r-done'), T0);
-    await store.deliver('r-done', { ref: { accountId, key: 'done', requestId: 'r-done' }, replay }, T0);
-    await store.beginIdempotent(accountId, 'running', 'fp', lease('r-run'), T0);
+    await at.store.beginIdempotent(accountId, 'done', 'fp', lease('r-done'), T0);
+    await at.store.deliver('r-done', { ref: { accountId, key: 'done', requestId: 'r-done' }, replay }, T0);
+    await at.store.beginIdempotent(accountId, 'running', 'fp', lease('r-run'), T0);
     const usage = {
       accountId,
       keyId: null,
@@ -178,43 +128,43 @@ describe.each(ENGINES)('the store on $name', (engine) => {
       height: null,
       durationMs: 1,
     };
-    await store.recordUsage({ ...usage, requestId: 'u-old', createdAt: T0 });
-    await store.recordUsage({ ...usage, requestId: 'u-new', createdAt: T0 + USAGE_RETENTION_MS });
+    await at.store.recordUsage({ ...usage, requestId: 'u-old', createdAt: T0 });
+    await at.store.recordUsage({ ...usage, requestId: 'u-new', createdAt: T0 + USAGE_RETENTION_MS });
 
-    expect(await store.purgeExpired(T0 + LIMITS.replayWindowMs)).toEqual({ replays: 1, keys: 0, usageRecords: 0 });
+    expect(await at.store.purgeExpired(T0 + LIMITS.replayWindowMs)).toEqual({ replays: 1, keys: 0, usageRecords: 0 });
     expect(
-      (await store.beginIdempotent(accountId, 'done', 'fp', lease('r-again'), T0 + LIMITS.replayWindowMs)).state,
+      (await at.store.beginIdempotent(accountId, 'done', 'fp', lease('r-again'), T0 + LIMITS.replayWindowMs)).state,
     ).toBe('expired');
     const retention = T0 + LIMITS.idempotencyKeyRetentionMs;
-    expect(await store.purgeExpired(retention - 1)).toEqual({ replays: 0, keys: 0, usageRecords: 0 });
-    expect(await store.purgeExpired(retention)).toEqual({ replays: 0, keys: 1, usageRecords: 0 });
+    expect(await at.store.purgeExpired(retention - 1)).toEqual({ replays: 0, keys: 0, usageRecords: 0 });
+    expect(await at.store.purgeExpired(retention)).toEqual({ replays: 0, keys: 1, usageRecords: 0 });
     // The key in progress is its lease's: never deleted by age.
-    expect((await store.beginIdempotent(accountId, 'running', 'fp', lease('r-x'), retention)).state).toBe(
+    expect((await at.store.beginIdempotent(accountId, 'running', 'fp', lease('r-x'), retention)).state).toBe(
       'in_progress',
     );
-    expect((await store.beginIdempotent(accountId, 'done', 'fp', lease('r-later'), retention)).state).toBe('new');
-    expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
-    expect((await store.usage()).map((record) => record.requestId)).toEqual(['u-new']);
+    expect((await at.store.beginIdempotent(accountId, 'done', 'fp', lease('r-later'), retention)).state).toBe('new');
+    expect(await at.store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
+    expect((await at.store.usage()).map((record) => record.requestId)).toEqual(['u-new']);
   });
 
   it('deletes a backlog a bounded number of batches per run, the rest at the next run', async () => {
     const backlog = PURGE_BATCH * PURGE_MAX_BATCHES + 1;
     await engine.exec(
-      target,
+      at.target,
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
       INSERT INTO usage_records (request_id, endpoint, status, credits, replayed, duration_ms, created_at)
       SELECT 'u-' || i, 'account', 200, 0, 0, 1, ${T0} FROM n`,
     );
-    expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: backlog - 1 });
-    expect(await store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
+    expect(await at.store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: backlog - 1 });
+    expect(await at.store.purgeExpired(T0 + USAGE_RETENTION_MS)).toMatchObject({ usageRecords: 1 });
   });
 
   it('a key released between the insert that found it and the read: the key is taken, not a 500', async () => {
-    const accountId = (await store.createAccountWithKey({ plan: 'pro', now: T0 })).accountId;
-    await store.beginIdempotent(accountId, 'k', 'fp', lease('holder'), T0);
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro', now: T0 })).accountId;
+    await at.store.beginIdempotent(accountId, 'k', 'fp', lease('holder'), T0);
     // The key's row disappears exactly between beginIdempotent's two statements, as when its holder releases it
     // then (PostgreSQL reads each statement with a new snapshot).
-    const driver = await engine.driver(target);
+    const driver = await engine.driver(at.target);
     let released = false;
     const racing: SqlDriver = {
       ...driver,
@@ -232,7 +182,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
           }),
         ),
     };
-    const second = createStore(racing, store.latestSchemaVersion);
+    const second = createStore(racing, at.store.latestSchemaVersion);
     try {
       expect(await second.beginIdempotent(accountId, 'k', 'fp', lease('second'), T0 + 1)).toEqual({ state: 'new' });
       expect(released).toBe(true);
@@ -242,31 +192,31 @@ describe.each(ENGINES)('the store on $name', (engine) => {
   });
 
   it("the sole server's start-up sweep settles every lease, dating its refunds and failed keys now (not the year 287,000)", async () => {
-    const accountId = (await store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
-    await store.beginIdempotent(accountId, 'k', 'fp', lease('r1', T0 + 60_000), T0);
-    await store.charge(accountId, 2, lease('r1', T0 + 60_000), T0);
-    expect(await store.expireLeases(T0 + 5, { all: true })).toEqual({
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
+    await at.store.beginIdempotent(accountId, 'k', 'fp', lease('r1', T0 + 60_000), T0);
+    await at.store.charge(accountId, 2, lease('r1', T0 + 60_000), T0);
+    expect(await at.store.expireLeases(T0 + 5, { all: true })).toEqual({
       expiredLeases: 1,
       refundedRequests: 1,
       failedIdempotencyKeys: 1,
     });
-    expect((await store.balance(accountId)).total).toBe(3);
+    expect((await at.store.balance(accountId)).total).toBe(3);
     const [refund] = await engine.rows<{ created_at: number }>(
-      target,
+      at.target,
       "SELECT created_at FROM credit_ledger WHERE kind = 'refund'",
     );
-    const [key] = await engine.rows<{ completed_at: number }>(target, 'SELECT completed_at FROM idempotency_keys');
+    const [key] = await engine.rows<{ completed_at: number }>(at.target, 'SELECT completed_at FROM idempotency_keys');
     expect([Number(refund?.created_at), Number(key?.completed_at)]).toEqual([T0 + 5, T0 + 5]);
   });
 
   it('reads back where a charged request stands: leased, delivered, refunded', async () => {
-    const accountId = (await store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
-    await store.charge(accountId, 1, lease('ok'), T0);
-    await store.charge(accountId, 1, lease('bad'), T0);
-    expect(await store.settlementOf('ok')).toBe('leased');
-    await store.deliver('ok', undefined, T0);
-    await store.refund('bad', undefined, T0);
-    expect([await store.settlementOf('ok'), await store.settlementOf('bad')]).toEqual(['delivered', 'refunded']);
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
+    await at.store.charge(accountId, 1, lease('ok'), T0);
+    await at.store.charge(accountId, 1, lease('bad'), T0);
+    expect(await at.store.settlementOf('ok')).toBe('leased');
+    await at.store.deliver('ok', undefined, T0);
+    await at.store.refund('bad', undefined, T0);
+    expect([await at.store.settlementOf('ok'), await at.store.settlementOf('bad')]).toEqual(['delivered', 'refunded']);
   });
 });
 

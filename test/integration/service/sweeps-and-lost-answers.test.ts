@@ -17,7 +17,7 @@ import type { RemoveRequest } from '../../../src/service/types.js';
 import { openStore, type ExpiryReport, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
 import { rejectionOf } from '../../helpers/rejection.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS, type TestEngine } from './sharp-test-engine.js';
+import { testEngine, testImage, TEST_SERVICE_LIMITS, type TestEngine } from '../../helpers/sharp-test-engine.js';
 
 let image: Buffer;
 beforeAll(async () => {

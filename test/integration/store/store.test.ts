@@ -12,15 +12,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RmbgError } from '../../../src/api/errors.js';
 import { LIMITS } from '../../../src/api/options.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
-import {
-  openStore,
-  STORE_FILE,
-  storeTarget,
-  type Lease,
-  type Store,
-  type StoreTarget,
-} from '../../../src/store/index.js';
+import { openStore, STORE_FILE, storeTarget, type Lease, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { onEachStore, storeEngines } from '../../helpers/store-matrix.js';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;
@@ -32,160 +26,126 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Engine {
-  name: 'sqlite' | 'postgres';
-  /** A new, empty store location. */
-  fresh(): Promise<StoreTarget>;
-  /** Rows of a query run outside the store (portable SQL only). */
-  rows<T>(target: StoreTarget, sql: string): Promise<T[]>;
-}
-
 let files = 0;
-const ENGINES: Engine[] = [
-  {
-    name: 'sqlite',
-    fresh: async () => ({ engine: 'sqlite', path: join(dir, `data-${++files}`, STORE_FILE) }),
-    rows: async <T>(target: StoreTarget, sql: string) => {
-      const db = new Database((target as { path: string }).path, { readonly: true });
-      try {
-        return db.prepare(sql).all() as T[];
-      } finally {
-        db.close();
-      }
-    },
-  },
-  {
-    name: 'postgres',
-    fresh: async () => ({ engine: 'postgres', url: await freshDatabase() }),
-    rows: <T>(target: StoreTarget, sql: string) => pgRows<T>((target as { url: string }).url, sql),
-  },
-];
+const ENGINES = storeEngines(() => dir);
 
-describe.each(ENGINES)('the store on $name', (engine) => {
-  let target: StoreTarget;
-  let store: Store;
-  beforeEach(async () => {
-    target = await engine.fresh();
-    store = await openStore(target);
-  });
-  afterEach(() => store.close());
-
+onEachStore(ENGINES, (engine, at) => {
   it('migrates to the latest schema, and reopens without re-running migrations or losing data', async () => {
-    expect(await store.schemaVersion()).toBe(store.latestSchemaVersion);
-    expect(store.latestSchemaVersion).toBe(
+    expect(await at.store.schemaVersion()).toBe(at.store.latestSchemaVersion);
+    expect(at.store.latestSchemaVersion).toBe(
       engine.name === 'sqlite' ? SQLITE_MIGRATIONS.length : POSTGRES_MIGRATIONS.length,
     );
-    const created = await store.createAccountWithKey({ plan: 'pro', credits: 7, now: T0 });
-    await store.close();
-    store = await openStore(target);
-    expect(await store.accountForKey(created.key)).toEqual({
+    const created = await at.store.createAccountWithKey({ plan: 'pro', credits: 7, now: T0 });
+    await at.store.close();
+    at.store = await openStore(at.target);
+    expect(await at.store.accountForKey(created.key)).toEqual({
       keyId: created.id,
       accountId: created.accountId,
       plan: 'pro',
     });
-    expect(await store.balance(created.accountId)).toEqual({ subscription: 0, payg: 7, total: 7 });
-    expect(await store.listKeys()).toHaveLength(1);
+    expect(await at.store.balance(created.accountId)).toEqual({ subscription: 0, payg: 7, total: 7 });
+    expect(await at.store.listKeys()).toHaveLength(1);
   });
 
   it('creates rmbg_ keys, shows the key once, stores only its sha256, and stops authenticating it once revoked', async () => {
-    const a = await store.createAccountWithKey({ plan: 'enterprise', now: T0 });
+    const a = await at.store.createAccountWithKey({ plan: 'enterprise', now: T0 });
     expect(a.key).toMatch(/^rmbg_[A-Za-z0-9_-]{43}$/);
     expect(a.keyPrefix).toBe(a.key.slice(0, 11));
-    const [row] = await engine.rows<{ key_hash: string }>(target, 'SELECT key_hash FROM api_keys');
+    const [row] = await engine.rows<{ key_hash: string }>(at.target, 'SELECT key_hash FROM api_keys');
     expect(row?.key_hash).toBe(createHash('sha256').update(a.key).digest('hex'));
-    expect(JSON.stringify(await store.listKeys())).not.toContain(a.key);
+    expect(JSON.stringify(await at.store.listKeys())).not.toContain(a.key);
 
-    const second = await store.createKey(a.accountId, T0 + 1);
-    expect(await store.accountForKey(second.key)).toEqual({
+    const second = await at.store.createKey(a.accountId, T0 + 1);
+    expect(await at.store.accountForKey(second.key)).toEqual({
       keyId: second.id,
       accountId: a.accountId,
       plan: 'enterprise',
     });
-    expect(await store.accountForKey(`${a.key}x`)).toBeUndefined();
-    expect((await store.revokeKey(a.id, T0 + 5))?.revokedAt).toBe(T0 + 5);
-    expect((await store.revokeKey(a.id, T0 + 9))?.revokedAt).toBe(T0 + 5);
-    expect(await store.revokeKey('key_nope')).toBeUndefined();
-    expect(await store.accountForKey(a.key)).toBeUndefined();
-    expect((await store.listKeys()).map((k) => [k.id, k.revokedAt])).toEqual([
+    expect(await at.store.accountForKey(`${a.key}x`)).toBeUndefined();
+    expect((await at.store.revokeKey(a.id, T0 + 5))?.revokedAt).toBe(T0 + 5);
+    expect((await at.store.revokeKey(a.id, T0 + 9))?.revokedAt).toBe(T0 + 5);
+    expect(await at.store.revokeKey('key_nope')).toBeUndefined();
+    expect(await at.store.accountForKey(a.key)).toBeUndefined();
+    expect((await at.store.listKeys()).map((k) => [k.id, k.revokedAt])).toEqual([
       [a.id, T0 + 5],
       [second.id, null],
     ]);
-    await expect(store.createKey('acct_missing')).rejects.toThrow(RmbgError);
-    await expect(store.createAccount('gold' as 'pro')).rejects.toThrow(/plan must be one of pro, enterprise, free/);
+    await expect(at.store.createKey('acct_missing')).rejects.toThrow(RmbgError);
+    await expect(at.store.createAccount('gold' as 'pro')).rejects.toThrow(/plan must be one of pro, enterprise, free/);
   });
 
   it('adds credits by account or key, charges subscription first, refuses with the balance when short', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 2, pool: 'subscription' });
-    expect(await store.addCredits({ apiKey: a.key }, 5, 'payg')).toEqual({ subscription: 2, payg: 5, total: 7 });
-    await expect(store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 2, pool: 'subscription' });
+    expect(await at.store.addCredits({ apiKey: a.key }, 5, 'payg')).toEqual({ subscription: 2, payg: 5, total: 7 });
+    await expect(at.store.addCredits({ apiKey: 'rmbg_unknown' }, 1, 'payg')).rejects.toMatchObject({
       code: 'invalid_api_key',
     });
-    await expect(store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(
+    await expect(at.store.addCredits({ accountId: a.accountId }, 0, 'payg')).rejects.toThrow(
       /credits must be a whole number from 1; got 0/,
     );
-    expect(await store.charge(a.accountId, 3, lease('req-1'))).toEqual({
+    expect(await at.store.charge(a.accountId, 3, lease('req-1'))).toEqual({
       ok: true,
       taken: { subscription: 2, payg: 1 },
     });
-    expect(await store.charge(a.accountId, 5, lease('req-2'))).toEqual({
+    expect(await at.store.charge(a.accountId, 5, lease('req-2'))).toEqual({
       ok: false,
       balance: { subscription: 0, payg: 4, total: 4 },
     });
-    expect(await store.charge(a.accountId, 0, lease('req-3'))).toEqual({
+    expect(await at.store.charge(a.accountId, 0, lease('req-3'))).toEqual({
       ok: true,
       taken: { subscription: 0, payg: 0 },
     });
-    expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await at.store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
   });
 
   it('never spends one credit twice, however many charges race (on PostgreSQL: over several connections)', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 5 });
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 5 });
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => store.charge(a.accountId, 1, lease(`race-${i}`))),
+      Array.from({ length: 12 }, (_, i) => at.store.charge(a.accountId, 1, lease(`race-${i}`))),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(5);
-    expect((await store.balance(a.accountId)).total).toBe(0);
+    expect((await at.store.balance(a.accountId)).total).toBe(0);
   });
 
   it('settles a charge once: delivered with its key succeeded, or refunded with its key failed, never both', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 1, pool: 'subscription' });
-    await store.addCredits({ accountId: a.accountId }, 5, 'payg');
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 1, pool: 'subscription' });
+    await at.store.addCredits({ accountId: a.accountId }, 5, 'payg');
     const replay = { payload: Buffer.from([1, 2, 3, 255]), metadata: { width: 4 } };
     const ref = (key: string, requestId: string) => ({ accountId: a.accountId, key, requestId });
 
-    expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-ok'), T0)).toEqual({ state: 'new' });
-    await store.charge(a.accountId, 2, lease('req-ok'));
-    expect(await store.deliver('req-ok', { ref: ref('ok', 'req-ok'), replay }, T0 + 10)).toBe(true);
-    expect(await store.refund('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({
+    expect(await at.store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-ok'), T0)).toEqual({ state: 'new' });
+    await at.store.charge(a.accountId, 2, lease('req-ok'));
+    expect(await at.store.deliver('req-ok', { ref: ref('ok', 'req-ok'), replay }, T0 + 10)).toBe(true);
+    expect(await at.store.refund('req-ok', ref('ok', 'req-ok'), T0 + 11)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
-    expect(await store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-x'), T0 + 12)).toEqual({
+    expect(await at.store.beginIdempotent(a.accountId, 'ok', 'fp', lease('req-x'), T0 + 12)).toEqual({
       state: 'succeeded',
       requestId: 'req-ok',
       completedAt: T0 + 10,
       replay,
     });
 
-    await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-bad'), T0);
-    await store.charge(a.accountId, 3, lease('req-bad'));
-    expect(await store.refund('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({
+    await at.store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-bad'), T0);
+    await at.store.charge(a.accountId, 3, lease('req-bad'));
+    expect(await at.store.refund('req-bad', ref('bad', 'req-bad'), T0 + 1)).toEqual({
       settled: true,
       refunded: { subscription: 0, payg: 3 },
     });
-    expect(await store.refund('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({
+    expect(await at.store.refund('req-bad', ref('bad', 'req-bad'), T0 + 2)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
-    expect(await store.deliver('req-bad', { ref: ref('bad', 'req-bad'), replay }, T0 + 3)).toBe(false);
-    expect(await store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-y'), T0 + 4)).toMatchObject({
+    expect(await at.store.deliver('req-bad', { ref: ref('bad', 'req-bad'), replay }, T0 + 3)).toBe(false);
+    expect(await at.store.beginIdempotent(a.accountId, 'bad', 'fp', lease('req-y'), T0 + 4)).toMatchObject({
       state: 'failed',
       requestId: 'req-bad',
     });
-    expect(await store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await at.store.balance(a.accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
 
     const rows = await engine.rows(
-      target,
+      at.target,
       "SELECT kind, pool, CAST(amount AS INTEGER) AS amount FROM credit_ledger WHERE request_id = 'req-bad' ORDER BY id",
     );
     expect(rows).toEqual([
@@ -196,51 +156,51 @@ describe.each(ENGINES)('the store on $name', (engine) => {
 
   it('idempotency: in progress, mismatch, expiry of the replay, keys per account, release of an uncharged key', async () => {
     const window = LIMITS.replayWindowMs;
-    const accountId = (await store.createAccountWithKey({ plan: 'pro' })).accountId;
-    const other = (await store.createAccountWithKey({ plan: 'pro' })).accountId;
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-1'), T0)).toEqual({ state: 'new' });
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-2'), T0 + 1)).toEqual({
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro' })).accountId;
+    const other = (await at.store.createAccountWithKey({ plan: 'pro' })).accountId;
+    expect(await at.store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-1'), T0)).toEqual({ state: 'new' });
+    expect(await at.store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-2'), T0 + 1)).toEqual({
       state: 'in_progress',
       requestId: 'req-1',
     });
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-b', lease('req-2'), T0 + 1)).toEqual({
+    expect(await at.store.beginIdempotent(accountId, 'k1', 'fp-b', lease('req-2'), T0 + 1)).toEqual({
       state: 'mismatch',
       requestId: 'req-1',
     });
-    expect((await store.beginIdempotent(other, 'k1', 'fp-a', lease('req-o'), T0)).state).toBe('new');
+    expect((await at.store.beginIdempotent(other, 'k1', 'fp-a', lease('req-o'), T0)).state).toBe('new');
 
-    await store.charge(accountId, 0, lease('req-1'));
-    await store.deliver(
+    await at.store.charge(accountId, 0, lease('req-1'));
+    await at.store.deliver(
       'req-1',
       { ref: { accountId, key: 'k1', requestId: 'req-1' }, replay: { payload: Buffer.from('x'), metadata: null } },
       T0 + 100,
     );
-    expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-3'), T0 + 100 + window - 1)).state).toBe(
+    expect((await at.store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-3'), T0 + 100 + window - 1)).state).toBe(
       'succeeded',
     );
-    expect(await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-4'), T0 + 100 + window)).toEqual({
+    expect(await at.store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-4'), T0 + 100 + window)).toEqual({
       state: 'expired',
       requestId: 'req-1',
       completedAt: T0 + 100,
     });
-    expect((await store.purgeExpired(T0 + 100 + window - 1)).replays).toBe(0);
-    expect((await store.purgeExpired(T0 + 100 + window)).replays).toBe(1);
-    expect((await store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-5'), T0)).state).toBe('expired');
+    expect((await at.store.purgeExpired(T0 + 100 + window - 1)).replays).toBe(0);
+    expect((await at.store.purgeExpired(T0 + 100 + window)).replays).toBe(1);
+    expect((await at.store.beginIdempotent(accountId, 'k1', 'fp-a', lease('req-5'), T0)).state).toBe('expired');
 
-    await store.beginIdempotent(accountId, 'k2', 'fp', lease('req-6'), T0);
+    await at.store.beginIdempotent(accountId, 'k2', 'fp', lease('req-6'), T0);
     // Only the request that holds the key may release it.
-    await store.releaseIdempotent({ accountId, key: 'k2', requestId: 'someone-else' });
-    expect((await store.beginIdempotent(accountId, 'k2', 'fp', lease('req-7'), T0)).state).toBe('in_progress');
-    await store.releaseIdempotent({ accountId, key: 'k2', requestId: 'req-6' });
-    expect((await store.beginIdempotent(accountId, 'k2', 'fp', lease('req-7'), T0)).state).toBe('new');
+    await at.store.releaseIdempotent({ accountId, key: 'k2', requestId: 'someone-else' });
+    expect((await at.store.beginIdempotent(accountId, 'k2', 'fp', lease('req-7'), T0)).state).toBe('in_progress');
+    await at.store.releaseIdempotent({ accountId, key: 'k2', requestId: 'req-6' });
+    expect((await at.store.beginIdempotent(accountId, 'k2', 'fp', lease('req-7'), T0)).state).toBe('new');
   });
 
   it('the same key from two stores at once (two servers): exactly one gets new', async () => {
-    const accountId = (await store.createAccountWithKey({ plan: 'pro' })).accountId;
-    const second = await openStore(target);
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro' })).accountId;
+    const second = await openStore(at.target);
     try {
       const results = await Promise.all([
-        store.beginIdempotent(accountId, 'race', 'fp', lease('req-a'), T0),
+        at.store.beginIdempotent(accountId, 'race', 'fp', lease('req-a'), T0),
         second.beginIdempotent(accountId, 'race', 'fp', lease('req-b', 'inst-b'), T0),
         second.beginIdempotent(accountId, 'race', 'fp', lease('req-c', 'inst-b'), T0),
       ]);
@@ -251,64 +211,68 @@ describe.each(ENGINES)('the store on $name', (engine) => {
   });
 
   it('expired leases are settled as failed by anyone, once; renewed and settled ones are left alone', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro', credits: 10 });
+    const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 10 });
     const ref = (key: string, requestId: string) => ({ accountId: a.accountId, key, requestId });
     // A dead instance's keyed, charged request; its unkeyed charged one; its keyed one still waiting in line.
-    await store.beginIdempotent(a.accountId, 'k-dead', 'fp', lease('dead-1', 'dead'), T0);
-    await store.charge(a.accountId, 3, lease('dead-1', 'dead'));
-    await store.charge(a.accountId, 2, lease('dead-2', 'dead'));
-    await store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('dead-3', 'dead'), T0);
+    await at.store.beginIdempotent(a.accountId, 'k-dead', 'fp', lease('dead-1', 'dead'), T0);
+    await at.store.charge(a.accountId, 3, lease('dead-1', 'dead'));
+    await at.store.charge(a.accountId, 2, lease('dead-2', 'dead'));
+    await at.store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('dead-3', 'dead'), T0);
     // A live instance's request, renewed past the sweep; and one it delivered.
-    await store.charge(a.accountId, 1, lease('live-1', 'live'));
-    await store.charge(a.accountId, 1, lease('live-2', 'live'));
-    await store.deliver('live-2', undefined, T0 + 1);
-    expect(await store.renewLeases('live', ['live-1'], T0 + 3 * TTL)).toBe(1);
-    expect((await store.balance(a.accountId)).total).toBe(3);
+    await at.store.charge(a.accountId, 1, lease('live-1', 'live'));
+    await at.store.charge(a.accountId, 1, lease('live-2', 'live'));
+    await at.store.deliver('live-2', undefined, T0 + 1);
+    expect(await at.store.renewLeases('live', ['live-1'], T0 + 3 * TTL)).toBe(1);
+    expect((await at.store.balance(a.accountId)).total).toBe(3);
 
-    expect(await store.expireLeases(T0 + TTL - 1)).toEqual({
+    expect(await at.store.expireLeases(T0 + TTL - 1)).toEqual({
       expiredLeases: 0,
       refundedRequests: 0,
       failedIdempotencyKeys: 0,
     });
-    expect(await store.expireLeases(T0 + TTL)).toEqual({
+    expect(await at.store.expireLeases(T0 + TTL)).toEqual({
       expiredLeases: 3,
       refundedRequests: 2,
       failedIdempotencyKeys: 2,
     });
-    expect(await store.expireLeases(T0 + TTL + 1)).toEqual({
+    expect(await at.store.expireLeases(T0 + TTL + 1)).toEqual({
       expiredLeases: 0,
       refundedRequests: 0,
       failedIdempotencyKeys: 0,
     });
-    expect((await store.balance(a.accountId)).total).toBe(8);
-    expect((await store.beginIdempotent(a.accountId, 'k-dead', 'fp', lease('again'), T0 + TTL)).state).toBe('failed');
-    expect((await store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('again-2'), T0 + TTL)).state).toBe('failed');
+    expect((await at.store.balance(a.accountId)).total).toBe(8);
+    expect((await at.store.beginIdempotent(a.accountId, 'k-dead', 'fp', lease('again'), T0 + TTL)).state).toBe(
+      'failed',
+    );
+    expect((await at.store.beginIdempotent(a.accountId, 'k-wait', 'fp', lease('again-2'), T0 + TTL)).state).toBe(
+      'failed',
+    );
     // The dead instance comes back to life too late: its result is not delivered, nothing is refunded twice.
     expect(
-      await store.deliver('dead-1', {
+      await at.store.deliver('dead-1', {
         ref: ref('k-dead', 'dead-1'),
         replay: { payload: Buffer.from('x'), metadata: null },
       }),
     ).toBe(false);
-    expect(await store.refund('dead-2', undefined)).toEqual({
+    expect(await at.store.refund('dead-2', undefined)).toEqual({
       settled: false,
       refunded: { subscription: 0, payg: 0 },
     });
     // The live request settles normally.
-    expect(await store.deliver('live-1', undefined)).toBe(true);
-    expect((await store.balance(a.accountId)).total).toBe(8);
+    expect(await at.store.deliver('live-1', undefined)).toBe(true);
+    expect((await at.store.balance(a.accountId)).total).toBe(8);
   });
 
   it('rate-limit windows are counted in the store: two stores count into one window, which restarts after it ends', async () => {
-    const second = await openStore(target);
+    const second = await openStore(at.target);
     try {
-      expect(await store.countRequest('key-1', T0, 60_000)).toEqual({ start: T0, count: 1 });
+      expect(await at.store.countRequest('key-1', T0, 60_000)).toEqual({ start: T0, count: 1 });
       expect(await second.countRequest('key-1', T0 + 10, 60_000)).toEqual({ start: T0, count: 2 });
       const burst = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 ? store : second).countRequest('key-1', T0 + 20, 60_000)),
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? at.store : second).countRequest('key-1', T0 + 20, 60_000)),
       );
       expect(burst.map((w) => w.count).sort((x, y) => x - y)).toEqual([3, 4, 5, 6, 7, 8]);
-      expect(await store.countRequest('key-2', T0 + 20, 60_000)).toEqual({ start: T0 + 20, count: 1 });
+      expect(await at.store.countRequest('key-2', T0 + 20, 60_000)).toEqual({ start: T0 + 20, count: 1 });
       expect(await second.countRequest('key-1', T0 + 60_000, 60_000)).toEqual({ start: T0 + 60_000, count: 1 });
     } finally {
       await second.close();
@@ -316,7 +280,7 @@ describe.each(ENGINES)('the store on $name', (engine) => {
   });
 
   it('stores usage records (reporting only) and lists them by account or request', async () => {
-    const a = await store.createAccountWithKey({ plan: 'pro' });
+    const a = await at.store.createAccountWithKey({ plan: 'pro' });
     const base = {
       accountId: a.accountId,
       keyId: a.id,
@@ -333,8 +297,8 @@ describe.each(ENGINES)('the store on $name', (engine) => {
       durationMs: 12.4,
       createdAt: T0,
     };
-    await store.recordUsage({ ...base, requestId: 'req-1' });
-    await store.recordUsage({
+    await at.store.recordUsage({ ...base, requestId: 'req-1' });
+    await at.store.recordUsage({
       ...base,
       requestId: 'req-2',
       accountId: null,
@@ -343,13 +307,13 @@ describe.each(ENGINES)('the store on $name', (engine) => {
       code: 'invalid_api_key',
       credits: 0,
     });
-    expect(await store.usage({ accountId: a.accountId })).toEqual([{ ...base, requestId: 'req-1', durationMs: 12 }]);
-    expect((await store.usage({ requestId: 'req-2' }))[0]).toMatchObject({
+    expect(await at.store.usage({ accountId: a.accountId })).toEqual([{ ...base, requestId: 'req-1', durationMs: 12 }]);
+    expect((await at.store.usage({ requestId: 'req-2' }))[0]).toMatchObject({
       status: 403,
       code: 'invalid_api_key',
       accountId: null,
     });
-    expect(await store.usage()).toHaveLength(2);
+    expect(await at.store.usage()).toHaveLength(2);
   });
 });
 

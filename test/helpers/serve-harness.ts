@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
-import { rmbg as runCli } from '../helpers/cli.js';
+import { rmbg as runCli } from './cli.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(ROOT, 'bin', 'rmbg.js');

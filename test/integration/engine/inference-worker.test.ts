@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { WorkerSession } from '../../../src/engine/inference-worker.js';
 import type { ResolvedModel } from '../../../src/engine/model-registry.js';
-import { writeRedChannelModel, writeSlowModel } from '../../fixtures/onnx-writer.js';
+import { writeRedChannelModel, writeSlowModel } from '../../helpers/onnx-writer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rmbg-inference-worker-'));
 const width = 4;

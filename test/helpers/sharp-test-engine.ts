@@ -3,9 +3,9 @@
 // fail, to hang, or to wait for a gate, so tests can prove refunds, 504s and a full queue.
 
 import sharp from 'sharp';
-import { RmbgError } from '../../../src/api/errors.js';
-import type { Engine, EngineResult } from '../../../src/engine/types.js';
-import { imageUrlFetcher } from '../../../src/service/image-url.js';
+import { RmbgError } from '../../src/api/errors.js';
+import type { Engine, EngineResult } from '../../src/engine/types.js';
+import { imageUrlFetcher } from '../../src/service/image-url.js';
 
 export type Behaviour =
   | { kind: 'work' }

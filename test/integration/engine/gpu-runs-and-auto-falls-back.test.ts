@@ -12,7 +12,7 @@ import { parseRemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
 import { cachedGraph } from '../../../src/engine/graph-cache.js';
 import { gpuEnvironment } from '../../../src/engine/gpu-environment.js';
-import { writeRedChannelModel } from '../../fixtures/onnx-writer.js';
+import { writeRedChannelModel } from '../../helpers/onnx-writer.js';
 
 // lavapipe is a software adapter: --device gpu runs on it only with the opt-in for tests.
 process.env[SOFTWARE_GPU_OPT_IN] = '1';

@@ -9,9 +9,9 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
 import { gpuEnvironment } from '../../src/engine/gpu-environment.js';
-import { writeRedChannelModel } from '../fixtures/onnx-writer.js';
+import { writeRedChannelModel } from '../helpers/onnx-writer.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import { createKey, startServe, type ServeProcess } from './serve-harness.js';
+import { createKey, startServe, type ServeProcess } from '../helpers/serve-harness.js';
 
 const NO_ADAPTER = { VK_DRIVER_FILES: '/nonexistent/no-vulkan-driver.json' };
 /** lavapipe is a software adapter: the GPU runs below use it through the opt-in for tests. */

@@ -1,6 +1,6 @@
 // The engine end to end with real sharp: sizes, formats, alpha, crop, bg_color, EXIF orientation, unusual colour
 // models, and inputs that must be refused. One test runs the real ISNet model (a real cutout of a photo); the rest
-// run the warm-key model (test/fixtures/fast-models.ts, a 1×1 convolution that keeps jpegPhoto's disc and removes
+// run the warm-key model (test/helpers/fast-models.ts, a 1×1 convolution that keeps jpegPhoto's disc and removes
 // its background in milliseconds), since they assert geometry, formats and colour, not what a model sees.
 
 import sharp from 'sharp';
@@ -18,8 +18,8 @@ import {
   pngWithBadCrc,
   truncatedJpeg,
   truncatedPng,
-} from '../../fixtures/hostile-images.js';
-import { warmKeyModel } from '../../fixtures/fast-models.js';
+} from '../../helpers/hostile-images.js';
+import { warmKeyModel } from '../../helpers/fast-models.js';
 
 let engine: Engine;
 let realEngine: Engine;
