@@ -3,7 +3,8 @@
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
 import { MIME_OF_FORMAT } from '../api/media-types.js';
-import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
+import { LIMITS } from '../api/limits.js';
+import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import { maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { probeImage } from './image-probe.js';
 import { decoderReason } from './input-errors.js';
@@ -13,7 +14,8 @@ import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output-size.js';
 import { rowComposer } from './png-job.js';
 import { encodePngOnWorker } from './png-workers.js';
-import type { DecodedPhoto, EngineResult, ForegroundBox } from './types.js';
+import type { ForegroundBox } from '../api/wire-types.js';
+import type { DecodedPhoto, EngineResult } from './types.js';
 
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
 export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;

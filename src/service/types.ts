@@ -6,8 +6,6 @@ import type { RemoveOptions } from '../api/options.js';
 import type { AccountRecord, RateLimitInfo } from '../api/wire-types.js';
 import type { EngineResult } from '../engine/types.js';
 
-export type { AccountRecord, ImageSource, RateLimitInfo };
-
 /**
  * The port through which the service fetches an image_url's bytes, handed in like the engine (rmbg serve
  * passes src/service/image-url.ts's imageUrlFetcher). Throws RmbgError: invalid_image_url, image_url_unreachable,

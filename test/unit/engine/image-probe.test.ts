@@ -5,7 +5,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import { LIMITS } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
 import { probeImage } from '../../../src/engine/image-probe.js';
 import { decoderReason } from '../../../src/engine/input-errors.js';
 import { PNG_SIGNATURE, pngChunk, pngChunks } from '../../../src/engine/png-chunks.js';
