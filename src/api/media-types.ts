@@ -21,7 +21,7 @@ interface OutputFormatRow {
 /**
  * The output formats, one row each: the `format` option's values, the result's media type, the OpenAPI
  * document's 200 answers and the per-format pixel cap all come from here. A new row also needs its encoder
- * (engine/pipeline.ts `encode`), its EXIF embedding (engine/embed-exif.ts) and its file extension
+ * (engine/pipeline.ts `encodeWithSharp`), its EXIF embedding (engine/embed-exif.ts) and its file extension
  * (batch/output-paths.ts); the compiler points at each.
  */
 export const OUTPUT_FORMATS = {

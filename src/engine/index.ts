@@ -1,4 +1,4 @@
-// The engine's front door: verified model + one reused session on the chosen device + the pipeline, as a
+// The engine's front door: verified model + one reused session on the chosen device + the pipeline, as an
 // Engine. The session runs on a worker thread (inference-worker.ts), so an inference never holds
 // the main thread.
 

@@ -9,7 +9,12 @@ export const ACCEPTED_FORMATS = 'JPG, PNG or WebP';
  * error message must stay one line on stderr and in JSON lines. */
 export function decoderReason(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n').map((line) => line.trim()).find((line) => line !== '') ?? 'no reason given';
+  return (
+    message
+      .split('\n')
+      .map((line) => line.trim())
+      .find((line) => line !== '') ?? 'no reason given'
+  );
 }
 
 export function corruptImage(reason: string, cause?: unknown): RmbgError {
