@@ -23,7 +23,7 @@ interface OutputFormatRow {
 /**
  * The output formats, one row each: the `format` option's values, the result's media type, the OpenAPI
  * document's 200 answers and the per-format pixel cap all come from here. A new row also needs its encoder
- * (engine/pipeline.ts `encodeWithSharp`), its EXIF embedding (engine/embed-exif.ts) and its file extension
+ * (engine/pipeline.ts `encodeWithSharp`), its EXIF embedding (engine/image/embed-exif.ts) and its file extension
  * (batch/output-paths.ts); the compiler points at each.
  */
 export const OUTPUT_FORMATS = {
@@ -89,7 +89,7 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
 
 /**
  * Photo formats the API does not take, which rmbg's own callers (the CLI and the library, on this computer or
- * through a server) decode here: `engine/decode-input.ts`. `rmbg serve` refuses them as any other format.
+ * through a server) decode here: `engine/image/decode-input.ts`. `rmbg serve` refuses them as any other format.
  */
 export const CONVERTIBLE_FORMATS = {
   heic: { name: 'HEIC', extensions: ['.heic', '.heif', '.hif'] },

@@ -5,7 +5,7 @@
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import { DEFAULT_DEVICE, SOFTWARE_GPU_OPT_IN, type Device, type DeviceReport } from '../api/device.js';
-import { concurrencyFor } from './device.js';
+import { concurrencyFor } from './runtime/device-report.js';
 import {
   describeEnvironment,
   gpuEnvironment,
@@ -14,14 +14,21 @@ import {
   mayHaveHardwareGpu,
   withSoftwareAdaptersHidden,
   type GpuEnvironment,
-} from './gpu-environment.js';
-import { claimGpu, releaseGpu } from './gpu-claim.js';
-import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu-probe.js';
-import { describeVerdict, readVerdict, saveVerdict, verdictFile, verdictKey, type GpuVerdict } from './gpu-verdict.js';
-import { resolveModel, verifyWeights, type ResolvedModel } from './model-registry.js';
-import { WorkerSession, type WorkerLimits } from './inference-worker.js';
-import { inputSizeOf } from './model-contract.js';
-import type { SessionOptions } from './model-session.js';
+} from './gpu/gpu-environment.js';
+import { claimGpu, releaseGpu } from './gpu/gpu-claim.js';
+import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu/gpu-probe.js';
+import {
+  describeVerdict,
+  readVerdict,
+  saveVerdict,
+  verdictFile,
+  verdictKey,
+  type GpuVerdict,
+} from './gpu/gpu-verdict.js';
+import { resolveModel, verifyWeights, type ResolvedModel } from './model/model-registry.js';
+import { WorkerSession, type WorkerLimits } from './runtime/inference-worker.js';
+import { inputSizeOf } from './model/model-contract.js';
+import type { SessionOptions } from './model/model-session.js';
 import type { ModelRunner } from './pipeline.js';
 import type { DecodedPhoto, Engine, EngineResult } from './types.js';
 

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError } from '../../api/errors.js';
 import type { ModelContract } from './model-contract.js';
 import { readUserModels } from './user-models.js';
 import { fileMatches } from './weight-check.js';
@@ -26,7 +26,7 @@ interface Manifest {
   models: ModelEntry[];
 }
 
-export const MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'models');
+export const MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'models');
 
 let manifestCache: Manifest | undefined;
 export function readManifest(): Manifest {

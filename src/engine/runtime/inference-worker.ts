@@ -2,12 +2,12 @@
 // for seconds (bench/RESULTS.md, "Inference on a worker thread").
 
 import { Worker } from 'node:worker_threads';
-import { RmbgError, type ErrorCode } from '../api/errors.js';
-import { claimGpu, releaseGpu } from './gpu-claim.js';
-import { gpuTurn } from './gpu-queue.js';
-import { inputSizeOf } from './model-contract.js';
-import type { ResolvedModel } from './model-registry.js';
-import type { MaskPlane, SessionOptions } from './model-session.js';
+import { RmbgError, type ErrorCode } from '../../api/errors.js';
+import { claimGpu, releaseGpu } from '../gpu/gpu-claim.js';
+import { gpuTurn } from '../gpu/gpu-queue.js';
+import { inputSizeOf } from '../model/model-contract.js';
+import type { ResolvedModel } from '../model/model-registry.js';
+import type { MaskPlane, SessionOptions } from '../model/model-session.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 
 /** An RmbgError as it crosses threads (structured cloning keeps neither its class nor its code). */
@@ -34,7 +34,7 @@ export type FromWorker =
 
 // A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
 const ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/engine/inference-worker-entry.js', import.meta.url)
+  ? new URL('../../../dist/engine/runtime/inference-worker-entry.js', import.meta.url)
   : new URL('./inference-worker-entry.js', import.meta.url);
 
 interface PendingRun {
