@@ -119,6 +119,12 @@ export class WorkerSession {
     return this.brokenBy;
   }
 
+  /** One run on a blank tensor of the model's input size: shaders compiled, a device proven, a run timed. */
+  runBlank(): Promise<MaskPlane> {
+    const { width, height } = this.inputSize;
+    return this.run(new Float32Array(3 * width * height));
+  }
+
   /** Runs the model on a planar CHW float tensor; the input's buffer moves to the worker (detached here). */
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
