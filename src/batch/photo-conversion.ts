@@ -13,7 +13,8 @@ export async function engineInput(image: Buffer): Promise<Buffer | DecodedPhoto>
   return decodePhoto(image, format);
 }
 
-/** What goes to a server: an API image as it is, another photo converted (engine/image/decode-input.ts `convertForUpload`). */
+/** What goes to a server: an API image as it is, another photo converted (engine/image/decode-input.ts
+ * `convertForUpload`). */
 export async function uploadOf(image: Buffer): Promise<Buffer> {
   const format = convertibleFormatOf(image);
   if (!format) return image;

@@ -55,8 +55,8 @@ export interface Remover {
 }
 
 /**
- * Images in flight at once. Local: what keeps its device busy (engine/runtime/device-report.ts). Remote: 4 keeps a server busy
- * without tripping rate limits; it is halved while the server answers 429/503.
+ * Images in flight at once. Local: what keeps its device busy (engine/runtime/device-report.ts). Remote: 4 keeps a
+ * server busy without tripping rate limits; it is halved while the server answers 429/503.
  */
 export function defaultConcurrency(remover: Pick<Remover, 'mode' | 'device'>): number {
   return remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4;

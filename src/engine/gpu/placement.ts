@@ -104,7 +104,8 @@ export async function placeSession(
     if (requested === 'auto') return onCpu(`the GPU is not free: ${refused}`);
     throw new RmbgError(
       'device_unavailable',
-      `cannot run model ${model.name} on the GPU: ${refused}. Use one rmbg instance per process for the GPU (share it between threads by messages), or device 'cpu' here.`,
+      `cannot run model ${model.name} on the GPU: ${refused}. ` +
+        "Use one rmbg instance per process for the GPU (share it between threads by messages), or device 'cpu' here.",
     );
   }
   try {
@@ -208,7 +209,11 @@ async function measureVerdict(
 
 /** WebGPU works, but only on a software adapter: never "the GPU" (it is slower than the CPU provider). */
 function softwareAdapterOnly(model: ResolvedModel, adapters: string, environment: GpuEnvironment): string {
-  return `cannot run model ${model.name} on the GPU: the only WebGPU adapter here is a software one (${adapters}), which runs on the CPU and is slower than device 'cpu'. Seen: ${describeEnvironment(environment)}. To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+  return (
+    `cannot run model ${model.name} on the GPU: the only WebGPU adapter here is a software one (${adapters}), ` +
+    `which runs on the CPU and is slower than device 'cpu'. Seen: ${describeEnvironment(environment)}. ` +
+    `To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`
+  );
 }
 
 /** WebGPU itself fails: what was seen, what the loader said, how to fix it on this OS. */
@@ -219,10 +224,16 @@ function noWorkingGpu(model: ResolvedModel, failure: string, environment: GpuEnv
         .map((line) => line.trim())
         .join(' | ')}.`
     : '';
-  return `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.${said} To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`;
+  return (
+    `cannot run model ${model.name} on the GPU: WebGPU failed: ${failure}. Seen: ${describeEnvironment(environment)}.` +
+    `${said} To fix: ${gpuFixHint(environment)}; 'rmbg doctor' checks it. Device 'auto' or 'cpu' runs on the CPU.`
+  );
 }
 
 /** WebGPU works (a one-node model ran on it), but this model does not: nothing to install. */
 function modelFailedOnGpu(model: ResolvedModel, failure: string): string {
-  return `cannot run model ${model.name} on the GPU: the GPU works (a one-node test model ran on it), but this model failed on it: ${failure}. Device 'auto' or 'cpu' runs it on the CPU.`;
+  return (
+    `cannot run model ${model.name} on the GPU: the GPU works (a one-node test model ran on it), ` +
+    `but this model failed on it: ${failure}. Device 'auto' or 'cpu' runs it on the CPU.`
+  );
 }

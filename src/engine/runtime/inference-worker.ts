@@ -141,7 +141,8 @@ export class WorkerSession {
           reject(
             new RmbgError(
               'processing_failed',
-              `model ${this.model.name} did not get to run within ${runTimeoutMs / 1000} s: the runs before it held it${this.brokenBy ? ` (${this.brokenBy})` : ''}`,
+              `model ${this.model.name} did not get to run within ${runTimeoutMs / 1000} s: ` +
+                `the runs before it held it${this.brokenBy ? ` (${this.brokenBy})` : ''}`,
             ),
           );
       }, runTimeoutMs);
