@@ -45,9 +45,9 @@ const POOLS = [...new Set([4, Math.max(4, cores)])];
 
 const [{ gpuEnvironment, mayHaveHardwareGpu, describeEnvironment }, { probeGpu }, { concurrencyFor }] =
   await Promise.all([
-    import(dist('engine/gpu-environment.js')),
-    import(dist('engine/gpu-probe.js')),
-    import(dist('engine/device.js')),
+    import(dist('engine/gpu/gpu-environment.js')),
+    import(dist('engine/gpu/gpu-probe.js')),
+    import(dist('engine/runtime/device-report.js')),
   ]);
 
 /** Whether to measure the GPU: a hardware adapter that works (as auto sees it), or any with --allow-software. */

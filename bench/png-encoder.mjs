@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // PNG encoders, size vs time, on a real cutout (RGBA, colour zeroed under alpha 0, as the engine's compose
-// makes it): rmbg's banded encoder (src/engine/png-encode.ts, needs a build) against libvips' at several
+// makes it): rmbg's banded encoder (src/engine/output/png-encode.ts, needs a build) against libvips' at several
 // settings. Input: any rmbg PNG result; default: the 4000×3000 photo's result from the last bench run.
 // Usage: node bench/png-encoder.mjs [result.png] [runs=3]
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { encodePng } from '../dist/engine/png-encode.js';
+import { encodePng } from '../dist/engine/output/png-encode.js';
 import { ROOT, median } from './lib/inputs.mjs';
 import { table, ms } from './lib/markdown.mjs';
 

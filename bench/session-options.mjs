@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Measures pure session.run time of the ISNet models under onnxruntime session-option variants, on one real
-// input tensor, so the engine's choices in src/engine/model-session.ts rest on figures from this machine.
+// input tensor, so the engine's choices in src/engine/model/model-session.ts rest on figures from this machine.
 // Usage: node bench/session-options.mjs [runs=3] [model ...]   (models: names from models/manifest.json)
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -16,26 +16,37 @@ interface OutputFormatRow {
   mimeType: string;
   /** Result pixels at most, whatever the size (undefined: only the size's ceiling). */
   maxPixels: number | undefined;
+  /** Whether the format keeps an alpha channel; one that does not gets the result flattened onto white. */
+  keepsAlpha: boolean;
 }
 
 /**
  * The output formats, one row each: the `format` option's values, the result's media type, the OpenAPI
  * document's 200 answers and the per-format pixel cap all come from here. A new row also needs its encoder
- * (engine/pipeline.ts `encode`), its EXIF embedding (engine/embed-exif.ts) and its file extension
+ * (engine/pipeline.ts `encodeWithSharp`), its EXIF embedding (engine/image/embed-exif.ts) and its file extension
  * (batch/output-paths.ts); the compiler points at each.
  */
 export const OUTPUT_FORMATS = {
-  png: { mimeType: 'image/png', maxPixels: LIMITS.pngMaxPixels },
-  jpg: { mimeType: 'image/jpeg', maxPixels: undefined },
-  webp: { mimeType: 'image/webp', maxPixels: undefined },
+  png: { mimeType: 'image/png', maxPixels: LIMITS.pngMaxPixels, keepsAlpha: true },
+  jpg: { mimeType: 'image/jpeg', maxPixels: undefined, keepsAlpha: false },
+  webp: { mimeType: 'image/webp', maxPixels: undefined, keepsAlpha: true },
 } as const satisfies Record<string, OutputFormatRow>;
 
 export type OutputFormat = keyof typeof OUTPUT_FORMATS;
 
 export const OUTPUT_FORMAT_NAMES = Object.keys(OUTPUT_FORMATS) as OutputFormat[];
 
-/** What format=auto chooses from (engine/pipeline.ts `chooseFormat`: PNG when transparent, JPG when opaque). */
-export const AUTO_FORMATS = ['png', 'jpg'] as const satisfies readonly OutputFormat[];
+/** The formats whose row keeps alpha, as a type: format=auto's choice for a transparent result must be one. */
+type AlphaFormat = {
+  [F in OutputFormat]: (typeof OUTPUT_FORMATS)[F]['keepsAlpha'] extends true ? F : never;
+}[OutputFormat];
+
+/** What format=auto chooses (engine/pipeline.ts `chooseFormat`, api-spec rule 4): a format that keeps alpha when the
+ * result has transparency, else the opaque one. */
+export const AUTO_FORMAT = { transparent: 'png', opaque: 'jpg' } as const satisfies {
+  transparent: AlphaFormat;
+  opaque: OutputFormat;
+};
 
 export const MIME_OF_FORMAT = Object.fromEntries(
   OUTPUT_FORMAT_NAMES.map((format) => [format, OUTPUT_FORMATS[format].mimeType]),
@@ -43,7 +54,7 @@ export const MIME_OF_FORMAT = Object.fromEntries(
 
 /** A format's cap on result pixels whatever the size (Infinity: none); auto is capped like what it may choose. */
 export function formatMaxPixels(format: OutputFormat | 'auto'): number {
-  const formats: readonly OutputFormat[] = format === 'auto' ? AUTO_FORMATS : [format];
+  const formats: readonly OutputFormat[] = format === 'auto' ? Object.values(AUTO_FORMAT) : [format];
   return Math.min(...formats.map((name) => OUTPUT_FORMATS[name].maxPixels ?? Number.POSITIVE_INFINITY));
 }
 
@@ -78,7 +89,7 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
 
 /**
  * Photo formats the API does not take, which rmbg's own callers (the CLI and the library, on this computer or
- * through a server) decode here: `engine/decode-input.ts`. `rmbg serve` refuses them as any other format.
+ * through a server) decode here: `engine/image/decode-input.ts`. `rmbg serve` refuses them as any other format.
  */
 export const CONVERTIBLE_FORMATS = {
   heic: { name: 'HEIC', extensions: ['.heic', '.heif', '.hif'] },

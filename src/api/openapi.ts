@@ -2,14 +2,8 @@
 // error table, the media types, the body limits and the header names, so it cannot drift from the code.
 
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
-import {
-  LIMITS,
-  OPTION_FIELDS,
-  SOURCE_FIELDS,
-  UNSUPPORTED_FIELDS,
-  type OptionField,
-  type SourceField,
-} from './options.js';
+import { LIMITS } from './limits.js';
+import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
 import { OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';

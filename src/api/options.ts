@@ -7,8 +7,6 @@ import { parseColor, type Rgba } from './color.js';
 import { LIMITS } from './limits.js';
 import { OUTPUT_FORMAT_NAMES, type OutputFormat } from './media-types.js';
 
-export { LIMITS, LIMIT_TEXT } from './limits.js';
-
 export const SIZES = ['preview', 'small', 'regular', 'medium', 'hd', 'full', '4k', 'auto', '50MP'] as const;
 export type Size = (typeof SIZES)[number];
 

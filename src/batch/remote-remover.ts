@@ -2,7 +2,8 @@
 
 import { asksToSlowDown, policyOf, RmbgError } from '../api/errors.js';
 import { formatOfMime } from '../api/media-types.js';
-import { LIMIT_TEXT, LIMITS, type RemoveOptions } from '../api/options.js';
+import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
+import type { RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient, type RemoveResult } from '../client/api-client.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
 import { uploadOf } from './photo-conversion.js';

@@ -55,8 +55,8 @@ export interface Remover {
 }
 
 /**
- * Images in flight at once. Local: what keeps its device busy (device.ts). Remote: 4 keeps a server busy
- * without tripping rate limits; it is halved while the server answers 429/503.
+ * Images in flight at once. Local: what keeps its device busy (engine/runtime/device-report.ts). Remote: 4 keeps a
+ * server busy without tripping rate limits; it is halved while the server answers 429/503.
  */
 export function defaultConcurrency(remover: Pick<Remover, 'mode' | 'device'>): number {
   return remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4;
@@ -95,7 +95,7 @@ export interface KeptMetadata {
 /** `remover` with the photo's kept metadata embedded into each result, on this computer or from a server (which sends none). */
 export async function keepingMetadata(remover: Remover, kept: KeptMetadata): Promise<Remover> {
   if (!kept.keepMetadata && !kept.keepGps) return remover;
-  const { withKeptMetadata } = await import('../engine/keep-metadata.js');
+  const { withKeptMetadata } = await import('../engine/image/keep-metadata.js');
   const policy = { keep: true, gps: Boolean(kept.keepGps) };
   return {
     ...remover,

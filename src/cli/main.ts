@@ -35,7 +35,7 @@ export async function main(argv: string[]): Promise<void> {
  * thread before it exits, even in process.exit(): the CLI would hang. Said, the output flushed, then ended.
  */
 async function endDespiteHungRuns(): Promise<void> {
-  const { workersSetAsideRunning } = await import('../engine/inference-worker.js');
+  const { workersSetAsideRunning } = await import('../engine/runtime/inference-worker.js');
   const running = workersSetAsideRunning();
   if (running === 0) return;
   process.stderr.write(

@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
 import { PHOTO_FORMATS_TEXT } from '../api/media-types.js';
 import { checkWholeNumber } from '../api/whole-number.js';
-import { PRESET_NAMES } from '../engine/model-contract.js';
+import { PRESET_NAMES } from '../engine/model/model-contract.js';
 import { rmbgVersion } from '../platform/package-info.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
 import { BATCH_SETTINGS, CALL_SETTINGS, CALL_TABLE, SERVE_TABLE, SERVER_SETTINGS } from '../settings/index.js';

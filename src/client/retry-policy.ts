@@ -5,7 +5,7 @@
 import { checkWholeNumber } from '../api/whole-number.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isTransient, policyOf, type RmbgError } from '../api/errors.js';
-import { LIMITS } from '../api/options.js';
+import { LIMITS } from '../api/limits.js';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included. 1 disables retries. */

@@ -11,7 +11,7 @@ import { RmbgError } from '../api/errors.js';
 export interface StoredSettings {
   apiUrl?: string;
   apiKey?: string;
-  /** Where the on-device model runs: auto, gpu or cpu (engine/device.ts). */
+  /** Where the on-device model runs: auto, gpu or cpu (api/device.ts). */
   device?: string;
   /** Default option fields for `rmbg remove`, by their API names, e.g. { "size": "hd", "format": "png" }. */
   defaults?: Record<string, string | boolean>;

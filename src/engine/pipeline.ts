@@ -2,18 +2,20 @@
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { MIME_OF_FORMAT } from '../api/media-types.js';
-import { LIMITS, type OutputFormat, type RemoveOptions } from '../api/options.js';
-import { maskBounds, type Bounds, type ComposeOutput } from './compose.js';
-import { probeImage } from './image-probe.js';
-import { decoderReason } from './input-errors.js';
-import { pixelScale } from './model-contract.js';
-import type { MaskPlane, ModelSession } from './model-session.js';
-import { isUpsizing, upsampleMask, type Dimensions } from './mask-upsample.js';
-import { fitWithin, maxResultPixels } from './output-size.js';
-import { rowComposer } from './png-job.js';
-import { encodePngOnWorker } from './png-workers.js';
-import type { DecodedPhoto, EngineResult, ForegroundBox } from './types.js';
+import { AUTO_FORMAT, MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
+import { LIMITS } from '../api/limits.js';
+import type { OutputFormat, RemoveOptions } from '../api/options.js';
+import { maskBounds, type Bounds, type ComposeOutput } from './output/compose.js';
+import { probeImage } from './image/image-probe.js';
+import { decoderReason } from './image/input-errors.js';
+import { pixelScale } from './model/model-contract.js';
+import type { MaskPlane, ModelSession } from './model/model-session.js';
+import { isUpsizing, upsampleMask, type Dimensions } from './output/mask-upsample.js';
+import { fitWithin, maxResultPixels } from './output/output-size.js';
+import { rowComposer } from './output/png-job.js';
+import { encodePngOnWorker } from './output/png-workers.js';
+import type { ForegroundBox } from '../api/wire-types.js';
+import type { DecodedPhoto, EngineResult } from './types.js';
 
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
 export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
@@ -162,18 +164,18 @@ async function cropToForeground(source: Source, mask: Buffer, plane: Dimensions)
   return { pixels, mask: resultMask, foreground };
 }
 
-/** format=auto: PNG when the result has transparency, JPG when it is opaque (api-spec rule 4). */
+/** format=auto: the table's choice for a result with transparency or an opaque one (api-spec rule 4). */
 function chooseFormat(options: RemoveOptions, { mask, pixels }: Cutout): OutputFormat {
   const background = options.bgColor;
   if (options.format !== 'auto') return options.format;
-  if (background && background.alpha === 1) return 'jpg';
-  if (background) return 'png';
-  if (!mask.every((a) => a === 255)) return 'png';
+  if (background && background.alpha === 1) return AUTO_FORMAT.opaque;
+  if (background) return AUTO_FORMAT.transparent;
+  if (!mask.every((a) => a === 255)) return AUTO_FORMAT.transparent;
   // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
   if (pixels.channels === 4) {
-    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return 'png';
+    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return AUTO_FORMAT.transparent;
   }
-  return 'jpg';
+  return AUTO_FORMAT.opaque;
 }
 
 /** PNG is composed band by band while earlier bands deflate, on a PNG worker (png-workers.ts); other formats take the
@@ -193,7 +195,7 @@ async function composeAndEncode(
     throwIfAborted(signal); // a request cancelled meanwhile gets no result
     return png;
   }
-  const composed = rowComposer(job, format === 'jpg')(0, height);
+  const composed = rowComposer(job, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
   timer.lap('compose');
   throwIfAborted(signal);
   return encodeWithSharp(composed, width, height, format);

@@ -5,8 +5,6 @@ import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
 
-export type { ForegroundBox };
-
 export interface EngineResult {
   /** Encoded image bytes. */
   data: Buffer;

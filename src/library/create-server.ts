@@ -9,7 +9,7 @@ import { dataDirOf } from '../config/setting-rules.js';
 import type { DeviceReport } from '../api/device.js';
 import { createEngine } from '../engine/index.js';
 import { createService } from '../service/index.js';
-import { imageUrlFetcher } from '../service/image-url.js';
+import { imageUrlFetcher } from '../image-url/image-url.js';
 import { startServer } from '../server/start-server.js';
 import { trustedProxies } from '../server/trusted-proxies.js';
 import { createMetrics } from '../server/metrics.js';

@@ -12,7 +12,7 @@ export class EnginePool {
   async engineFor(settings: EngineSettings): Promise<Engine> {
     const [{ createEngine }, { resolveModel }] = await Promise.all([
       import('../engine/index.js'),
-      import('../engine/model-registry.js'),
+      import('../engine/model/model-registry.js'),
     ]);
     // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
     const options = engineOptionsOf(settings);

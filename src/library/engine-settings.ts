@@ -9,7 +9,7 @@ import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
 import { settingsPathOf } from '../config/user-settings.js';
 import { parseDevice, type Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
-import { userModelsDirOf } from '../engine/user-models.js';
+import { userModelsDirOf } from '../engine/model/user-models.js';
 import { ENGINE_SETTINGS } from '../settings/index.js';
 import type { OptionsOf } from '../settings/setting.js';
 

@@ -18,7 +18,7 @@ export async function readImageInput(input: ImageInput, signal: AbortSignal | un
   if (input instanceof URL) {
     if (input.protocol === 'file:') return readImageFile(fileURLToPath(input));
     // Loaded only for https: the fetcher and its address policy are the service's own.
-    const { fetchImageUrl } = await import('../service/image-url.js');
+    const { fetchImageUrl } = await import('../image-url/image-url.js');
     return fetchImageUrl(input.href, {
       allowPrivate: false,
       timeoutMs: LIMITS.imageUrlTimeoutMs,

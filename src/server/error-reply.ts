@@ -5,7 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientDetailOf, ERRORS, RmbgError, wireCodeOf, type ErrorCode } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
-import { LogOnlyReason } from '../service/log-only-reason.js';
+import { LogOnlyReason } from '../api/log-only-reason.js';
 import { rateLimitHeaders } from './headers.js';
 import { closeOrDiscardUnreadBody } from './unread-body.js';
 

@@ -1,5 +1,5 @@
-// Runs engine jobs `slots` at a time (one on the CPU, several on a GPU: engine/device.ts), in arrival order,
-// behind a bounded waiting line (full: 503 service_busy), each under a time limit that counts its wait in line
+// Runs engine jobs `slots` at a time (one on the CPU, several on a GPU: engine/runtime/device-report.ts), in arrival
+// order, behind a bounded waiting line (full: 503 service_busy), each under a time limit that counts its wait in line
 // too (over: 504 processing_timeout).
 
 import { RmbgError } from '../api/errors.js';

@@ -2,7 +2,7 @@
 
 import type { KeyOwner } from '../store/index.js';
 import type { ServiceContext } from './service-context.js';
-import type { AccountRecord } from './types.js';
+import type { AccountRecord } from '../api/wire-types.js';
 
 export async function accountRecord(ctx: ServiceContext, caller: KeyOwner): Promise<AccountRecord> {
   const { subscription, payg, total } = await ctx.store.balance(caller.accountId);

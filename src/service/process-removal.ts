@@ -2,13 +2,16 @@
 // then delivered (with the key's replay) or, on a failure after the charge, refunded (src/service/refunder.ts).
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
-import { LIMIT_TEXT, LIMITS, validateIdempotencyKey } from '../api/options.js';
+import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
+import { validateIdempotencyKey } from '../api/options.js';
 import type { Balance, IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
 import type { SchedulerTicket } from './engine-scheduler.js';
 import { fromStoredReplay, toStoredReplay } from './replay-record.js';
 import { requestFingerprint } from './request-fingerprint.js';
 import type { ServiceContext } from './service-context.js';
-import type { ImageSource, ProcessedImage, RateLimitInfo, RemoveOutcome, RemoveRequest } from './types.js';
+import type { ImageSource } from '../api/request-parsing.js';
+import type { RateLimitInfo } from '../api/wire-types.js';
+import type { ProcessedImage, RemoveOutcome, RemoveRequest } from './types.js';
 
 /** Retry-After of a 409 in progress: about one image's processing time, so a client asks again when it may be done. */
 const IN_PROGRESS_RETRY_SECONDS = 2;

@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
-import type { ImageSource } from './types.js';
+import type { ImageSource } from '../api/request-parsing.js';
 
 export function requestFingerprint(source: ImageSource, options: RemoveOptions): string {
   const hash = createHash('sha256');

@@ -6,11 +6,9 @@ import type { RemoveOptions } from '../api/options.js';
 import type { AccountRecord, RateLimitInfo } from '../api/wire-types.js';
 import type { EngineResult } from '../engine/types.js';
 
-export type { AccountRecord, ImageSource, RateLimitInfo };
-
 /**
  * The port through which the service fetches an image_url's bytes, handed in like the engine (rmbg serve
- * passes src/service/image-url.ts's imageUrlFetcher). Throws RmbgError: invalid_image_url, image_url_unreachable,
+ * passes src/image-url/image-url.ts's imageUrlFetcher). Throws RmbgError: invalid_image_url, image_url_unreachable,
  * file_too_large; rejects with the signal's reason when it aborts.
  */
 export type ImageFetcher = (

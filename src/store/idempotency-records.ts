@@ -2,7 +2,7 @@
 // its response for the replay window, after which the payload is deleted, and a completed key's row is deleted
 // after the key retention (LIMITS), which frees the key. A row in progress is its lease's and stays.
 
-import { LIMITS } from '../api/options.js';
+import { LIMITS } from '../api/limits.js';
 import { one, type SqlExecutor } from './sql.js';
 import type { IdempotencyBegin, IdempotencyRef, StoredReplay } from './types.js';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
-import { gpuEnvironment } from '../../src/engine/gpu-environment.js';
+import { gpuEnvironment } from '../../src/engine/gpu/gpu-environment.js';
 import { writeRedChannelModel } from '../helpers/onnx-writer.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { createKey, startServe, type ServeProcess } from '../helpers/serve-harness.js';

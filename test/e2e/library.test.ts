@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, copyFileSync } from '
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FOREGROUND_ALPHA } from '../../src/engine/compose.js';
+import { FOREGROUND_ALPHA } from '../../src/engine/output/compose.js';
 import { openStore } from '../../src/store/index.js';
 import {
   createRmbg,

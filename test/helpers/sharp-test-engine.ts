@@ -5,7 +5,7 @@
 import sharp from 'sharp';
 import { RmbgError } from '../../src/api/errors.js';
 import type { Engine, EngineResult } from '../../src/engine/types.js';
-import { imageUrlFetcher } from '../../src/service/image-url.js';
+import { imageUrlFetcher } from '../../src/image-url/image-url.js';
 
 export type Behaviour =
   | { kind: 'work' }

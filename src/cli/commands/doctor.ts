@@ -13,16 +13,16 @@ import {
   gpuFixHint,
   mayHaveHardwareGpu,
   type GpuEnvironment,
-} from '../../engine/gpu-environment.js';
-import { probeGpu } from '../../engine/gpu-probe.js';
-import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu-verdict.js';
+} from '../../engine/gpu/gpu-environment.js';
+import { probeGpu } from '../../engine/gpu/gpu-probe.js';
+import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu/gpu-verdict.js';
 import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
 import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
-import { resolveModel } from '../../engine/model-registry.js';
-import { userModelsDirOf } from '../../engine/user-models.js';
+import { resolveModel } from '../../engine/model/model-registry.js';
+import { userModelsDirOf } from '../../engine/model/user-models.js';
 
 interface GpuReport {
   works: boolean;

@@ -6,10 +6,10 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { contractFromFlags, type ContractFlags } from '../../engine/model-contract.js';
-import { readManifest } from '../../engine/model-registry.js';
-import { ModelSession } from '../../engine/model-session.js';
-import { addUserModel, USER_MODEL_NAME, userModelsDirOf } from '../../engine/user-models.js';
+import { contractFromFlags, type ContractFlags } from '../../engine/model/model-contract.js';
+import { readManifest } from '../../engine/model/model-registry.js';
+import { ModelSession } from '../../engine/model/model-session.js';
+import { addUserModel, USER_MODEL_NAME, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
 
 export async function run(opts: Record<string, unknown>, positional: string[]): Promise<number> {

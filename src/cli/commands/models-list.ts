@@ -3,8 +3,8 @@
 // preset and contract for the user's own).
 
 import { dataDirOf } from '../../config/setting-rules.js';
-import { checkWeights, readManifest, resolveModel } from '../../engine/model-registry.js';
-import { readUserModels, userModelsDirOf } from '../../engine/user-models.js';
+import { checkWeights, readManifest, resolveModel } from '../../engine/model/model-registry.js';
+import { readUserModels, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
 
 /** Every model, built-in and the user's, with whether its weights are there and match (`rmbg doctor` shows them too). */

@@ -2,7 +2,7 @@
 
 import { RmbgError } from '../../api/errors.js';
 import { dataDirOf } from '../../config/setting-rules.js';
-import { removeUserModel, userModelsDirOf } from '../../engine/user-models.js';
+import { removeUserModel, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
 
 export async function run(opts: Record<string, unknown>, positional: string[]): Promise<number> {

@@ -17,7 +17,7 @@ import { jsonLinesRenderer } from '../render-json-lines.js';
 import { createRemover, LOCAL_BY_DEFAULT_NOTE, type RemoveFlags, runsLocally } from '../create-remover.js';
 import { settingFlags } from '../settings-flags.js';
 import { REMOVE_TABLE } from '../../settings/index.js';
-import { describeDevice } from '../../engine/device.js';
+import { describeDevice } from '../../engine/runtime/device-report.js';
 import { planBatch } from '../plan-batch.js';
 
 /** Image options: flags the user typed > defaults in the settings file (`rmbg config set size hd`) > CLI defaults. */

@@ -1,7 +1,7 @@
 // `rmbg serve`: the API on this machine. Opens the store and the model, listens, prints the URL, and on
 // SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0.
 
-import { describeDevice } from '../../engine/device.js';
+import { describeDevice } from '../../engine/runtime/device-report.js';
 import type { Command } from 'commander';
 import { SERVE_TABLE } from '../../settings/index.js';
 import { settingFlags } from '../settings-flags.js';

@@ -4,7 +4,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../../src/api/limits.js';
-import { convertForUpload } from '../../../src/engine/decode-input.js';
+import { convertForUpload } from '../../../src/engine/image/decode-input.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
 
 describe('convertForUpload', () => {

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../../src/api/device.js';
 import { parseRemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
-import { cachedGraph } from '../../../src/engine/graph-cache.js';
-import { gpuEnvironment } from '../../../src/engine/gpu-environment.js';
+import { cachedGraph } from '../../../src/engine/model/graph-cache.js';
+import { gpuEnvironment } from '../../../src/engine/gpu/gpu-environment.js';
 import { writeRedChannelModel } from '../../helpers/onnx-writer.js';
 
 // lavapipe is a software adapter: --device gpu runs on it only with the opt-in for tests.
@@ -94,7 +94,7 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     const cpuEntry = cachedGraph(cache, sha256, version, 'cpu');
     const cpuFile = cpuEntry.saveTo?.replace(/\.\d+\.tmp$/, '') as string;
     writeFileSync(cpuFile, 'a CPU-optimised graph');
-    const { WorkerSession } = await import('../../../src/engine/inference-worker.js');
+    const { WorkerSession } = await import('../../../src/engine/runtime/inference-worker.js');
     const contract = {
       input: { name: 'input', shape: [1, 3, 1024, 1024] as [number, number, number, number] },
       output: 'output',

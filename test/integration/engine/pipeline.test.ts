@@ -6,6 +6,7 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
+import { OUTPUT_FORMAT_NAMES, OUTPUT_FORMATS } from '../../../src/api/media-types.js';
 import { DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
 import type { Engine } from '../../../src/engine/types.js';
@@ -128,6 +129,21 @@ describe('cutout', () => {
     expect((await pixelAt(webp.data, 2, 2)).a).toBe(0);
     expect((await pixelAt(webp.data, 200, 150)).a).toBeGreaterThan(250);
   });
+
+  it.each(OUTPUT_FORMAT_NAMES)(
+    'format=%s keeps alpha exactly when its row of the format table says so',
+    async (format) => {
+      const result = await engine.cutOut(await jpegPhoto(400, 300), opts({ format }));
+      const meta = await sharp(result.data).metadata();
+      const corner = await pixelAt(result.data, 2, 2);
+      if (OUTPUT_FORMATS[format].keepsAlpha) {
+        expect([meta.hasAlpha, corner.a]).toEqual([true, 0]);
+      } else {
+        expect(meta.hasAlpha).toBe(false);
+        expect(Math.min(corner.r, corner.g, corner.b)).toBeGreaterThan(245); // flattened onto white
+      }
+    },
+  );
 });
 
 describe('EXIF orientation', () => {

@@ -3,8 +3,8 @@
 
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { composeAndEncodePng, type PngJob } from '../../../src/engine/png-job.js';
-import { encodePngOnWorker, PNG_WORKERS } from '../../../src/engine/png-workers.js';
+import { composeAndEncodePng, type PngJob } from '../../../src/engine/output/png-job.js';
+import { encodePngOnWorker, PNG_WORKERS } from '../../../src/engine/output/png-workers.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
 
 function randomJob(seed: number, width: number, height: number, channels: 3 | 4): PngJob {

@@ -7,12 +7,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { workerExecArgv } from '../../../src/engine/worker-exec-argv.js';
+import { workerExecArgv } from '../../../src/engine/runtime/worker-exec-argv.js';
 import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../../helpers/cli.js';
 
 afterAll(() => removeTempDirs());
 
-const BUILT = pathToFileURL(path.join(ROOT, 'dist/engine/worker-exec-argv.js')).href;
+const BUILT = pathToFileURL(path.join(ROOT, 'dist/engine/runtime/worker-exec-argv.js')).href;
 
 describe('workerExecArgv', () => {
   it('leaves the worker to inherit its parent options unless they hold --input-type', () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import { LIMITS } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
 import { openStore, STORE_FILE, storeTarget, type Lease, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';

@@ -4,7 +4,8 @@
 import { expect, it } from 'vitest';
 import { formatMaxPixels, formatOfMime, OUTPUT_FORMATS } from '../../../src/api/media-types.js';
 import { openApiDocument } from '../../../src/api/openapi.js';
-import { FORMATS, LIMITS, OPTION_FIELDS } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
+import { FORMATS, OPTION_FIELDS } from '../../../src/api/options.js';
 
 it('lists every output format as a `format` value and as a 200 answer of the OpenAPI document, each media type mapping back', () => {
   expect(FORMATS).toEqual(['auto', 'png', 'jpg', 'webp']);

@@ -5,7 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import { LIMITS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
+import { UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import { parseRemoveRequest, type IncomingBody } from '../../../src/api/request-parsing.js';
 import { MAX_BODY_BYTES } from '../../../src/api/request-limits.js';
 

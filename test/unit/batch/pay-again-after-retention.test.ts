@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { canonicalOptions, DEFAULT_OPTIONS, LIMITS } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
+import { canonicalOptions, DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { JOURNAL_NAME, type JournalRecord } from '../../../src/batch/journal.js';
 import { remoteRemover } from '../../../src/batch/remote-remover.js';
 import { runBatch, type FileEvent } from '../../../src/batch/run-batch.js';

@@ -3,8 +3,8 @@
 
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSoftwareAdapter, loaderAdapters } from '../../../src/engine/gpu-environment.js';
-import { probeGpu } from '../../../src/engine/gpu-probe.js';
+import { isSoftwareAdapter, loaderAdapters } from '../../../src/engine/gpu/gpu-environment.js';
+import { probeGpu } from '../../../src/engine/gpu/gpu-probe.js';
 
 const HUNG = path.join(import.meta.dirname, '../../fixtures/hung-probe.mjs');
 

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../../src/api/limits.js';
-import { concurrencyFor } from '../../../src/engine/device.js';
-import { availableMemory, imagesWithinMemory, peakBytesOf } from '../../../src/engine/memory-budget.js';
+import { concurrencyFor } from '../../../src/engine/runtime/device-report.js';
+import { availableMemory, imagesWithinMemory, peakBytesOf } from '../../../src/engine/runtime/memory-budget.js';
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;

@@ -5,8 +5,8 @@
 import zlib from 'node:zlib';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pngChunks } from '../../../src/engine/png-chunks.js';
-import { adler32Combine, encodePng } from '../../../src/engine/png-encode.js';
+import { pngChunks } from '../../../src/engine/image/png-chunks.js';
+import { adler32Combine, encodePng } from '../../../src/engine/output/png-encode.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
 
 /** A photo-like image: smooth gradients, noise, and a transparent (zeroed) border as a cutout has. */

@@ -6,7 +6,7 @@ import {
   checkResolvedAddresses,
   nonPublicAddressClass,
   REFUSED_ADDRESS_MESSAGE,
-} from '../../../src/service/address-policy.js';
+} from '../../../src/image-url/address-policy.js';
 
 describe('nonPublicAddressClass', () => {
   it.each([

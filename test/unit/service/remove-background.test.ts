@@ -9,9 +9,11 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RmbgError } from '../../../src/api/errors.js';
-import { DEFAULT_OPTIONS, LIMITS, type RemoveOptions } from '../../../src/api/options.js';
+import { LIMITS } from '../../../src/api/limits.js';
+import { DEFAULT_OPTIONS, type RemoveOptions } from '../../../src/api/options.js';
 import { createService, type Service, type ServiceDeps } from '../../../src/service/index.js';
-import type { ImageSource, RemoveRequest } from '../../../src/service/types.js';
+import type { ImageSource } from '../../../src/api/request-parsing.js';
+import type { RemoveRequest } from '../../../src/service/types.js';
 import { openStore, STORE_FILE, type Store } from '../../../src/store/index.js';
 import {
   testEngine,

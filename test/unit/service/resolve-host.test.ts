@@ -6,7 +6,7 @@ import { pbkdf2 } from 'node:crypto';
 import dgram from 'node:dgram';
 import { lookup, Resolver } from 'node:dns/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveHost } from '../../../src/service/resolve-host.js';
+import { resolveHost } from '../../../src/image-url/resolve-host.js';
 
 let server: dgram.Socket;
 /** A c-ares resolver asking only the DNS server of this test. */

@@ -17,7 +17,7 @@ const LOADER_DEBUG_LINE = /^(?:(?:INFO|DEBUG) +\| +)?DRIVER: /;
 // Run from the TypeScript source (the tests), the entry is the built one in dist/, as for the inference worker.
 const ENTRY = fileURLToPath(
   import.meta.url.endsWith('.ts')
-    ? new URL('../../dist/engine/gpu-probe-entry.js', import.meta.url)
+    ? new URL('../../../dist/engine/gpu/gpu-probe-entry.js', import.meta.url)
     : new URL('./gpu-probe-entry.js', import.meta.url),
 );
 

@@ -1,7 +1,7 @@
 // How the engine describes where its model runs, and how many images in flight keep that device busy.
 
 import { availableParallelism } from 'node:os';
-import type { DeviceReport } from '../api/device.js';
+import type { DeviceReport } from '../../api/device.js';
 import { availableMemory, imagesWithinMemory } from './memory-budget.js';
 
 /** The line a person reads: "running on the GPU (WebGPU): a hardware adapter works". */

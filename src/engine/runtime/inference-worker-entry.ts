@@ -1,9 +1,9 @@
 // The inference worker thread (inference-worker.ts): the only place the model is loaded.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { toRmbgError, type ErrorCode } from '../api/errors.js';
+import { toRmbgError, type ErrorCode } from '../../api/errors.js';
 import type { FromWorker, ToWorker, WireError, WorkerStart } from './inference-worker.js';
-import { ModelSession } from './model-session.js';
+import { ModelSession } from '../model/model-session.js';
 
 if (!parentPort) throw new Error('inference-worker-entry.js runs only as a worker thread (inference-worker.ts)');
 const port = parentPort;

@@ -8,7 +8,7 @@ import { RmbgError } from '../api/errors.js';
 import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
 import { checkResolvedAddresses, type ResolvedAddress } from './address-policy.js';
 import { resolveHost } from './resolve-host.js';
-import type { ImageFetcher } from './types.js';
+import type { ImageFetcher } from '../service/types.js';
 
 export interface FetchImageUrlOptions {
   /** Lifts ONLY the public-address check (rmbg serve --allow-private-urls); https, port 443 and no-redirects still apply. */

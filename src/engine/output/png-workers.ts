@@ -4,11 +4,11 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { PngJob } from './png-job.js';
-import { workerExecArgv } from './worker-exec-argv.js';
+import { workerExecArgv } from '../runtime/worker-exec-argv.js';
 
 // A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
 const ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/engine/png-worker-entry.js', import.meta.url)
+  ? new URL('../../../dist/engine/output/png-worker-entry.js', import.meta.url)
   : new URL('./png-worker-entry.js', import.meta.url);
 
 /** Workers: a quarter of the cores, 1 to 4 (each job's bands deflate on libuv's pool besides). */

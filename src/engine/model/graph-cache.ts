@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { arch, cpus } from 'node:os';
 import { basename, join } from 'node:path';
 import envPaths from 'env-paths';
-import { processAlive } from '../platform/process-alive.js';
+import { processAlive } from '../../platform/process-alive.js';
 
 export const DEFAULT_GRAPH_CACHE_DIR = join(envPaths('rmbg', { suffix: '' }).cache, 'graphs');
 

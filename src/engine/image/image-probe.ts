@@ -1,8 +1,8 @@
 // The input gate: every check before any pixel is decoded, so a hostile upload is refused in milliseconds.
 
 import sharp from 'sharp';
-import { RmbgError } from '../api/errors.js';
-import { LIMIT_TEXT, LIMITS } from '../api/options.js';
+import { RmbgError } from '../../api/errors.js';
+import { LIMIT_TEXT, LIMITS } from '../../api/limits.js';
 import { detectImageSignature, type SupportedFormat } from './image-signature.js';
 import { ACCEPTED_FORMATS, animatedImage, corruptImage, decoderReason, unsupportedFormat } from './input-errors.js';
 import { pngChunks } from './png-chunks.js';

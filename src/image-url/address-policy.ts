@@ -3,7 +3,7 @@
 
 import { isIPv4, isIPv6 } from 'node:net';
 import { RmbgError } from '../api/errors.js';
-import { LogOnlyReason } from './log-only-reason.js';
+import { LogOnlyReason } from '../api/log-only-reason.js';
 
 export interface ResolvedAddress {
   address: string;

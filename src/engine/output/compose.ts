@@ -1,6 +1,6 @@
 // The mask applied to the pixels (alpha, background, JPG's flattening) and the foreground's box, on raw buffers.
 
-import type { Rgba } from '../api/color.js';
+import type { Rgba } from '../../api/color.js';
 
 export interface ComposeInput {
   /** Raw interleaved pixels, 3 (RGB) or 4 (RGBA) channels, width×height. */

@@ -11,7 +11,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError } from '../../api/errors.js';
 import type { ModelContract } from './model-contract.js';
 import { hashAndStamp, stampPathOf } from './weight-check.js';
 

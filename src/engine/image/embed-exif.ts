@@ -1,6 +1,6 @@
 // Puts the kept EXIF into an encoded result without re-encoding it (--keep-metadata).
 
-import type { OutputFormat } from '../api/options.js';
+import type { OutputFormat } from '../../api/options.js';
 import { pngChunk } from './png-chunks.js';
 
 const EXIF_PREFIX = Buffer.from('Exif\0\0', 'latin1');

@@ -2,7 +2,7 @@
 // while earlier bands deflate (png-encode.ts). The PNG is made on a PNG worker (png-workers.ts) with this same code,
 // so the bytes are the main thread's.
 
-import type { Rgba } from '../api/color.js';
+import type { Rgba } from '../../api/color.js';
 import { compose, type ComposeOutput } from './compose.js';
 import { encodePng } from './png-encode.js';
 

@@ -4,7 +4,7 @@
 // an ICC-tagged photo (Display P3, Adobe RGB…) to sRGB when decoding, and results are untagged sRGB.
 
 import sharp from 'sharp';
-import type { OutputFormat } from '../api/options.js';
+import type { OutputFormat } from '../../api/options.js';
 import { embedExif } from './embed-exif.js';
 import { buildTiff, pickExif } from './exif.js';
 

@@ -3,13 +3,13 @@
 // the API takes before an upload to a server. `rmbg serve` never calls this: it takes JPG, PNG and WebP only.
 
 import sharp, { type Sharp } from 'sharp';
-import { RmbgError } from '../api/errors.js';
-import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
-import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../api/media-types.js';
+import { RmbgError } from '../../api/errors.js';
+import { LIMIT_TEXT, LIMITS } from '../../api/limits.js';
+import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../../api/media-types.js';
 import { buildTiff, type Entry } from './exif.js';
 import { checkByteSize, checkDimensions } from './image-probe.js';
 import { decoderReason } from './input-errors.js';
-import type { DecodedPhoto } from './types.js';
+import type { DecodedPhoto } from '../types.js';
 
 /** What an upload of a converted photo is: lossless when it fits the API's byte limit. */
 export type UploadFormat = 'png' | 'jpeg' | 'webp';

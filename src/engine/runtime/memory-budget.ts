@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { join } from 'node:path';
-import { LIMITS } from '../api/limits.js';
+import { LIMITS } from '../../api/limits.js';
 
 /** Where the memory figures are read: the real files by default; a test gives a folder of its own. */
 export interface MemorySources {

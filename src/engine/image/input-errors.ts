@@ -1,6 +1,6 @@
 // The input gate's refusals, worded once: each says what was wrong and what rmbg accepts.
 
-import { RmbgError } from '../api/errors.js';
+import { RmbgError } from '../../api/errors.js';
 
 /** The formats the API accepts (api-spec: image_file), as users read them. */
 export const ACCEPTED_FORMATS = 'JPG, PNG or WebP';

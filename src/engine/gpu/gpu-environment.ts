@@ -196,7 +196,10 @@ export function gpuFixHint(environment: Pick<GpuEnvironment, 'platform' | 'situa
   const { platform, situation } = environment;
   if (platform === 'darwin') return 'WebGPU runs on Metal: it needs macOS 13 or later on a Mac with a Metal GPU';
   if (platform === 'win32')
-    return "WebGPU runs on Direct3D 12: install the GPU vendor's current driver; a VM or CI runner without a GPU offers only Microsoft's software adapter (WARP), which rmbg does not use";
+    return (
+      "WebGPU runs on Direct3D 12: install the GPU vendor's current driver; a VM or CI runner without a GPU offers " +
+      "only Microsoft's software adapter (WARP), which rmbg does not use"
+    );
   const advice: string[] = [];
   if (situation?.mig)
     advice.push(
@@ -216,7 +219,8 @@ export function gpuFixHint(environment: Pick<GpuEnvironment, 'platform' | 'situa
   else
     advice.push(
       `WebGPU runs on Vulkan: install the Vulkan loader (Debian/Ubuntu: ${LOADER_INSTALL}) and the GPU's Vulkan driver ` +
-        "(NVIDIA: the driver's Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), and make sure this user can open /dev/dri/renderD* or /dev/nvidia*",
+        "(NVIDIA: the driver's Vulkan part, e.g. libnvidia-gl-<version>; AMD and Intel: mesa-vulkan-drivers), " +
+        'and make sure this user can open /dev/dri/renderD* or /dev/nvidia*',
     );
   if (situation?.vulkanVariables.length)
     advice.push(

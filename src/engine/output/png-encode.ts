@@ -2,7 +2,7 @@
 // (bench/RESULTS.md, "Issue #9: large photos, ORT's arena").
 
 import zlib from 'node:zlib';
-import { PNG_SIGNATURE, pngChunk } from './png-chunks.js';
+import { PNG_SIGNATURE, pngChunk } from '../image/png-chunks.js';
 
 /** Raw interleaved rows of one band (8 bits per channel), RGB or RGBA. */
 export interface Rows {

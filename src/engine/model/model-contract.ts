@@ -1,6 +1,6 @@
 // What a model expects and gives (input size, normalisation, activation): all the pipeline needs to run an ONNX file.
 
-import { RmbgError } from '../api/errors.js';
+import { RmbgError } from '../../api/errors.js';
 
 export interface ModelContract {
   /** Input tensor; `name` absent: the model's first input. Shape is [1, 3, height, width]. */

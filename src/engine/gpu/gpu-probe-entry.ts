@@ -1,6 +1,6 @@
 // The GPU probe's child (gpu-probe.ts): its own process, so Dawn's stderr and its adapter choice stay in it.
 
-import { identityModel } from './onnx-bytes.js';
+import { identityModel } from '../model/onnx-bytes.js';
 
 const shape = [1, 4];
 try {

@@ -2,8 +2,8 @@
 
 import { availableParallelism } from 'node:os';
 import type { InferenceSession as OrtSession } from 'onnxruntime-node';
-import { RmbgError } from '../api/errors.js';
-import { readFileParallel } from '../platform/read-file-parallel.js';
+import { RmbgError } from '../../api/errors.js';
+import { readFileParallel } from '../../platform/read-file-parallel.js';
 import { type CachedGraph, cachedGraph, DEFAULT_GRAPH_CACHE_DIR, dropCachedGraph } from './graph-cache.js';
 import { inputSizeOf } from './model-contract.js';
 import type { ResolvedModel } from './model-registry.js';

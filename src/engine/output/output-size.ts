@@ -1,7 +1,7 @@
 // Result dimensions: the size's pixel ceiling (and the format's cap, e.g. PNG's), aspect kept, never upscaled.
 
-import { formatMaxPixels } from '../api/media-types.js';
-import { SIZE_MAX_PIXELS, type Format, type Size } from '../api/options.js';
+import { formatMaxPixels } from '../../api/media-types.js';
+import { SIZE_MAX_PIXELS, type Format, type Size } from '../../api/options.js';
 
 export function maxResultPixels(size: Size, format: Format): number {
   return Math.min(SIZE_MAX_PIXELS[size], formatMaxPixels(format));

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import envPaths from 'env-paths';
 import type { GpuEnvironment } from './gpu-environment.js';
-import type { ResolvedModel } from './model-registry.js';
+import type { ResolvedModel } from '../model/model-registry.js';
 
 export interface GpuVerdict {
   device: 'gpu' | 'cpu';
