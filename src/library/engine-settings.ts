@@ -13,6 +13,8 @@ import { userModelsDirOf } from '../engine/user-models.js';
 import { ENGINE_SETTINGS } from '../settings/index.js';
 import type { OptionsOf } from '../settings/setting.js';
 
+const ENGINE_ROW_NAMES = Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>;
+
 /** The engine's rows of src/settings (model, device, threads, spin-wait, graph cache), plus what its callers add. */
 export interface EngineSettings extends OptionsOf<typeof ENGINE_SETTINGS> {
   /** The data directory whose models/ holds the user's models (`rmbg models add`); else RMBG_DATA_DIR or the default. */
@@ -39,19 +41,28 @@ export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv 
   }
 }
 
+/**
+ * The engine's options: every row of settings/engine.ts by its name (model and device resolved from the flag,
+ * the environment and the settings file), plus what the caller adds. A new engine row reaches the engine here.
+ */
 export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv = process.env): EngineOptions {
+  const rows = Object.fromEntries(
+    ENGINE_ROW_NAMES.filter((name) => settings[name] !== undefined).map((name) => [name, settings[name]]),
+  ) as OptionsOf<typeof ENGINE_SETTINGS>;
   return {
+    ...rows,
     model: resolveSetting('model', settings.model, { env }).value,
     device: resolveDevice(settings.device, env),
     userModelsDir: userModelsDirOf(dataDirOf(settings.dataDir, env)),
-    ...(settings.threads !== undefined && { threads: settings.threads }),
-    ...(settings.spinWait !== undefined && { spinWait: settings.spinWait }),
-    // false: optimise at each start; otherwise the engine's default folder.
-    ...(settings.graphCache === false && { graphCache: false }),
     ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
     // Every run has a limit: a hung GPU or kernel fails its photo instead of holding the caller for ever.
     runTimeoutMs: settings.runTimeoutMs ?? LIMITS.runTimeoutMs,
   };
+}
+
+/** Which engine an instance may share: one per value of every engine row (the model by its weights' path). */
+export function engineKeyOf(options: EngineOptions, modelPath: string): string {
+  return JSON.stringify(ENGINE_ROW_NAMES.map((name) => (name === 'model' ? modelPath : options[name])));
 }
 
 /**
@@ -59,7 +70,7 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
  * any that was given is an error naming them, rather than a setting silently ignored.
  */
 export function refuseEngineSettings(settings: OptionsOf<typeof ENGINE_SETTINGS>): void {
-  const given = (Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>).filter(
+  const given = ENGINE_ROW_NAMES.filter(
     // graphCache is true unless turned off: only false was asked for.
     (name) => settings[name] !== undefined && !(name === 'graphCache' && settings[name] === true),
   );

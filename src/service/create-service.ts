@@ -6,8 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { Engine } from '../engine/types.js';
+import type { SERVER_SETTINGS } from '../settings/server.js';
+import type { SettingsFor } from '../settings/setting.js';
 import type { Store } from '../store/index.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
@@ -36,26 +37,19 @@ import type {
  */
 const PURGE_INTERVAL_MS = 60_000;
 
-export interface ServiceDeps {
+/**
+ * The service's rows of src/settings (`to: 'service'`: price, rate limit, queue, timeouts, caps, lease time), by
+ * the rows' names and meanings, seconds as milliseconds; checked against the rows' bounds by createServer().
+ */
+export type ServiceSettings = SettingsFor<typeof SERVER_SETTINGS, 'service'>;
+
+export interface ServiceDeps extends ServiceSettings {
   /** Owned by the caller, who closes it after Service.close(). */
   store: Store;
   /** Owned by the caller, like the store. */
   engine: Engine;
-  creditsPerImage: number;
-  rateLimitPerMinute: number;
-  /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
-  maxQueue: number;
-  processingTimeoutMs: number;
-  /** Requests of one key in progress at once; one more gets 429 rate_limited. */
-  maxInFlightPerKey: number;
-  /** Failed authentications per client address and minute before its requests get 429. */
-  maxAuthFailures: number;
-  /** image_url downloads at once (all keys); one more gets 503 service_busy. */
-  maxUrlFetches: number;
   /** Fetches image_url sources (its address policy is the fetcher's business). */
   fetchImage: ImageFetcher;
-  /** How long a request's lease lasts without renewal: after it, any instance refunds the request. Default 30 s. */
-  leaseTimeMs?: number;
   /**
    * This service is the store's only server (a SQLite data directory under its pid lock): at start it settles
    * every lease left behind at once, instead of waiting for them to expire.
@@ -85,6 +79,8 @@ export interface Service {
   /** Resolves when the store answers at the schema this rmbg expects; rejects with the reason otherwise. */
   checkReady(): Promise<void>;
   status(): ServiceStatus;
+  /** The settings in force, as its parts hold them (a row that reaches no part is missing here). */
+  settings(): ServiceSettings;
   /** Stops the timers, refuses new requests, cancels waiting ones and waits for those in flight. */
   close(): Promise<void>;
 }
@@ -98,9 +94,6 @@ function engineSlots(engine: Engine): number {
 }
 
 export async function createService(deps: ServiceDeps): Promise<Service> {
-  checkWholeNumber('creditsPerImage', deps.creditsPerImage, 0);
-  checkWholeNumber('maxQueue', deps.maxQueue, 0);
-  checkWholeNumber('processingTimeoutMs', deps.processingTimeoutMs, 1);
   // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
   const clock = new StoreClock(deps.store, deps.now ?? Date.now);
   const now = () => clock.now();
@@ -110,7 +103,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const observer = deps.observer ?? {};
   const leases = new LeaseKeeper({
     store: deps.store,
-    leaseTimeMs: deps.leaseTimeMs ?? 30_000,
+    leaseTimeMs: deps.leaseTimeMs,
     clock,
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
     onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
@@ -119,12 +112,12 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     store: deps.store,
     engine: deps.engine,
     scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
-    limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
+    limiter: new RateLimiter(deps.rateLimit, deps.store),
     authThrottle: new AuthThrottle(deps.maxAuthFailures),
     keyLookups: new KeyLookups(deps.store),
     refunder: new Refunder(deps.store, now),
     inFlight: new KeyInFlight(deps.maxInFlightPerKey),
-    urlFetches: new Slots(deps.maxUrlFetches, 'maxUrlFetches'),
+    urlFetches: new Slots(deps.maxUrlFetches),
     creditsPerImage: deps.creditsPerImage,
     processingTimeoutMs: deps.processingTimeoutMs,
     fetchImage: deps.fetchImage,
@@ -230,6 +223,16 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       }
     },
     status: () => ({ queued: ctx.scheduler.admitted, inFlight: inFlight.size }),
+    settings: () => ({
+      creditsPerImage: ctx.creditsPerImage,
+      rateLimit: ctx.limiter.limitPerMinute,
+      maxQueue: ctx.scheduler.maxQueue,
+      processingTimeoutMs: ctx.scheduler.timeoutMs,
+      maxInFlightPerKey: ctx.inFlight.maxPerKey,
+      maxAuthFailures: ctx.authThrottle.maxFailuresPerMinute,
+      maxUrlFetches: ctx.urlFetches.size,
+      leaseTimeMs: ctx.leases.leaseTimeMs,
+    }),
     async close() {
       clearInterval(timer);
       leases.stop();

@@ -568,7 +568,7 @@ describe('limits and load', () => {
   });
 
   it('answers 429 with Retry-After and rate-limit headers', async () => {
-    await start({ rateLimitPerMinute: 1 });
+    await start({ rateLimit: 1 });
     expect((await post(form())).status).toBe(200);
     const limited = await post(form());
     expect(limited.status).toBe(429);
@@ -932,7 +932,7 @@ describe('the OpenAPI document declares what the server sends', () => {
   }
 
   it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
-    await start({ rateLimitPerMinute: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
+    await start({ rateLimit: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
     const running = post(form(), { 'Idempotency-Key': 'k1' });
     await engine.started(1);
     const answers = [await post(form(), { 'Idempotency-Key': 'k1' }), await post(form()), await post(form())];
