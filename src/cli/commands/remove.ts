@@ -150,7 +150,7 @@ async function findInputs(
       'usage_error',
       `no images found in ${inputs.join(', ')} (${PHOTO_FORMATS_TEXT}${flags.recursive ? '' : '; add --recursive for subfolders'})`,
     );
-  const planned = await planBatch({ flags: { ...flags, output: outDir }, items, options });
+  const planned = await planBatch({ flags: { ...flags, outDir }, items, options });
   return planned ?? { items, watched };
 }
 
