@@ -7,11 +7,11 @@ import { LIMITS } from '../api/limits.js';
 import { resolveSetting } from '../config/load-config.js';
 import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
 import { settingsPathOf } from '../config/user-settings.js';
-import { parseDevice, type Device } from '../api/device.js';
+import type { Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
 import { userModelsDirOf } from '../engine/user-models.js';
 import { ENGINE_SETTINGS } from '../settings/index.js';
-import type { OptionsOf } from '../settings/setting.js';
+import { checkValue, type OptionsOf } from '../settings/setting.js';
 
 const ENGINE_ROW_NAMES = Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>;
 
@@ -24,21 +24,17 @@ export interface EngineSettings extends OptionsOf<typeof ENGINE_SETTINGS> {
   runTimeoutMs?: number;
 }
 
-/** The device asked for, wherever it was given; a wrong value names where it came from. */
+/** The device asked for, wherever it was given, checked by its row; a wrong value names where it came from. */
 export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv = process.env): Device {
   const setting = resolveSetting('device', given, { env });
-  try {
-    return parseDevice(setting.value);
-  } catch (error) {
-    const where = {
-      flag: '`device`',
-      env: SETTING_RULES.device.env,
-      config: `'device' in ${settingsPathOf(env)}`,
-      default: '`device`',
-      unset: '`device`',
-    }[setting.source];
-    throw new RmbgError('usage_error', (error as Error).message.replace(/^device/, where), { cause: error });
-  }
+  const where = {
+    flag: '`device`',
+    env: SETTING_RULES.device.env,
+    config: `'device' in ${settingsPathOf(env)}`,
+    default: '`device`',
+    unset: '`device`',
+  }[setting.source];
+  return checkValue(where, ENGINE_SETTINGS.device, setting.value) as Device;
 }
 
 /**
