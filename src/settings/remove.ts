@@ -73,8 +73,9 @@ export const BATCH_SETTINGS = {
     min: 1,
     max: 64,
     help: 'images in flight at once',
+    // On this computer the engine's device report says how many (its rule is the engine's, not retold here).
     defaultText:
-      'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU, fewer where memory is short',
+      'through a server 4 (halved while it answers 429/503); on this computer as many as keep its device busy, within the memory left',
   },
   runTimeoutMs: {
     type: 'whole',
