@@ -1,6 +1,6 @@
-// Builds the local API service from its collaborators: the two use cases (remove background, read
-// account) framed by authentication, rate limiting and usage records, plus the timers: replay purge,
-// lease renewal and the sweep of expired leases.
+// The local API service's wiring: its parts (store, engine scheduler, limits, refunder, lease keeper) and
+// timers (replay purge, lease renewal, the sweep of expired leases), its readiness and its close. Each
+// request's steps are request-steps.ts'.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -13,12 +13,10 @@ import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
 import { KeyLookups } from './key-lookups.js';
-import { accountRecord } from './get-account.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
-import { processRemoval } from './process-removal.js';
 import { Refunder } from './refunder.js';
-import { handleRequest } from './request-lifecycle.js';
+import { accountRequest, removeRequest } from './request-steps.js';
 import { Slots } from './slots.js';
 import { StoreClock } from './store-clock.js';
 import type { ServiceContext } from './service-context.js';
@@ -156,59 +154,23 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     promise.then(forget, forget);
     return promise;
   }
-  function assertOpen(): void {
-    if (shutdown.signal.aborted)
-      throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
-        retryAfterSeconds: 5,
-      });
+  /** A request's steps while the service is open, tracked until they end (close() waits for them). */
+  function admit<T>(steps: () => Promise<T>): Promise<T> {
+    return track(
+      (async () => {
+        if (shutdown.signal.aborted)
+          throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
+            retryAfterSeconds: 5,
+          });
+        return steps();
+      })(),
+    );
   }
 
   return {
-    handleRemoveRequest(req) {
-      return track(
-        (async () => {
-          assertOpen();
-          const frame = {
-            apiKey: req.apiKey,
-            requestId: req.requestId,
-            endpoint: 'removebg' as const,
-            clientAddress: req.clientAddress,
-          };
-          return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
-            const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
-            try {
-              const body = 'readBody' in req ? await req.readBody() : req;
-              record.size = body.options.size;
-              record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
-              return await processRemoval(
-                ctx,
-                { ...req, source: body.source, options: body.options },
-                caller,
-                rateLimit,
-                record,
-              );
-            } finally {
-              leave();
-            }
-          });
-        })(),
-      );
-    },
-    getAccount(apiKey, requestId = randomUUID(), clientAddress) {
-      return track(
-        (async () => {
-          assertOpen();
-          return handleRequest(
-            ctx,
-            { apiKey, requestId, endpoint: 'account', clientAddress },
-            async (caller, rateLimit) => ({
-              account: await accountRecord(ctx, caller),
-              rateLimit,
-            }),
-          );
-        })(),
-      );
-    },
+    handleRemoveRequest: (req) => admit(() => removeRequest(ctx, req)),
+    getAccount: (apiKey, requestId = randomUUID(), clientAddress) =>
+      admit(() => accountRequest(ctx, apiKey, requestId, clientAddress)),
     async checkReady() {
       const broken = deps.engine.broken?.();
       if (broken !== undefined)
