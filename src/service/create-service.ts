@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { Engine } from '../engine/types.js';
-import type { SERVER_SETTINGS } from '../settings/server.js';
-import type { SettingsFor } from '../settings/setting.js';
+import { SERVER_SETTINGS } from '../settings/server.js';
+import { defaultsOf, settingsFor, type SettingsFor } from '../settings/setting.js';
 import type { Store } from '../store/index.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
@@ -41,7 +41,10 @@ const PURGE_INTERVAL_MS = 60_000;
  */
 export type ServiceSettings = SettingsFor<typeof SERVER_SETTINGS, 'service'>;
 
-export interface ServiceDeps extends ServiceSettings {
+/** The rows' defaults, for a caller that gives fewer (tests); createServer() gives every one. */
+const SERVICE_DEFAULTS = settingsFor(SERVER_SETTINGS, 'service', defaultsOf(SERVER_SETTINGS));
+
+export interface ServiceDeps extends Partial<ServiceSettings> {
   /** Owned by the caller, who closes it after Service.close(). */
   store: Store;
   /** Owned by the caller, like the store. */
@@ -92,6 +95,7 @@ function engineSlots(engine: Engine): number {
 }
 
 export async function createService(deps: ServiceDeps): Promise<Service> {
+  const settings: ServiceSettings = { ...SERVICE_DEFAULTS, ...deps };
   // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
   const clock = new StoreClock(deps.store, deps.now ?? Date.now);
   const now = () => clock.now();
@@ -101,7 +105,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const observer = deps.observer ?? {};
   const leases = new LeaseKeeper({
     store: deps.store,
-    leaseTimeMs: deps.leaseTimeMs,
+    leaseTimeMs: settings.leaseTimeMs,
     clock,
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
     onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
@@ -109,15 +113,15 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
-    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
-    limiter: new RateLimiter(deps.rateLimit, deps.store),
-    authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    scheduler: new EngineScheduler(settings.maxQueue, settings.processingTimeoutMs, engineSlots(deps.engine)),
+    limiter: new RateLimiter(settings.rateLimit, deps.store),
+    authThrottle: new AuthThrottle(settings.maxAuthFailures),
     keyLookups: new KeyLookups(deps.store),
     refunder: new Refunder(deps.store, now),
-    inFlight: new KeyInFlight(deps.maxInFlightPerKey),
-    urlFetches: new Slots(deps.maxUrlFetches),
-    creditsPerImage: deps.creditsPerImage,
-    processingTimeoutMs: deps.processingTimeoutMs,
+    inFlight: new KeyInFlight(settings.maxInFlightPerKey),
+    urlFetches: new Slots(settings.maxUrlFetches),
+    creditsPerImage: settings.creditsPerImage,
+    processingTimeoutMs: settings.processingTimeoutMs,
     fetchImage: deps.fetchImage,
     now,
     leases,

@@ -109,7 +109,6 @@ export async function testImage(width = 64, height = 48, rgb = { r: 200, g: 30, 
 export const TEST_SERVICE_LIMITS = {
   creditsPerImage: 1,
   rateLimit: 60,
-  leaseTimeMs: 30_000,
   maxQueue: 4,
   processingTimeoutMs: 5000,
   fetchImage: imageUrlFetcher({ allowPrivate: false }),

@@ -7,7 +7,8 @@ import { createServer as listen } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalService } from '../../../src/library/create-server.js';
-import { SERVE_TABLE } from '../../../src/settings/index.js';
+import { engineKeyOf, engineOptionsOf } from '../../../src/library/engine-settings.js';
+import { ENGINE_SETTINGS, SERVE_TABLE } from '../../../src/settings/index.js';
 import { settingsFor, type SettingRow } from '../../../src/settings/setting.js';
 import { removeTempDirs, tempDir } from '../../helpers/cli.js';
 import { warmKeyModel } from '../../fixtures/fast-models.js';
@@ -99,5 +100,20 @@ describe('every row of rmbg serve and createServer()', () => {
       }
     }
     expect([...checked].sort()).toEqual(Object.keys(SERVE_TABLE).sort());
+  });
+});
+
+describe('every engine row', () => {
+  it("reaches the engine's options and the engine pool's key: another value, another engine", () => {
+    // No settings file and no RMBG_* variable: each row's value is the one given here.
+    const env = { RMBG_CONFIG_DIR: tempDir(), RMBG_DATA_DIR: tempDir() };
+    const keyOf = (options: ReturnType<typeof engineOptionsOf>) => engineKeyOf(options, String(options.model));
+    const defaults = engineOptionsOf({}, env);
+    for (const [name, row] of Object.entries(ENGINE_SETTINGS)) {
+      const value = otherThanDefault(name, row, { model: '/models/another.onnx' });
+      const options = engineOptionsOf({ [name]: value }, env);
+      expect(options[name as keyof typeof options], `${name} in the engine's options`).toEqual(value);
+      expect(keyOf(options), `${name} in the pool's key`).not.toBe(keyOf(defaults));
+    }
   });
 });
