@@ -56,9 +56,13 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
   };
 }
 
-/** Which engine an instance may share: one per value of every engine row (the model by its weights' path). */
+/**
+ * Which engine an instance may share: one per value of every engine row (the model by its weights' path) and of
+ * the run time limit (the batch's runTimeoutMs, which the engine's worker applies).
+ */
 export function engineKeyOf(options: EngineOptions, modelPath: string): string {
-  return JSON.stringify(ENGINE_ROW_NAMES.map((name) => (name === 'model' ? modelPath : options[name])));
+  const rows = ENGINE_ROW_NAMES.map((name) => (name === 'model' ? modelPath : options[name]));
+  return JSON.stringify([...rows, options.runTimeoutMs]);
 }
 
 /**

@@ -115,5 +115,7 @@ describe('every engine row', () => {
       expect(options[name as keyof typeof options], `${name} in the engine's options`).toEqual(value);
       expect(keyOf(options), `${name} in the pool's key`).not.toBe(keyOf(defaults));
     }
+    // The batch's run time limit is applied by the engine's worker: another limit, another engine.
+    expect(keyOf(engineOptionsOf({ runTimeoutMs: 5000 }, env))).not.toBe(keyOf(defaults));
   });
 });
