@@ -1,8 +1,6 @@
-// The device setting, declared once: its values, its default and its parsing (`--device`, `RMBG_DEVICE`,
-// `rmbg config set device`, the library's and createServer's `device`), and the report of where a model runs
-// that the engine gives and the CLI, /readyz and /metrics show.
-
-import { RmbgError } from './errors.js';
+// The device setting, declared once: its values and its default (checked by its row in settings/engine.ts, for
+// `--device`, `RMBG_DEVICE`, `rmbg config set device`, the library's and createServer's `device`), and the report
+// of where a model runs that the engine gives and the CLI, /readyz and /metrics show.
 
 /** auto: the GPU when a hardware adapter works, else the CPU; gpu: the GPU or an error; cpu: the CPU only. */
 export const DEVICES = ['auto', 'gpu', 'cpu'] as const;
@@ -10,11 +8,6 @@ export type Device = (typeof DEVICES)[number];
 export const DEFAULT_DEVICE: Device = 'auto';
 export const DEVICE_DESCRIPTION =
   'where the model runs: auto (the GPU when a hardware one works, else the CPU), gpu (WebGPU, or an error), cpu';
-
-export function parseDevice(value: unknown, name = 'device'): Device {
-  if (typeof value === 'string' && (DEVICES as readonly string[]).includes(value)) return value as Device;
-  throw new RmbgError('usage_error', `${name} must be one of ${DEVICES.join(', ')}; got ${JSON.stringify(value)}`);
-}
 
 /** For tests only (the test suite's GPU is lavapipe): set to 1, a software adapter (lavapipe, SwiftShader, WARP)
  * counts as a GPU for `gpu` and `auto`, which otherwise never run on one. */

@@ -11,17 +11,13 @@ import type { InputItem } from '../batch/discover-inputs.js';
 import { Journal } from '../batch/journal.js';
 import { assignOutputSlots, type OutputSlot } from '../batch/output-paths.js';
 import { planItem } from '../batch/plan-item.js';
+import type { RemoveFlags } from './create-remover.js';
 import { EXIT } from './exit-codes.js';
 
-interface PlanFlags {
-  local?: boolean;
-  output: string;
-  overwrite?: boolean;
-  retryFailed?: boolean;
-  dryRun?: boolean;
-  confirmOver?: number;
-  json?: boolean;
-}
+/** The flags of `rmbg remove` the plan reads, by their rows' names (settings/remove.ts); outDir always has its default. */
+type PlanFlags = Pick<RemoveFlags, 'local' | 'overwrite' | 'retryFailed' | 'dryRun' | 'confirmOver' | 'json'> & {
+  outDir: string;
+};
 
 /**
  * The API does not publish its price per image; the last charge this output folder's journal recorded
@@ -66,7 +62,7 @@ export async function planBatch({
   options: RemoveOptions;
 }): Promise<number | undefined> {
   if (!flags.dryRun && flags.confirmOver === undefined) return undefined;
-  const outputDir = resolve(flags.output);
+  const outputDir = resolve(flags.outDir);
   const records = Journal.readRecords(outputDir);
   const slots = assignOutputSlots(items, outputDir, options.format);
   const optionsKey = canonicalOptions(options);

@@ -4,11 +4,11 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
 import { PHOTO_FORMATS_TEXT } from '../api/media-types.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 import { PRESET_NAMES } from '../engine/model/model-contract.js';
 import { rmbgVersion } from '../platform/package-info.js';
 import { trustedProxies, trustProxyEntries } from '../server/trusted-proxies.js';
-import { BATCH_SETTINGS, CALL_SETTINGS, CALL_TABLE, SERVE_TABLE, SERVER_SETTINGS } from '../settings/index.js';
+import { CREDITS_ADD_SETTINGS, KEYS_CREATE_SETTINGS, STORE_SETTINGS } from '../settings/admin.js';
+import { BATCH_SETTINGS, CALL_SETTINGS, CALL_TABLE, SERVE_TABLE } from '../settings/index.js';
 import { addSettingFlags } from './settings-flags.js';
 
 const REMOVE_EXAMPLES = `
@@ -46,17 +46,6 @@ function lazyAction(file: string) {
     const positional = received.slice(0, -2).flat() as string[];
     const module = (await import(`./commands/${file}.js`)) as { run: Runner };
     process.exitCode = await module.run(command.opts(), positional, command);
-  };
-}
-
-/** A whole number for a command's own argument or flag (not a setting), as a usage error when it is not one. */
-function parseInteger(name: string, min: number, max?: number) {
-  return (value: string) => {
-    try {
-      return checkWholeNumber(name, value, min, max);
-    } catch (error) {
-      throw new InvalidArgumentError((error as Error).message);
-    }
   };
 }
 
@@ -98,8 +87,7 @@ function addApiOptions(command: Command): Command {
  * the store is) after the flags `configure` adds.
  */
 function storeCommand(parent: Command, name: string, file: string, configure: (command: Command) => Command): void {
-  const { dataDir, store } = SERVER_SETTINGS;
-  addSettingFlags(configure(parent.command(name)), { dataDir, store }).action(lazyAction(file));
+  addSettingFlags(configure(parent.command(name)), STORE_SETTINGS).action(lazyAction(file));
 }
 
 export function buildProgram(): Command {
@@ -137,17 +125,7 @@ Examples:
 
   const keys = program.command('keys').description('manage API keys of the local service');
   storeCommand(keys, 'create', 'keys-create', (command) =>
-    command
-      .description('create an account and API key (printed once)')
-      .addOption(
-        new Option('--credits <n>', 'pay-as-you-go credits to grant')
-          .default(0)
-          .argParser(parseInteger('--credits', 0)),
-      )
-      .addOption(
-        new Option('--plan <plan>', 'plan of the account').choices(['pro', 'enterprise', 'free']).default('pro'),
-      )
-      .option('--json', 'print {"key","account","plan","credits"}'),
+    addSettingFlags(command.description('create an account and API key (printed once)'), KEYS_CREATE_SETTINGS),
   );
   storeCommand(keys, 'list', 'keys-list', (command) =>
     command.description('list API keys (ids, never the keys)').option('--json', 'JSON output'),
@@ -158,15 +136,10 @@ Examples:
 
   const credits = program.command('credits').description('manage credits of the local service');
   storeCommand(credits, 'add', 'credits-add', (command) =>
-    command
-      .description('add credits to the account of a key')
-      .argument('<n>', 'credits to add')
-      .option('--key-id <id>', 'id of a key of the account (from `rmbg keys list`)')
-      .option(
-        '--key <key>',
-        'API key of the account, or - to read it from stdin (env RMBG_API_KEY); a key on the command line shows in `ps` and shell history',
-      )
-      .option('--subscription', 'add subscription credits instead of pay-as-you-go'),
+    addSettingFlags(
+      command.description('add credits to the account of a key').argument('<n>', 'credits to add'),
+      CREDITS_ADD_SETTINGS,
+    ),
   );
 
   const account = program

@@ -3,17 +3,13 @@
 
 import { RmbgError } from '../api/errors.js';
 import { parseRemoveOptions } from '../api/options.js';
-import { resolveFrom, SETTING_RULES, type ResolvedSetting, type SettingName } from './setting-rules.js';
-import { readUserSettings, type StoredSettings } from './user-settings.js';
+import { resolveFrom, SETTING_NAMES, SETTING_RULES, type ResolvedSetting, type SettingName } from './setting-rules.js';
+import { readUserSettings } from './user-settings.js';
 
 export { SETTING_RULES, type ResolvedSetting, type SettingName, type SettingSource } from './setting-rules.js';
 
-export interface Config {
-  apiUrl: ResolvedSetting;
-  apiKey: ResolvedSetting;
-  dataDir: ResolvedSetting;
-  device: ResolvedSetting;
-  model: ResolvedSetting;
+/** Each setting of setting-rules.ts resolved, with where it came from. */
+export interface Config extends Record<SettingName, ResolvedSetting> {
   /** Default option fields from the settings file, already validated against the option schema. */
   defaultFields: Record<string, string | boolean>;
   /** Where the user settings file is (it may not exist). */
@@ -32,16 +28,11 @@ export function resolveSetting(
   // The settings file is read only when neither the flag nor the environment gives a value.
   const early = resolveFrom(name, flagValue, env, {});
   if (early.source === 'flag' || early.source === 'env' || !SETTING_RULES[name].stored) return early;
-  return resolveFrom(name, flagValue, env, storedValues(readUserSettings(env).settings));
-}
-
-function storedValues(settings: StoredSettings): Partial<Record<SettingName, string>> {
-  return { apiUrl: settings.apiUrl, apiKey: settings.apiKey, device: settings.device };
+  return resolveFrom(name, flagValue, env, readUserSettings(env).settings);
 }
 
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const { settings, path } = readUserSettings(env);
-  const stored = storedValues(settings);
   const defaultFields = settings.defaults ?? {};
   try {
     parseRemoveOptions(defaultFields);
@@ -49,15 +40,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     const reason = error instanceof Error ? error.message : String(error);
     throw new RmbgError('usage_error', `'defaults' in ${path} is invalid: ${reason}`, { cause: error });
   }
-  return {
-    apiUrl: resolveSetting('apiUrl', flags.apiUrl, { env, stored }),
-    apiKey: resolveSetting('apiKey', flags.apiKey, { env, stored }),
-    dataDir: resolveSetting('dataDir', flags.dataDir, { env, stored }),
-    device: resolveSetting('device', flags.device, { env, stored }),
-    model: resolveSetting('model', flags.model, { env, stored }),
-    defaultFields,
-    settingsPath: path,
-  };
+  const resolved = Object.fromEntries(
+    SETTING_NAMES.map((name) => [name, resolveSetting(name, flags[name], { env, stored: settings })]),
+  ) as Record<SettingName, ResolvedSetting>;
+  return { ...resolved, defaultFields, settingsPath: path };
 }
 
 /** A setting the command cannot run without: its value, or a usage_error naming every way to give it. */

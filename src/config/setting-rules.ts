@@ -4,10 +4,26 @@
 import envPaths from 'env-paths';
 import { DEFAULT_DEVICE } from '../api/device.js';
 import { CALL_SETTINGS, ENGINE_SETTINGS, SERVER_SETTINGS } from '../settings/index.js';
-import { flagOf, type SettingRow } from '../settings/setting.js';
+import { flagOf } from '../settings/setting.js';
 
-export type SettingName = 'apiUrl' | 'apiKey' | 'dataDir' | 'device' | 'model';
+/** The settings rmbg resolves by name from their sources; those whose row is `stored` also from the settings file. */
+export const SETTING_ROWS = {
+  apiUrl: CALL_SETTINGS.apiUrl,
+  apiKey: CALL_SETTINGS.apiKey,
+  dataDir: SERVER_SETTINGS.dataDir,
+  device: ENGINE_SETTINGS.device,
+  model: ENGINE_SETTINGS.model,
+} as const;
+
+export type SettingName = keyof typeof SETTING_ROWS;
 export type SettingSource = 'flag' | 'env' | 'config' | 'default';
+
+/** The settings the settings file may hold: the rows marked `stored` (`rmbg config set api-url|api-key|device`). */
+export type StoredName = {
+  [K in SettingName]: (typeof SETTING_ROWS)[K] extends { stored: true } ? K : never;
+}[SettingName];
+export const SETTING_NAMES = Object.keys(SETTING_ROWS) as SettingName[];
+export const STORED_NAMES = SETTING_NAMES.filter((name) => 'stored' in SETTING_ROWS[name]) as StoredName[];
 
 interface SettingRule {
   env: string;
@@ -17,23 +33,24 @@ interface SettingRule {
   builtIn: () => string | undefined;
 }
 
-/** The flag and environment variable of a row of src/settings. */
-const namesOf = (name: string, row: SettingRow & { env: string }) => ({
-  env: row.env,
-  flag: flagOf(name, row) as string,
-});
-
-export const SETTING_RULES: Record<SettingName, SettingRule> = {
-  apiUrl: { ...namesOf('apiUrl', CALL_SETTINGS.apiUrl), stored: true, builtIn: () => undefined },
-  apiKey: { ...namesOf('apiKey', CALL_SETTINGS.apiKey), stored: true, builtIn: () => undefined },
-  dataDir: {
-    ...namesOf('dataDir', SERVER_SETTINGS.dataDir),
-    stored: false,
-    builtIn: () => envPaths('rmbg', { suffix: '' }).data,
-  },
-  device: { ...namesOf('device', ENGINE_SETTINGS.device), stored: true, builtIn: () => DEFAULT_DEVICE },
-  model: { ...namesOf('model', ENGINE_SETTINGS.model), stored: false, builtIn: () => undefined },
+/** The defaults that are not one value in a row: the platform's folder, the device's default. */
+const BUILT_IN: Partial<Record<SettingName, () => string>> = {
+  dataDir: () => envPaths('rmbg', { suffix: '' }).data,
+  device: () => DEFAULT_DEVICE,
 };
+
+export const SETTING_RULES = Object.fromEntries(
+  SETTING_NAMES.map((name) => {
+    const row = SETTING_ROWS[name];
+    const rule: SettingRule = {
+      env: row.env,
+      flag: flagOf(name, row) as string,
+      stored: 'stored' in row,
+      builtIn: BUILT_IN[name] ?? (() => undefined),
+    };
+    return [name, rule];
+  }),
+) as Record<SettingName, SettingRule>;
 
 export type ResolvedSetting = { value: string; source: SettingSource } | { value: undefined; source: 'unset' };
 

@@ -7,15 +7,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import envPaths from 'env-paths';
 import { RmbgError } from '../api/errors.js';
+import { STORED_NAMES, type StoredName } from './setting-rules.js';
 
-export interface StoredSettings {
-  apiUrl?: string;
-  apiKey?: string;
-  /** Where the on-device model runs: auto, gpu or cpu (api/device.ts). */
-  device?: string;
+/** The rows marked `stored` (setting-rules.ts), and the default image options. */
+export type StoredSettings = Partial<Record<StoredName, string>> & {
   /** Default option fields for `rmbg remove`, by their API names, e.g. { "size": "hd", "format": "png" }. */
   defaults?: Record<string, string | boolean>;
-}
+};
 
 export type StoredSettingName = keyof StoredSettings;
 
@@ -60,7 +58,7 @@ export function readUserSettings(env: NodeJS.ProcessEnv = process.env): { settin
   const path = settingsPathOf(env);
   const raw = readSettingsFile(path);
   const settings: StoredSettings = {};
-  for (const name of ['apiUrl', 'apiKey', 'device'] as const) {
+  for (const name of STORED_NAMES) {
     const value = raw[name];
     if (value === undefined) continue;
     if (typeof value !== 'string') throw invalidSetting(path, name, 'a string', value);

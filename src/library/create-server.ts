@@ -17,7 +17,7 @@ import { openStore, storeTarget, type Store } from '../store/index.js';
 import { engineOptionsOf } from './engine-settings.js';
 import { metricsTokenOf } from './metrics-token.js';
 import { SERVE_TABLE } from '../settings/index.js';
-import { checkOptions } from '../settings/setting.js';
+import { checkOptions, settingsFor } from '../settings/setting.js';
 import type { RmbgServer, ServerOptions } from './server-options.js';
 
 export interface LocalService {
@@ -27,12 +27,21 @@ export interface LocalService {
   store: Store;
   /** Where the model runs. */
   device: DeviceReport;
+  /**
+   * The settings in force, read back from the parts that use them: the service's and the app's (by their rows'
+   * names, seconds as milliseconds), the engine's options, and those this function uses itself. A row that
+   * reaches none of them is missing here (test/unit/settings/settings-reach-consumers.test.ts).
+   */
+  settings(): Record<string, unknown>;
   /** Stops accepting, lets requests in flight finish, then closes the service, the model and the store. */
   close(): Promise<void>;
 }
 
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
   const settings = checkOptions(SERVE_TABLE, options);
+  // The service's and the app's rows reach them by name (settings/server.ts' `to` column).
+  const serviceSettings = settingsFor(SERVE_TABLE, 'service', settings);
+  const appSettings = settingsFor(SERVE_TABLE, 'app', settings);
   // Checked before anything opens: a bad token, proxy list or device changes nothing.
   const metricsToken = metricsTokenOf(options);
   const trustProxy = trustedProxies(options.trustProxy ?? []).entries;
@@ -41,7 +50,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     ...settings,
     dataDir,
     warmUp: true,
-    runTimeoutMs: settings.processingTimeout * 1000,
+    runTimeoutMs: serviceSettings.processingTimeoutMs,
   });
   const store = await openStore(storeTarget(options.store, dataDir));
   const closers: Array<() => unknown> = [() => store.close()];
@@ -72,15 +81,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     const service = await createService({
       store,
       engine,
-      creditsPerImage: settings.creditsPerImage,
-      rateLimitPerMinute: settings.rateLimit,
-      maxQueue: settings.maxQueue,
-      processingTimeoutMs: settings.processingTimeout * 1000,
-      maxInFlightPerKey: settings.maxInFlightPerKey,
-      maxAuthFailures: settings.maxAuthFailures,
-      maxUrlFetches: settings.maxUrlFetches,
-      fetchImage: imageUrlFetcher({ allowPrivate: settings.allowPrivateUrls === true }),
-      leaseTimeMs: settings.leaseTime * 1000,
+      ...serviceSettings,
+      fetchImage: imageUrlFetcher({ allowPrivate: settings.allowPrivateUrls }),
       soleServer,
       observer: metrics.observer,
     });
@@ -91,14 +93,10 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       port: settings.port,
       service,
       device: engine.device,
-      bodyTimeoutMs: settings.bodyTimeout * 1000,
-      ui: settings.ui,
+      ...appSettings,
       metrics,
       metricsToken,
       trustProxy,
-      headersTimeoutMs: settings.headersTimeout * 1000,
-      maxConnections: settings.maxConnections,
-      maxUploads: settings.maxUploads,
       logger: { level: 'warn', stream: process.stderr },
     }).catch((error: NodeJS.ErrnoException) => {
       throw new RmbgError(
@@ -108,7 +106,19 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       );
     });
     closers.push(() => server.close());
-    return { url: server.url, dataDir, store, device: engine.device, close: closeAll };
+    const inForce = () => ({
+      ...engineOptions,
+      ...service.settings(),
+      ...server.settings,
+      host: new URL(server.url).hostname,
+      port: server.port,
+      dataDir,
+      store: store.path,
+      metricsToken,
+      trustProxy,
+      allowPrivateUrls: settings.allowPrivateUrls,
+    });
+    return { url: server.url, dataDir, store, device: engine.device, settings: inForce, close: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

@@ -3,7 +3,7 @@
 // sharp happens here, on the first local removal, never at import.
 
 import type { Engine } from '../engine/types.js';
-import { engineOptionsOf, type EngineSettings } from './engine-settings.js';
+import { engineKeyOf, engineOptionsOf, type EngineSettings } from './engine-settings.js';
 
 export class EnginePool {
   private readonly engines = new Map<string, Promise<Engine>>();
@@ -16,15 +16,8 @@ export class EnginePool {
     ]);
     // The user's own models (`rmbg models add`) are found in the data directory the CLI uses (RMBG_DATA_DIR or the default).
     const options = engineOptionsOf(settings);
-    // Keyed by the weights' path, so 'isnet-medium' and the default share one engine.
-    const { threads, spinWait, graphCache } = options;
-    const key = JSON.stringify([
-      options.device,
-      resolveModel(options.model, options.userModelsDir).path,
-      threads,
-      spinWait,
-      graphCache,
-    ]);
+    // Keyed by the weights' path, so 'isnet-medium' and the default share one engine, and by every other engine row.
+    const key = engineKeyOf(options, resolveModel(options.model, options.userModelsDir).path);
     let engine = this.engines.get(key);
     if (!engine) {
       engine = createEngine(options);

@@ -7,11 +7,13 @@ import { LIMITS } from '../api/limits.js';
 import { resolveSetting } from '../config/load-config.js';
 import { dataDirOf, SETTING_RULES } from '../config/setting-rules.js';
 import { settingsPathOf } from '../config/user-settings.js';
-import { parseDevice, type Device } from '../api/device.js';
+import type { Device } from '../api/device.js';
 import type { EngineOptions } from '../engine/index.js';
 import { userModelsDirOf } from '../engine/model/user-models.js';
 import { ENGINE_SETTINGS } from '../settings/index.js';
-import type { OptionsOf } from '../settings/setting.js';
+import { checkValue, type OptionsOf } from '../settings/setting.js';
+
+const ENGINE_ROW_NAMES = Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>;
 
 /** The engine's rows of src/settings (model, device, threads, spin-wait, graph cache), plus what its callers add. */
 export interface EngineSettings extends OptionsOf<typeof ENGINE_SETTINGS> {
@@ -22,32 +24,32 @@ export interface EngineSettings extends OptionsOf<typeof ENGINE_SETTINGS> {
   runTimeoutMs?: number;
 }
 
-/** The device asked for, wherever it was given; a wrong value names where it came from. */
+/** The device asked for, wherever it was given, checked by its row; a wrong value names where it came from. */
 export function resolveDevice(given: string | undefined, env: NodeJS.ProcessEnv = process.env): Device {
   const setting = resolveSetting('device', given, { env });
-  try {
-    return parseDevice(setting.value);
-  } catch (error) {
-    const where = {
-      flag: '`device`',
-      env: SETTING_RULES.device.env,
-      config: `'device' in ${settingsPathOf(env)}`,
-      default: '`device`',
-      unset: '`device`',
-    }[setting.source];
-    throw new RmbgError('usage_error', (error as Error).message.replace(/^device/, where), { cause: error });
-  }
+  const where = {
+    flag: '`device`',
+    env: SETTING_RULES.device.env,
+    config: `'device' in ${settingsPathOf(env)}`,
+    default: '`device`',
+    unset: '`device`',
+  }[setting.source];
+  return checkValue(where, ENGINE_SETTINGS.device, setting.value) as Device;
 }
 
+/**
+ * The engine's options: every row of settings/engine.ts by its name (model and device resolved from the flag,
+ * the environment and the settings file), plus what the caller adds. A new engine row reaches the engine here.
+ */
 export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv = process.env): EngineOptions {
+  const rows = Object.fromEntries(
+    ENGINE_ROW_NAMES.filter((name) => settings[name] !== undefined).map((name) => [name, settings[name]]),
+  ) as OptionsOf<typeof ENGINE_SETTINGS>;
   return {
+    ...rows,
     model: resolveSetting('model', settings.model, { env }).value,
     device: resolveDevice(settings.device, env),
     userModelsDir: userModelsDirOf(dataDirOf(settings.dataDir, env)),
-    ...(settings.threads !== undefined && { threads: settings.threads }),
-    ...(settings.spinWait !== undefined && { spinWait: settings.spinWait }),
-    // false: optimise at each start; otherwise the engine's default folder.
-    ...(settings.graphCache === false && { graphCache: false }),
     ...(settings.warmUp !== undefined && { warmUp: settings.warmUp }),
     // Every run has a limit: a hung GPU or kernel fails its photo instead of holding the caller for ever.
     runTimeoutMs: settings.runTimeoutMs ?? LIMITS.runTimeoutMs,
@@ -55,11 +57,20 @@ export function engineOptionsOf(settings: EngineSettings, env: NodeJS.ProcessEnv
 }
 
 /**
+ * Which engine an instance may share: one per value of every engine row (the model by its weights' path) and of
+ * the run time limit (the batch's runTimeoutMs, which the engine's worker applies).
+ */
+export function engineKeyOf(options: EngineOptions, modelPath: string): string {
+  const rows = ENGINE_ROW_NAMES.map((name) => (name === 'model' ? modelPath : options[name]));
+  return JSON.stringify([...rows, options.runTimeoutMs]);
+}
+
+/**
  * Through a server, the engine's settings cannot apply (the server runs its own model where it was started to):
  * any that was given is an error naming them, rather than a setting silently ignored.
  */
 export function refuseEngineSettings(settings: OptionsOf<typeof ENGINE_SETTINGS>): void {
-  const given = (Object.keys(ENGINE_SETTINGS) as Array<keyof typeof ENGINE_SETTINGS>).filter(
+  const given = ENGINE_ROW_NAMES.filter(
     // graphCache is true unless turned off: only false was asked for.
     (name) => settings[name] !== undefined && !(name === 'graphCache' && settings[name] === true),
   );

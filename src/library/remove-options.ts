@@ -9,9 +9,11 @@ import {
   type RemoveOptions,
   type Size,
 } from '../api/options.js';
-import { CALL_TABLE } from '../settings/index.js';
+import { CALL_SETTINGS, CALL_TABLE } from '../settings/index.js';
 import { refuseEngineSettings } from './engine-settings.js';
-import { checkOptions, type OptionsOf, type SettingsTable } from '../settings/setting.js';
+import { checkOptions, defaultsOf, type OptionsOf, type SettingsTable } from '../settings/setting.js';
+
+const CALL_DEFAULTS = defaultsOf(CALL_SETTINGS);
 
 /** The image options of POST /v1.0/removebg, camelCased. */
 export interface ImageOptions {
@@ -63,7 +65,7 @@ export function parseImageOptions(options: object, table: SettingsTable = CALL_T
 export interface RemoteTarget {
   apiUrl: string;
   apiKey: string;
-  timeoutMs: number | undefined;
+  timeoutMs: number;
 }
 
 /** The server to call, or undefined for on-device; an API key without a URL (or the reverse) is a mistake worth naming. */
@@ -78,5 +80,5 @@ export function remoteTarget(options: RunOptions): RemoteTarget | undefined {
   }
   if (!options.apiKey) throw new RmbgError('usage_error', 'apiUrl needs an apiKey');
   refuseEngineSettings(options);
-  return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs };
+  return { apiUrl: options.apiUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? CALL_DEFAULTS.timeoutMs };
 }

@@ -2,7 +2,6 @@
 // the on-device engines they share. Heavy modules (sharp, onnxruntime, undici) load on first use.
 
 import { RmbgError } from '../api/errors.js';
-import { LIMITS } from '../api/limits.js';
 import type { OutputFormat } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { BatchEvent } from '../batch/run-batch.js';
@@ -82,7 +81,7 @@ export function createRmbg(): Rmbg {
       const remote = remoteRemover({
         baseUrl: target.apiUrl,
         apiKey: target.apiKey,
-        timeoutMs: target.timeoutMs ?? LIMITS.clientTimeoutMs,
+        timeoutMs: target.timeoutMs,
       });
       return keepingMetadata(remote, run);
     }
@@ -124,7 +123,7 @@ export function createRmbg(): Rmbg {
           'outDir is required: the folder for the outputs and the journal that lets a re-run resume',
         );
       }
-      const [{ discoverInputs }, { batchEvents }, { defaultConcurrency }] = await Promise.all([
+      const [{ discoverInputs }, { batchEvents }, { concurrencyOf }] = await Promise.all([
         import('../batch/discover-inputs.js'),
         import('../batch/batch-events.js'),
         import('../batch/remover.js'),
@@ -139,7 +138,7 @@ export function createRmbg(): Rmbg {
         outputDir: options.outDir,
         options: removeOptions,
         remover,
-        concurrency: options.concurrency ?? defaultConcurrency(remover),
+        concurrency: concurrencyOf(options.concurrency, remover),
         overwrite: Boolean(options.overwrite),
         retryFailed: Boolean(options.retryFailed),
         // The caller's signal cancels the files in flight too, not only the ones not started.

@@ -14,6 +14,8 @@ import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
+import type { SERVER_SETTINGS } from '../settings/server.js';
+import type { SettingsFor } from '../settings/setting.js';
 import { apiRoutes } from './api-routes.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
@@ -23,7 +25,14 @@ import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
 
-export interface AppOptions {
+/**
+ * The app's rows of src/settings (`to: 'app'`: body and headers timeouts, connections, uploads, the web page), by
+ * the rows' names, seconds as milliseconds; checked against the rows' bounds by createServer().
+ */
+export type AppSettings = SettingsFor<typeof SERVER_SETTINGS, 'app'>;
+
+/** `ui` may be left out (tests): the web page is then off; `rmbg serve` passes its row's default, on. */
+export interface AppOptions extends Omit<AppSettings, 'ui'>, Partial<Pick<AppSettings, 'ui'>> {
   /** Where the model runs, for /readyz. */
   device?: DeviceReport;
   service: Pick<Service, 'handleRemoveRequest' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
@@ -41,17 +50,7 @@ export interface AppOptions {
    * keys counts by it); a request through one of them is not a loopback caller of /metrics. Default: none.
    */
   trustProxy?: readonly string[];
-  /** Time a client has to send the whole request body before 408 request_timeout. */
-  bodyTimeoutMs: number;
-  /** Time a client has to send the request headers; the connection is then closed with 408. */
-  headersTimeoutMs: number;
-  /** Open connections at once; Node closes more on arrival. */
-  maxConnections: number;
-  /** Request bodies being read at once; one more gets 503 service_busy before its body is read. */
-  maxUploads: number;
   logger?: FastifyServerOptions['logger'];
-  /** Serve the web page (web/) at `/`. Off unless asked: `rmbg serve` asks unless --no-ui. */
-  ui?: boolean;
 }
 
 /** Seconds a client should wait when the server is shutting down. */
@@ -81,6 +80,19 @@ function serverFactory(options: AppOptions) {
     // 100 Continue at once, inviting the body before anyone checked the key).
     server.on('checkContinue', handler);
     return server;
+  };
+}
+
+/** What buildApp gave the routes of each app (the rest of its settings are read back from Node's server). */
+const routeSettings = new WeakMap<FastifyInstance, Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads'>>();
+
+/** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
+export function appSettingsOf(app: FastifyInstance): Partial<AppSettings> {
+  return {
+    ...routeSettings.get(app),
+    headersTimeoutMs: app.server.headersTimeout,
+    maxConnections: app.server.maxConnections,
+    ui: app.hasRoute({ method: 'GET', url: '/' }),
   };
 }
 
@@ -137,12 +149,10 @@ export function buildApp(options: AppOptions): FastifyInstance {
     });
   }
 
+  const uploads = new Slots(options.maxUploads);
+  routeSettings.set(app, { bodyTimeoutMs: options.bodyTimeoutMs, maxUploads: uploads.size });
   const routes = [
-    ...apiRoutes({
-      service: options.service,
-      bodyTimeoutMs: options.bodyTimeoutMs,
-      uploads: new Slots(options.maxUploads, 'maxUploads'),
-    }),
+    ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads }),
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },

@@ -2,9 +2,10 @@
 // a close() that stops accepting and waits for the requests in flight.
 
 import type { AddressInfo } from 'node:net';
-import { buildApp, type AppOptions } from './build-app.js';
+import { appSettingsOf, buildApp, type AppOptions, type AppSettings } from './build-app.js';
 
-export interface ServerOptions extends AppOptions {
+/** The app's options and where it listens (createServer()'s options are library/server-options.ts' ServerOptions). */
+export interface ListenOptions extends AppOptions {
   host: string;
   port: number;
 }
@@ -12,11 +13,13 @@ export interface ServerOptions extends AppOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The app's settings in force, read back from Node's server and the routes. */
+  settings: Partial<AppSettings>;
   /** Stops accepting connections, answers 503 on kept-alive ones, and resolves when every request in flight is answered. */
   close(): Promise<void>;
 }
 
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
+export async function startServer(options: ListenOptions): Promise<RunningServer> {
   const app = buildApp(options);
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address() as AddressInfo;
@@ -24,6 +27,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     url: `http://${host}:${address.port}`,
     port: address.port,
+    settings: appSettingsOf(app),
     close: () => app.close(),
   };
 }

@@ -3,7 +3,6 @@
 
 import { isIPv6 } from 'node:net';
 import { RmbgError } from '../api/errors.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 
 const WINDOW_MS = 60_000;
 /**
@@ -46,14 +45,12 @@ export class AuthThrottle {
   // insertion order is the order of the windows' starts: the oldest is always first, and evicting it is O(1).
   readonly #windows = new Map<string, FailureWindow>();
 
+  /** `maxFailuresPerMinute`: the row maxAuthFailures of src/settings, checked against its bounds there. */
   constructor(
     readonly maxFailuresPerMinute: number,
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
     readonly maxAddresses: number = MAX_THROTTLED_ADDRESSES,
-  ) {
-    checkWholeNumber('maxAuthFailures', maxFailuresPerMinute, 1);
-    checkWholeNumber('maxAddresses', maxAddresses, 1);
-  }
+  ) {}
 
   /** Addresses remembered now. */
   get size(): number {

@@ -1,23 +1,22 @@
-// Builds the local API service from its collaborators: the two use cases (remove background, read
-// account) framed by authentication, rate limiting and usage records, plus the timers: replay purge,
-// lease renewal and the sweep of expired leases.
+// The local API service's wiring: its parts (store, engine scheduler, limits, refunder, lease keeper) and
+// timers (replay purge, lease renewal, the sweep of expired leases), its readiness and its close. Each
+// request's steps are request-steps.ts'.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { RmbgError } from '../api/errors.js';
 import type { Engine } from '../engine/types.js';
+import { SERVER_SETTINGS } from '../settings/server.js';
+import { defaultsOf, settingsFor, type SettingsFor } from '../settings/setting.js';
 import type { Store } from '../store/index.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
 import { KeyLookups } from './key-lookups.js';
-import { accountRecord } from './get-account.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RateLimiter } from './rate-limiter.js';
-import { processRemoval } from './process-removal.js';
 import { Refunder } from './refunder.js';
-import { handleRequest } from './request-lifecycle.js';
+import { accountRequest, removeRequest } from './request-steps.js';
 import { Slots } from './slots.js';
 import { StoreClock } from './store-clock.js';
 import type { ServiceContext } from './service-context.js';
@@ -36,26 +35,22 @@ import type {
  */
 const PURGE_INTERVAL_MS = 60_000;
 
-export interface ServiceDeps {
+/**
+ * The service's rows of src/settings (`to: 'service'`: price, rate limit, queue, timeouts, caps, lease time), by
+ * the rows' names and meanings, seconds as milliseconds; checked against the rows' bounds by createServer().
+ */
+export type ServiceSettings = SettingsFor<typeof SERVER_SETTINGS, 'service'>;
+
+/** The rows' defaults, for a caller that gives fewer (tests); createServer() gives every one. */
+const SERVICE_DEFAULTS = settingsFor(SERVER_SETTINGS, 'service', defaultsOf(SERVER_SETTINGS));
+
+export interface ServiceDeps extends Partial<ServiceSettings> {
   /** Owned by the caller, who closes it after Service.close(). */
   store: Store;
   /** Owned by the caller, like the store. */
   engine: Engine;
-  creditsPerImage: number;
-  rateLimitPerMinute: number;
-  /** Requests that may wait for the engine while it processes another; one more gets 503 service_busy. */
-  maxQueue: number;
-  processingTimeoutMs: number;
-  /** Requests of one key in progress at once; one more gets 429 rate_limited. */
-  maxInFlightPerKey: number;
-  /** Failed authentications per client address and minute before its requests get 429. */
-  maxAuthFailures: number;
-  /** image_url downloads at once (all keys); one more gets 503 service_busy. */
-  maxUrlFetches: number;
   /** Fetches image_url sources (its address policy is the fetcher's business). */
   fetchImage: ImageFetcher;
-  /** How long a request's lease lasts without renewal: after it, any instance refunds the request. Default 30 s. */
-  leaseTimeMs?: number;
   /**
    * This service is the store's only server (a SQLite data directory under its pid lock): at start it settles
    * every lease left behind at once, instead of waiting for them to expire.
@@ -85,6 +80,8 @@ export interface Service {
   /** Resolves when the store answers at the schema this rmbg expects; rejects with the reason otherwise. */
   checkReady(): Promise<void>;
   status(): ServiceStatus;
+  /** The settings in force, as its parts hold them (a row that reaches no part is missing here). */
+  settings(): ServiceSettings;
   /** Stops the timers, refuses new requests, cancels waiting ones and waits for those in flight. */
   close(): Promise<void>;
 }
@@ -98,9 +95,7 @@ function engineSlots(engine: Engine): number {
 }
 
 export async function createService(deps: ServiceDeps): Promise<Service> {
-  checkWholeNumber('creditsPerImage', deps.creditsPerImage, 0);
-  checkWholeNumber('maxQueue', deps.maxQueue, 0);
-  checkWholeNumber('processingTimeoutMs', deps.processingTimeoutMs, 1);
+  const settings: ServiceSettings = { ...SERVICE_DEFAULTS, ...deps };
   // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
   const clock = new StoreClock(deps.store, deps.now ?? Date.now);
   const now = () => clock.now();
@@ -110,7 +105,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const observer = deps.observer ?? {};
   const leases = new LeaseKeeper({
     store: deps.store,
-    leaseTimeMs: deps.leaseTimeMs ?? 30_000,
+    leaseTimeMs: settings.leaseTimeMs,
     clock,
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
     onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
@@ -118,15 +113,15 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
-    scheduler: new EngineScheduler(deps.maxQueue, deps.processingTimeoutMs, engineSlots(deps.engine)),
-    limiter: new RateLimiter(deps.rateLimitPerMinute, deps.store),
-    authThrottle: new AuthThrottle(deps.maxAuthFailures),
+    scheduler: new EngineScheduler(settings.maxQueue, settings.processingTimeoutMs, engineSlots(deps.engine)),
+    limiter: new RateLimiter(settings.rateLimit, deps.store),
+    authThrottle: new AuthThrottle(settings.maxAuthFailures),
     keyLookups: new KeyLookups(deps.store),
     refunder: new Refunder(deps.store, now),
-    inFlight: new KeyInFlight(deps.maxInFlightPerKey),
-    urlFetches: new Slots(deps.maxUrlFetches, 'maxUrlFetches'),
-    creditsPerImage: deps.creditsPerImage,
-    processingTimeoutMs: deps.processingTimeoutMs,
+    inFlight: new KeyInFlight(settings.maxInFlightPerKey),
+    urlFetches: new Slots(settings.maxUrlFetches),
+    creditsPerImage: settings.creditsPerImage,
+    processingTimeoutMs: settings.processingTimeoutMs,
     fetchImage: deps.fetchImage,
     now,
     leases,
@@ -163,59 +158,23 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     promise.then(forget, forget);
     return promise;
   }
-  function assertOpen(): void {
-    if (shutdown.signal.aborted)
-      throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
-        retryAfterSeconds: 5,
-      });
+  /** A request's steps while the service is open, tracked until they end (close() waits for them). */
+  function admit<T>(steps: () => Promise<T>): Promise<T> {
+    return track(
+      (async () => {
+        if (shutdown.signal.aborted)
+          throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
+            retryAfterSeconds: 5,
+          });
+        return steps();
+      })(),
+    );
   }
 
   return {
-    handleRemoveRequest(req) {
-      return track(
-        (async () => {
-          assertOpen();
-          const frame = {
-            apiKey: req.apiKey,
-            requestId: req.requestId,
-            endpoint: 'removebg' as const,
-            clientAddress: req.clientAddress,
-          };
-          return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
-            const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
-            try {
-              const body = 'readBody' in req ? await req.readBody() : req;
-              record.size = body.options.size;
-              record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
-              return await processRemoval(
-                ctx,
-                { ...req, source: body.source, options: body.options },
-                caller,
-                rateLimit,
-                record,
-              );
-            } finally {
-              leave();
-            }
-          });
-        })(),
-      );
-    },
-    getAccount(apiKey, requestId = randomUUID(), clientAddress) {
-      return track(
-        (async () => {
-          assertOpen();
-          return handleRequest(
-            ctx,
-            { apiKey, requestId, endpoint: 'account', clientAddress },
-            async (caller, rateLimit) => ({
-              account: await accountRecord(ctx, caller),
-              rateLimit,
-            }),
-          );
-        })(),
-      );
-    },
+    handleRemoveRequest: (req) => admit(() => removeRequest(ctx, req)),
+    getAccount: (apiKey, requestId = randomUUID(), clientAddress) =>
+      admit(() => accountRequest(ctx, apiKey, requestId, clientAddress)),
     async checkReady() {
       const broken = deps.engine.broken?.();
       if (broken !== undefined)
@@ -230,6 +189,16 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       }
     },
     status: () => ({ queued: ctx.scheduler.admitted, inFlight: inFlight.size }),
+    settings: () => ({
+      creditsPerImage: ctx.creditsPerImage,
+      rateLimit: ctx.limiter.limitPerMinute,
+      maxQueue: ctx.scheduler.maxQueue,
+      processingTimeoutMs: ctx.scheduler.timeoutMs,
+      maxInFlightPerKey: ctx.inFlight.maxPerKey,
+      maxAuthFailures: ctx.authThrottle.maxFailuresPerMinute,
+      maxUrlFetches: ctx.urlFetches.size,
+      leaseTimeMs: ctx.leases.leaseTimeMs,
+    }),
     async close() {
       clearInterval(timer);
       leases.stop();

@@ -3,7 +3,6 @@
 
 import { RmbgError } from '../api/errors.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
-import { checkWholeNumber } from '../api/whole-number.js';
 
 /** Retry-After of a refused request: about one image's processing time. */
 const RETRY_SECONDS = 2;
@@ -11,9 +10,8 @@ const RETRY_SECONDS = 2;
 export class KeyInFlight {
   readonly #counts = new Map<string, number>();
 
-  constructor(readonly maxPerKey: number) {
-    checkWholeNumber('maxInFlightPerKey', maxPerKey, 1);
-  }
+  /** `maxPerKey`: the row maxInFlightPerKey of src/settings, checked against its bounds there. */
+  constructor(readonly maxPerKey: number) {}
 
   /** Counts one request of `keyId` until the returned release is called; over the cap: 429 rate_limited. */
   enter(keyId: string, rateLimit: RateLimitInfo): () => void {

@@ -2,7 +2,6 @@
 // counts into the same window and N instances enforce the limit one does. The window's state goes back as
 // data on every answer to an authenticated caller; src/server renders it as headers.
 
-import { checkWholeNumber } from '../api/whole-number.js';
 import { RmbgError } from '../api/errors.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { Store } from '../store/index.js';
@@ -10,12 +9,11 @@ import type { Store } from '../store/index.js';
 const WINDOW_MS = 60_000;
 
 export class RateLimiter {
+  /** `limitPerMinute`: the row rateLimit of src/settings, checked against its bounds there. */
   constructor(
     readonly limitPerMinute: number,
     private readonly store: Pick<Store, 'countRequest'>,
-  ) {
-    checkWholeNumber('rateLimitPerMinute', limitPerMinute, 1);
-  }
+  ) {}
 
   /** Counts one request of `id`; throws 429 rate_limited (with Retry-After and the window) when over the limit. */
   async take(id: string, now: number): Promise<RateLimitInfo> {

@@ -1,18 +1,11 @@
 // A counted pool of places (bodies being read, image_url downloads): take one or be told it is full,
 // never wait. Refusing at once keeps memory and sockets bounded; the caller answers 503 with Retry-After.
 
-import { checkWholeNumber } from '../api/whole-number.js';
-
 export class Slots {
   #taken = 0;
 
-  /** `name`: the setting the size comes from, for the message of a wrong one. */
-  constructor(
-    readonly size: number,
-    name: string,
-  ) {
-    checkWholeNumber(name, size, 1);
-  }
+  /** `size`: a row of src/settings (maxUploads, maxUrlFetches), checked against its bounds there. */
+  constructor(readonly size: number) {}
 
   get taken(): number {
     return this.#taken;

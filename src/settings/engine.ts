@@ -16,6 +16,7 @@ export const ENGINE_SETTINGS = {
     type: 'choice',
     choices: DEVICES,
     env: 'RMBG_DEVICE',
+    stored: true,
     help: DEVICE_DESCRIPTION,
     // No literal default: RMBG_DEVICE and `rmbg config set device` apply when it is not given.
     defaultText: `\`rmbg config set device\`, else ${DEFAULT_DEVICE}`,

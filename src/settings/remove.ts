@@ -10,6 +10,7 @@ export const CALL_SETTINGS = {
     type: 'text',
     placeholder: 'url',
     env: 'RMBG_API_URL',
+    stored: true,
     help: 'base URL of a server that speaks the API (the /v1.0 prefix is added); without one, rmbg runs on this computer',
     defaultText: '`rmbg config set api-url`, else none: on this computer',
     libraryDefault: 'none: on this computer',
@@ -18,6 +19,7 @@ export const CALL_SETTINGS = {
     type: 'text',
     placeholder: 'key',
     env: 'RMBG_API_KEY',
+    stored: true,
     help: "API key, or - to read it from stdin; prefer the environment or '-': a key on the command line shows in `ps` and shell history",
     doc: 'API key for apiUrl',
     defaultText: '`rmbg config set api-key`',
@@ -71,8 +73,9 @@ export const BATCH_SETTINGS = {
     min: 1,
     max: 64,
     help: 'images in flight at once',
+    // On this computer the engine's device report says how many (its rule is the engine's, not retold here).
     defaultText:
-      'through a server 4 (halved while it answers 429/503); on this computer 2 on the CPU, half the cores (2 to 8) on the GPU, fewer where memory is short',
+      'through a server 4 (halved while it answers 429/503); on this computer as many as keep its device busy, within the memory left',
   },
   runTimeoutMs: {
     type: 'whole',

@@ -23,6 +23,13 @@ interface Row {
   requiredInLibrary?: true;
   /** The default in the library's docs, when the CLI's (its environment variable, the settings file) does not apply. */
   libraryDefault?: string;
+  /**
+   * The part of `rmbg serve` that reads it, which takes it by the row's name (settingsFor): the service's use
+   * cases or the HTTP app. Without it, the row is read where its table is resolved (createServer, the batch).
+   */
+  to?: 'service' | 'app';
+  /** The user settings file may hold it (`rmbg config set`): read when neither the flag nor the environment gives it. */
+  stored?: true;
 }
 
 export interface WholeRow extends Row {
@@ -82,6 +89,30 @@ export type FlagsOf<T extends SettingsTable> = { -readonly [K in keyof T]?: Valu
 export type DefaultsOf<T extends SettingsTable> = {
   -readonly [K in keyof T as T[K] extends { default: unknown } ? K : never]: ValueOf<T[K]>;
 };
+
+/** A row in seconds reaches its consumer in milliseconds (Node's timers count them), as `name` + `Ms`. */
+type RuntimeName<K extends PropertyKey, R> = R extends { unit: 'seconds' } ? `${K & string}Ms` : K;
+
+/** The settings one part of `rmbg serve` takes (the rows with `to`), by the rows' names, seconds as milliseconds. */
+export type SettingsFor<T extends SettingsTable, To extends string> = {
+  -readonly [K in keyof T as T[K] extends { to: To } ? RuntimeName<K, T[K]> : never]: ValueOf<T[K]>;
+};
+
+/** The one place a row's seconds become milliseconds: the settings of the rows with `to`, from checked options. */
+export function settingsFor<T extends SettingsTable, To extends string>(
+  table: T,
+  to: To,
+  checked: OptionsOf<T>,
+): SettingsFor<T, To> {
+  const settings: Record<string, unknown> = {};
+  for (const [name, row] of Object.entries(table)) {
+    if (row.to !== to) continue;
+    const value = (checked as Record<string, unknown>)[name];
+    if (row.type === 'whole' && row.unit === 'seconds') settings[`${name}Ms`] = (value as number) * 1000;
+    else settings[name] = value;
+  }
+  return settings as SettingsFor<T, To>;
+}
 
 export function defaultsOf<T extends SettingsTable>(table: T): DefaultsOf<T> {
   const defaults: Record<string, unknown> = {};

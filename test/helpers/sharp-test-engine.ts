@@ -108,7 +108,7 @@ export async function testImage(width = 64, height = 48, rgb = { r: 200, g: 30, 
 /** ServiceDeps for tests: small limits that keep tests quick, overridable per test. */
 export const TEST_SERVICE_LIMITS = {
   creditsPerImage: 1,
-  rateLimitPerMinute: 60,
+  rateLimit: 60,
   maxQueue: 4,
   processingTimeoutMs: 5000,
   fetchImage: imageUrlFetcher({ allowPrivate: false }),

@@ -5,12 +5,15 @@ import { RmbgError } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
 import { readUserSettings } from '../../config/user-settings.js';
 import { writeUserSetting } from '../../config/settings-writer.js';
-import { parseDevice } from '../../api/device.js';
+import { SETTING_ROWS, SETTING_RULES, STORED_NAMES, type StoredName } from '../../config/setting-rules.js';
+import { checkValue } from '../../settings/setting.js';
 import { EXIT } from '../exit-codes.js';
 import { readSecretFromStdin } from '../read-secret.js';
 
-const CONNECTION_SETTINGS = { 'api-url': 'apiUrl', 'api-key': 'apiKey', device: 'device' } as const;
-type ConnectionName = keyof typeof CONNECTION_SETTINGS;
+/** The rows the settings file may hold (setting-rules.ts), by their flags' names: api-url, api-key, device. */
+const CONNECTION_SETTINGS: Readonly<Record<string, StoredName>> = Object.fromEntries(
+  STORED_NAMES.map((name) => [SETTING_RULES[name].flag.replace(/^--/, ''), name]),
+);
 // type, type_level and channels accept one value that changes nothing: not worth a setting.
 const OPTION_NAMES: readonly string[] = OPTION_FIELDS.filter(
   (field) => field.kind !== 'enum' || field.values.length > 1,
@@ -34,10 +37,11 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     return EXIT.ok;
   }
   if (action === 'get') {
+    // The key is shown by its prefix only: enough to tell keys apart, not to use one.
+    const shown = (name: StoredName) =>
+      name === 'apiKey' && settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : settings[name];
     const view = {
-      'api-url': settings.apiUrl,
-      'api-key': settings.apiKey ? `${settings.apiKey.slice(0, 9)}…` : undefined,
-      device: settings.device,
+      ...Object.fromEntries(Object.entries(CONNECTION_SETTINGS).map(([flag, name]) => [flag, shown(name)])),
       ...settings.defaults,
     };
     if (name) {
@@ -57,8 +61,10 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
   if (action === 'set' && value === undefined)
     throw new RmbgError('usage_error', `rmbg config set ${name} needs a value`);
   if (kind === 'connection') {
-    if (action === 'set' && name === 'device') parseDevice(value);
-    writeUserSetting(CONNECTION_SETTINGS[name as ConnectionName], action === 'set' ? value : undefined);
+    const setting = CONNECTION_SETTINGS[name] as StoredName;
+    // Checked by its row, as the flag and the option are (the device's choices).
+    if (action === 'set') checkValue(name, SETTING_ROWS[setting], value);
+    writeUserSetting(setting, action === 'set' ? value : undefined);
   } else {
     const defaults = { ...settings.defaults };
     if (action === 'set') defaults[name] = value as string;

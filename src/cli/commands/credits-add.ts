@@ -4,24 +4,19 @@
 
 import { checkWholeNumber } from '../../api/whole-number.js';
 import { RmbgError } from '../../api/errors.js';
+import type { Command } from 'commander';
+import { CREDITS_ADD_TABLE } from '../../settings/admin.js';
 import { EXIT } from '../exit-codes.js';
 import { withLocalStore } from '../local-store.js';
 import { secretOrStdin } from '../read-secret.js';
+import { settingFlags } from '../settings-flags.js';
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
-interface CreditsAddFlags {
-  key?: string;
-  keyId?: string;
-  subscription?: boolean;
-  dataDir?: string;
-  store?: string;
-}
-
-export async function run(opts: Record<string, unknown>, args: string[]): Promise<number> {
-  const flags = opts as unknown as CreditsAddFlags;
+export async function run(_opts: Record<string, unknown>, args: string[], command: Command): Promise<number> {
+  const flags = settingFlags(command, CREDITS_ADD_TABLE);
   const text = args[0] as string;
   const amount = checkWholeNumber('credits to add', text, 1, undefined, 'usage_error');
   const pool = flags.subscription ? 'subscription' : 'payg';

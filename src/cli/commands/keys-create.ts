@@ -1,20 +1,15 @@
 // `rmbg keys create`: a new account with its first API key and an optional pay-as-you-go grant.
 // The key is printed once (alone on stdout, so KEY=$(rmbg keys create) works); only its hash is stored.
 
-import type { Plan } from '../../store/index.js';
+import type { Command } from 'commander';
+import { KEYS_CREATE_TABLE } from '../../settings/admin.js';
+import { defaultsOf } from '../../settings/setting.js';
 import { EXIT } from '../exit-codes.js';
 import { withLocalStore } from '../local-store.js';
+import { settingFlags } from '../settings-flags.js';
 
-interface KeysCreateFlags {
-  credits: number;
-  plan: Plan;
-  json?: boolean;
-  dataDir?: string;
-  store?: string;
-}
-
-export async function run(opts: Record<string, unknown>, _args: string[]): Promise<number> {
-  const flags = opts as unknown as KeysCreateFlags;
+export async function run(_opts: Record<string, unknown>, _args: string[], command: Command): Promise<number> {
+  const flags = { ...defaultsOf(KEYS_CREATE_TABLE), ...settingFlags(command, KEYS_CREATE_TABLE) };
   const { created, credits, path } = await withLocalStore(flags, async (store) => {
     const created = await store.createAccountWithKey({ plan: flags.plan, credits: flags.credits });
     return { created, credits: (await store.balance(created.accountId)).total, path: store.path };

@@ -6,7 +6,7 @@ import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '
 import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
 import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
 import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
-import { defaultConcurrency, type Remover } from '../../batch/remover.js';
+import { concurrencyOf, type Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
@@ -150,7 +150,7 @@ async function findInputs(
       'usage_error',
       `no images found in ${inputs.join(', ')} (${PHOTO_FORMATS_TEXT}${flags.recursive ? '' : '; add --recursive for subfolders'})`,
     );
-  const planned = await planBatch({ flags: { ...flags, output: outDir }, items, options });
+  const planned = await planBatch({ flags: { ...flags, outDir }, items, options });
   return planned ?? { items, watched };
 }
 
@@ -193,7 +193,7 @@ async function runFolderBatch(
       outputDir: outDir,
       options,
       remover,
-      concurrency: flags.concurrency ?? defaultConcurrency(remover),
+      concurrency: concurrencyOf(flags.concurrency, remover),
       overwrite: Boolean(flags.overwrite),
       retryFailed: Boolean(flags.retryFailed),
       stop: stop.signal,

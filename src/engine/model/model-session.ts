@@ -22,10 +22,10 @@ export interface SessionOptions {
    */
   spinWait?: boolean;
   /**
-   * Folder for ORT's optimised graph (graph-cache.ts); false: optimise at each start. Default: the user's
-   * cache folder. Only models with a known sha256 (manifest, `rmbg models add`) are cached.
+   * Folder for ORT's optimised graph (graph-cache.ts); false: optimise at each start; true (the row's default)
+   * or none: the user's cache folder. Only models with a known sha256 (manifest, `rmbg models add`) are cached.
    */
-  graphCache?: string | false;
+  graphCache?: string | boolean;
 }
 
 /** The mask plane a run gives: one float per pixel of the model's output (0..1 after the contract's activation). */
@@ -70,7 +70,9 @@ export class ModelSession {
     const ort = await import('onnxruntime-node');
     const provider = options.provider ?? 'cpu';
     const settings = sessionSettings(options, provider);
-    const cacheDir = provider === 'cpu' ? (options.graphCache ?? DEFAULT_GRAPH_CACHE_DIR) : false;
+    const { graphCache } = options;
+    const folder = typeof graphCache === 'string' ? graphCache : DEFAULT_GRAPH_CACHE_DIR;
+    const cacheDir = provider === 'cpu' && graphCache !== false ? folder : false;
     const graph =
       cacheDir && model.expected
         ? cachedGraph(cacheDir, model.expected.sha256, ort.env.versions.common, provider)

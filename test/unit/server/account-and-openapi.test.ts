@@ -27,7 +27,7 @@ describe('the OpenAPI document declares what the server sends', () => {
   }
 
   it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
-    await http.start({ rateLimitPerMinute: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
+    await http.start({ rateLimit: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
     const running = http.post(http.form(), { 'Idempotency-Key': 'k1' });
     await http.engine.started(1);
     const answers = [

@@ -193,7 +193,7 @@ describe('limits and load', () => {
   });
 
   it('answers 429 with Retry-After and rate-limit headers', async () => {
-    await http.start({ rateLimitPerMinute: 1 });
+    await http.start({ rateLimit: 1 });
     expect((await http.post(http.form())).status).toBe(200);
     const limited = await http.post(http.form());
     expect(limited.status).toBe(429);

@@ -200,8 +200,8 @@ describe('authentication', () => {
 });
 
 describe('rate limit', () => {
-  it('allows rateLimitPerMinute requests per key and minute, then 429 with Retry-After, across both endpoints', async () => {
-    await start({ rateLimitPerMinute: 2 });
+  it('allows rateLimit requests per key and minute, then 429 with Retry-After, across both endpoints', async () => {
+    await start({ rateLimit: 2 });
     expect((await service.getAccount(key)).rateLimit).toEqual({ limit: 2, remaining: 1, resetSeconds: 60 });
     clock += 15_000;
     expect((await service.handleRemoveRequest(request())).rateLimit).toEqual({

@@ -1,0 +1,121 @@
+// Every row of the settings tables reaches the code that uses it: each is set to a value other than its default,
+// and the started server (its service, its app, its engine) or the batch reports that value in force. A row
+// added without a consumer fails here, named.
+
+import { writeFileSync } from 'node:fs';
+import { createServer as listen } from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startLocalService } from '../../../src/library/create-server.js';
+import { engineKeyOf, engineOptionsOf } from '../../../src/library/engine-settings.js';
+import { ENGINE_SETTINGS, SERVE_TABLE } from '../../../src/settings/index.js';
+import { settingsFor, type SettingRow } from '../../../src/settings/setting.js';
+import { removeTempDirs, tempDir } from '../../helpers/cli.js';
+import { warmKeyModel } from '../../helpers/fast-models.js';
+
+afterAll(removeTempDirs);
+
+/** A value other than the row's default, within its bounds; text rows get theirs from the test. */
+function otherThanDefault(name: string, row: SettingRow, text: Record<string, unknown>): unknown {
+  if (Object.hasOwn(text, name)) return text[name];
+  switch (row.type) {
+    case 'whole': {
+      const base = row.default ?? row.min;
+      return base + 1 <= (row.max ?? Number.POSITIVE_INFINITY) ? base + 1 : base - 1;
+    }
+    case 'switch':
+      return !(row.default ?? false);
+    case 'choice':
+      // The last choice that is not the default: the device's is `cpu`, which every machine has.
+      return row.choices.filter((choice) => choice !== row.default).at(-1);
+    default:
+      throw new Error(`row ${name} (${row.type}) needs a value in this test`);
+  }
+}
+
+/** A port nobody listens on now (the row's default, 5000, may be taken). */
+async function freePort(): Promise<number> {
+  const probe = listen();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+describe('every row of rmbg serve and createServer()', () => {
+  it('reaches the part that uses it: the service, the app, the engine or the server itself', async () => {
+    const token = 'token-from-a-file';
+    const tokenFile = path.join(tempDir(), 'metrics-token');
+    writeFileSync(tokenFile, `${token}\n`);
+    const storeFile = path.join(tempDir(), 'elsewhere.sqlite');
+    const text = {
+      // Loopback, but not the default address.
+      host: '127.0.0.2',
+      port: await freePort(),
+      dataDir: tempDir(),
+      store: `sqlite:${storeFile}`,
+      model: warmKeyModel(),
+      metricsTokenFile: tokenFile,
+      trustProxy: ['10.1.2.3'],
+    };
+    // metricsToken and metricsTokenFile exclude each other: the token is the second start's.
+    const starts = [
+      Object.fromEntries(
+        Object.entries(SERVE_TABLE)
+          .filter(([name]) => name !== 'metricsToken')
+          .map(([name, row]) => [name, otherThanDefault(name, row, text)]),
+      ),
+      { port: 0, dataDir: tempDir(), model: text.model, metricsToken: 'token-given' },
+    ];
+    // What each asked value becomes in force: the service's and the app's rows by their names, seconds as
+    // milliseconds; the store by its path; the token file by its token.
+    const inForceOf = (asked: Record<string, unknown>): Record<string, unknown> => ({
+      ...asked,
+      ...settingsFor(SERVE_TABLE, 'service', asked),
+      ...settingsFor(SERVE_TABLE, 'app', asked),
+      ...(asked.store !== undefined && { store: storeFile }),
+      ...(asked.metricsTokenFile !== undefined && { metricsToken: token }),
+    });
+    const checked = new Set<string>();
+    for (const asked of starts) {
+      const server = await startLocalService(asked);
+      try {
+        const inForce = server.settings();
+        const expected = inForceOf(asked);
+        for (const name of Object.keys(asked)) {
+          if (name === 'port' && asked.port === 0) continue;
+          const row = SERVE_TABLE[name as keyof typeof SERVE_TABLE];
+          // A row in seconds is in force as name + Ms; the token file as the token it holds.
+          const key =
+            name === 'metricsTokenFile'
+              ? 'metricsToken'
+              : row.type === 'whole' && 'unit' in row && row.unit === 'seconds'
+                ? `${name}Ms`
+                : name;
+          expect(inForce[key], `${name} in force`).toEqual(expected[key]);
+          checked.add(name);
+        }
+      } finally {
+        await server.close();
+      }
+    }
+    expect([...checked].sort()).toEqual(Object.keys(SERVE_TABLE).sort());
+  });
+});
+
+describe('every engine row', () => {
+  it("reaches the engine's options and the engine pool's key: another value, another engine", () => {
+    // No settings file and no RMBG_* variable: each row's value is the one given here.
+    const env = { RMBG_CONFIG_DIR: tempDir(), RMBG_DATA_DIR: tempDir() };
+    const keyOf = (options: ReturnType<typeof engineOptionsOf>) => engineKeyOf(options, String(options.model));
+    const defaults = engineOptionsOf({}, env);
+    for (const [name, row] of Object.entries(ENGINE_SETTINGS)) {
+      const value = otherThanDefault(name, row, { model: '/models/another.onnx' });
+      const options = engineOptionsOf({ [name]: value }, env);
+      expect(options[name as keyof typeof options], `${name} in the engine's options`).toEqual(value);
+      expect(keyOf(options), `${name} in the pool's key`).not.toBe(keyOf(defaults));
+    }
+    // The batch's run time limit is applied by the engine's worker: another limit, another engine.
+    expect(keyOf(engineOptionsOf({ runTimeoutMs: 5000 }, env))).not.toBe(keyOf(defaults));
+  });
+});
