@@ -90,9 +90,9 @@ export async function planBatch({
         const convert = conversions[i];
         process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send', ...(convert && { convert }) })}\n`);
       });
-      process.stdout.write(
-        `${JSON.stringify({ summary: true, dryRun: true, toSend: toSend.length, skipped: items.length - toSend.length, credits, pricePerImage: price, priceKnown: known })}\n`,
-      );
+      const skipped = items.length - toSend.length;
+      const summary = { summary: true, dryRun: true, toSend: toSend.length, skipped, credits };
+      process.stdout.write(`${JSON.stringify({ ...summary, pricePerImage: price, priceKnown: known })}\n`);
     } else {
       const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
       toSend.forEach((item, i) => {
@@ -114,7 +114,8 @@ export async function planBatch({
   const question = `This batch would send ${toSend.length} images for about ${credits} credits (${priceNote}), over --confirm-over ${limit}. Proceed? [y/N] `;
   if (!process.stdin.isTTY) {
     process.stderr.write(
-      `rmbg: refusing: ${toSend.length} images would cost about ${credits} credits, over --confirm-over ${limit}, and there is no terminal to ask; raise --confirm-over to proceed\n`,
+      `rmbg: refusing: ${toSend.length} images would cost about ${credits} credits, over --confirm-over ${limit}, ` +
+        'and there is no terminal to ask; raise --confirm-over to proceed\n',
     );
     return EXIT.failed;
   }

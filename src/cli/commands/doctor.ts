@@ -178,8 +178,8 @@ function text(report: DoctorReport): string {
   const lines = [
     `rmbg ${report.rmbg} on Node.js ${report.node} (${report.platform})`,
     `onnxruntime-node ${report.onnxruntime}; providers: ${report.providers.join(', ')}`,
-    `model setting: ${report.model.value === undefined ? "none (the manifest's default)" : `${report.model.value} (from ${report.model.source})${report.model.problem ? `: cannot load: ${report.model.problem}` : ''}`}`,
-    `device setting: ${report.device.value} (${report.device.source === 'default' ? 'the default' : `from ${report.device.source}`})${(DEVICES as readonly (string | undefined)[]).includes(report.device.value) ? '' : `: not one of ${DEVICES.join(', ')}`}`,
+    `model setting: ${modelSetting(report.model)}`,
+    `device setting: ${deviceSetting(report.device)}`,
     '',
     'GPU (WebGPU)',
     gpu.works
@@ -188,7 +188,7 @@ function text(report: DoctorReport): string {
         : `  works: yes${gpu.adapters.length ? ` (${gpu.adapters.join(', ')})` : ''}`
       : `  works: no: ${gpu.error}`,
     `  auto uses: the ${gpu.auto.device === 'gpu' ? 'GPU' : 'CPU'} (${gpu.auto.reason})`,
-    `  auto's verdict for the model: ${gpu.verdict ? `the ${gpu.verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(gpu.verdict)})` : 'not measured yet (the first start with auto on a GPU measures it)'}`,
+    `  auto's verdict for the model: ${verdictText(gpu.verdict)}`,
     `  seen: ${gpu.seen}`,
     ...(gpu.fix ? [`  fix: ${gpu.fix}`] : []),
     ...(gpu.log.length ? ['  the Vulkan loader and Dawn said:', ...gpu.log.map((line) => `    ${line}`)] : []),
@@ -200,8 +200,29 @@ function text(report: DoctorReport): string {
     ),
     '',
     `data directory: ${report.dataDir.path}${report.dataDir.exists ? '' : ' (not created yet)'}`,
-    `store: ${report.store.engine === 'sqlite' ? `SQLite ${report.store.path}${report.store.exists ? '' : ' (not created yet)'}` : `PostgreSQL ${report.store.at}`}`,
+    `store: ${storeText(report.store)}`,
     `settings file: ${report.settingsFile}`,
   ];
   return `${lines.join('\n')}\n`;
+}
+
+function modelSetting(model: DoctorReport['model']): string {
+  if (model.value === undefined) return "none (the manifest's default)";
+  return `${model.value} (from ${model.source})${model.problem ? `: cannot load: ${model.problem}` : ''}`;
+}
+
+function deviceSetting(device: DoctorReport['device']): string {
+  const source = device.source === 'default' ? 'the default' : `from ${device.source}`;
+  const known = (DEVICES as readonly (string | undefined)[]).includes(device.value);
+  return `${device.value} (${source})${known ? '' : `: not one of ${DEVICES.join(', ')}`}`;
+}
+
+function verdictText(verdict: GpuVerdict | null): string {
+  if (!verdict) return 'not measured yet (the first start with auto on a GPU measures it)';
+  return `the ${verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(verdict)})`;
+}
+
+function storeText(store: DoctorReport['store']): string {
+  if (store.engine !== 'sqlite') return `PostgreSQL ${store.at}`;
+  return `SQLite ${store.path}${store.exists ? '' : ' (not created yet)'}`;
 }
