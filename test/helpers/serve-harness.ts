@@ -111,7 +111,8 @@ export async function startServe(
 }
 
 /** `rmbg serve` over a tiny identity model written into dataDir, for tests of the server rather than of the cut:
- * it starts in a moment. */
+ * it starts in a moment, and a photo keeps its size (its output is named like the manifest's, so the engine takes
+ * its first plane as the mask). */
 export async function startIdentityServe(
   dataDir: string,
   flags: string[] = [],
