@@ -45,6 +45,27 @@ function docScripts(): Array<{ name: string; code: string }> {
   }));
 }
 
+/** Compiles the consumer project's `include` with its own tsc, as a strict Node ESM project would, under a tsconfig
+ * named `config` with `options` on top; resolves with what tsc printed (its errors, if any). */
+async function tscIn(config: string, include: string[], options: Record<string, boolean>): Promise<string> {
+  const compilerOptions = {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    types: ['node'],
+  };
+  writeFileSync(
+    path.join(project, config),
+    JSON.stringify({ compilerOptions: { ...compilerOptions, ...options }, include }),
+  );
+  const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', config], {
+    cwd: project,
+    reject: false,
+  });
+  return tsc.stdout;
+}
+
 beforeAll(async () => {
   ensureBuilt();
   const work = tempDir();
@@ -188,26 +209,8 @@ describe('the packed tarball', () => {
       path.join(project, 'wrong-code.ts'),
       "import { RmbgError } from 'rmbg';\nexport function what(error: RmbgError): string {\n  switch (error.code) {\n    case 'insufficient_credits': return 'top up';\n    case 'not_enough_credits': return 'never';\n    default: return error.message;\n  }\n}\n",
     );
-    writeFileSync(
-      path.join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          strict: true,
-          noEmit: true,
-          skipLibCheck: false,
-          types: ['node'],
-        },
-        include: ['*.ts'],
-      }),
-    );
-    const tsc = await execa(process.execPath, [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], {
-      cwd: project,
-      reject: false,
-    });
-    const errors = tsc.stdout.split('\n').filter((line) => /error TS\d+/.test(line));
+    const tscOutput = await tscIn('tsconfig.json', ['*.ts'], { noEmit: true, skipLibCheck: false });
+    const errors = tscOutput.split('\n').filter((line) => /error TS\d+/.test(line));
     expect(errors).toEqual([
       expect.stringMatching(
         /^wrong-code\.ts\(5,10\): error TS2678: Type '"not_enough_credits"' is not comparable to type '"interrupted" \| .*"upstream_error"'\.$/,
@@ -244,28 +247,8 @@ describe('the packed tarball', () => {
         }),
       ];
       for (const [i, code] of examples.entries()) writeFileSync(path.join(project, `run-${i + 1}.ts`), code);
-      writeFileSync(
-        path.join(project, 'tsconfig.run.json'),
-        JSON.stringify({
-          compilerOptions: {
-            module: 'nodenext',
-            moduleResolution: 'nodenext',
-            target: 'es2022',
-            strict: true,
-            types: ['node'],
-            noEmitOnError: true,
-            // The package's declarations are checked with the same examples by the type-check test above.
-            skipLibCheck: true,
-          },
-          include: ['run-*.ts'],
-        }),
-      );
-      const tsc = await execa(
-        process.execPath,
-        [path.join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.run.json'],
-        { cwd: project, reject: false },
-      );
-      expect(tsc.stdout).toBe('');
+      // The package's declarations are checked with the same examples by the type-check test above.
+      expect(await tscIn('tsconfig.run.json', ['run-*.ts'], { noEmitOnError: true, skipLibCheck: true })).toBe('');
       expect(programs.map(({ file }) => file)).toContain('report.cjs');
 
       // createRmbg()'s example names isnet-medium-fp32, the packed default: it runs the real model from the tarball.

@@ -9,15 +9,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto, pngPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
-import {
-  addQuickModel,
-  expectCutout,
-  JOURNAL,
-  listFiles,
-  partialFiles,
-  QUICK_MODEL,
-  writeTree,
-} from '../helpers/remove-local-files.js';
+import { addQuickModel, QUICK_MODEL, writeTree } from '../helpers/remove-local-files.js';
+import { expectCutout, JOURNAL, listFiles, partialFiles } from '../helpers/remove-local-files.js';
 
 let work: string;
 let input: string;

@@ -6,22 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  addPhotos,
-  cutoutsIn,
-  expectCompleteCutouts,
-  expectOneKeyPerImage,
-  imageHashOf,
-  jsonLines,
-  keyOf,
-  LONG,
-  outputName,
-  posts,
-  PRICE,
-  removeRemote,
-  useRemoteServer,
-  type Shoot,
-} from '../helpers/remove-remote-harness.js';
+import { addPhotos, LONG, PRICE, removeRemote, useRemoteServer, type Shoot } from '../helpers/remove-remote-harness.js';
+import { cutoutsIn, expectCompleteCutouts, jsonLines, outputName } from '../helpers/remove-remote-harness.js';
+import { expectOneKeyPerImage, imageHashOf, keyOf, posts } from '../helpers/remove-remote-harness.js';
 
 const suite = useRemoteServer('quick');
 

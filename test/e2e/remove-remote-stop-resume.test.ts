@@ -9,24 +9,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { FaultServer } from '../helpers/fault-server.js';
-import {
-  cutoutsIn,
-  expectCompleteCutouts,
-  expectOneKeyPerImage,
-  answerGate,
-  imageHashOf,
-  jsonLines,
-  keyOf,
-  LONG,
-  outputName,
-  posts,
-  PRICE,
-  removeRemote,
-  useRemoteServer,
-  waitFor,
-  type AnswerGate,
-  type Shoot,
-} from '../helpers/remove-remote-harness.js';
+import { LONG, PRICE, removeRemote, useRemoteServer, waitFor, type Shoot } from '../helpers/remove-remote-harness.js';
+import { cutoutsIn, expectCompleteCutouts, jsonLines, outputName } from '../helpers/remove-remote-harness.js';
+import { expectOneKeyPerImage, imageHashOf, keyOf, posts } from '../helpers/remove-remote-harness.js';
+import { answerGate, type AnswerGate } from '../helpers/remove-remote-harness.js';
 
 const suite = useRemoteServer('quick');
 async function setUp(

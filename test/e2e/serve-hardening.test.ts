@@ -2,18 +2,16 @@
 // model), one shared server: each test is an attack from issue #10 and what a user sees while it runs.
 
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
 import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
 import { trickle, type Trickler } from '../helpers/trickle-client.js';
-import { writeIdentityModel } from '../helpers/onnx-writer.js';
 import {
   balance,
   call,
   createKey,
   ensureBuilt,
-  startServe,
+  startIdentityServe,
   tempDataDir,
   type ServeProcess,
 } from '../helpers/serve-harness.js';
@@ -28,13 +26,9 @@ let dataDir: string;
 beforeAll(async () => {
   await ensureBuilt();
   dataDir = tempDataDir();
-  const model = join(dataDir, 'identity.onnx');
-  writeIdentityModel(model, 'input', 'output');
   // Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
   // Short headers and body timeouts, so the slow-client test sees the server close connections.
-  server = await startServe(dataDir, [
-    '--model',
-    model,
+  server = await startIdentityServe(dataDir, [
     '--rate-limit',
     '1000',
     '--max-auth-failures',

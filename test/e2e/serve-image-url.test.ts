@@ -12,7 +12,6 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
-import { writeIdentityModel } from '../helpers/onnx-writer.js';
 import {
   balance,
   call,
@@ -21,7 +20,7 @@ import {
   errorCode,
   ROOT,
   SAMPLES,
-  startServe,
+  startIdentityServe,
   tempDataDir,
   type HttpAnswer,
   type ServeProcess,
@@ -68,23 +67,11 @@ beforeAll(async () => {
   openDir = tempDataDir();
   // Both servers trust the test CA, so the strict one fails for its policy and not for an unknown certificate.
   const env = { ...guard, NODE_EXTRA_CA_CERTS: ca.caCertPath };
-  const model = join(guardDir, 'identity.onnx');
-  writeIdentityModel(model, 'input', 'output');
   [strict, open] = await Promise.all([
-    startServe(strictDir, ['--model', model, '--rate-limit', '1000'], env),
-    startServe(
+    startIdentityServe(strictDir, ['--rate-limit', '1000'], env),
+    startIdentityServe(
       openDir,
-      [
-        '--model',
-        model,
-        '--allow-private-urls',
-        '--rate-limit',
-        '1000',
-        '--max-queue',
-        '1',
-        '--max-in-flight-per-key',
-        '2',
-      ],
+      ['--allow-private-urls', '--rate-limit', '1000', '--max-queue', '1', '--max-in-flight-per-key', '2'],
       env,
     ),
   ]);

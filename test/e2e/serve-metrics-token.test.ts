@@ -7,13 +7,12 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeIdentityModel } from '../helpers/onnx-writer.js';
 import {
   call,
   createKey,
   errorCode,
   rmbg,
-  startServe,
+  startIdentityServe,
   tempDataDir,
   type ServeProcess,
 } from '../helpers/serve-harness.js';
@@ -29,14 +28,10 @@ let fromEnv: ServeProcess;
 
 beforeAll(async () => {
   dataDir = tempDataDir();
-  const model = join(dataDir, 'identity.onnx');
-  writeIdentityModel(model, 'input', 'output');
   const tokenFile = join(dataDir, 'metrics-token');
   writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
   [fromFile, fromEnv] = await Promise.all([
-    startServe(dataDir, [
-      '--model',
-      model,
+    startIdentityServe(dataDir, [
       '--metrics-token-file',
       tokenFile,
       '--trust-proxy',
@@ -44,7 +39,7 @@ beforeAll(async () => {
       '--max-auth-failures',
       '3',
     ]),
-    startServe(tempDataDir(), ['--model', model], { RMBG_METRICS_TOKEN: ENV_TOKEN }),
+    startIdentityServe(tempDataDir(), [], { RMBG_METRICS_TOKEN: ENV_TOKEN }),
   ]);
 });
 

@@ -12,11 +12,10 @@ import {
   call,
   createKey,
   SAMPLES,
-  startServe,
+  startIdentityServe,
   tempDataDir,
   type ServeProcess,
 } from '../helpers/serve-harness.js';
-import { writeIdentityModel } from '../helpers/onnx-writer.js';
 
 const RATE_LIMIT = 8;
 let dataDir: string;
@@ -25,11 +24,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   dataDir = tempDataDir();
-  const model = join(dataDir, 'identity.onnx');
-  // Named like the manifest's output: the engine takes its first plane as the mask, and the photo keeps its size.
-  writeIdentityModel(model, 'input', 'output');
   [server, browser] = await Promise.all([
-    startServe(dataDir, ['--model', model, '--rate-limit', String(RATE_LIMIT)]),
+    startIdentityServe(dataDir, ['--rate-limit', String(RATE_LIMIT)]),
     launchBrowser(),
   ]);
 });

@@ -11,8 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode, wireErrorCodes } from '../../src/api/errors.js';
 import { STORE_FILE } from '../../src/store/index.js';
-import { writeIdentityModel } from '../helpers/onnx-writer.js';
-import { balance, createKey, ensureBuilt, startServe, tempDataDir } from '../helpers/serve-harness.js';
+import { balance, createKey, ensureBuilt, startIdentityServe, tempDataDir } from '../helpers/serve-harness.js';
 import type { ServeProcess } from '../helpers/serve-harness.js';
 import { requestArbitrary, type FuzzRequest } from '../helpers/request-arbitraries.js';
 
@@ -34,11 +33,7 @@ beforeAll(async () => {
   // Nothing may be charged: a key without credits (a valid request ends at 402) and a free-plan key (403).
   // Limits are lifted so the fuzzer meets the parsers, not the throttles. No request reaches the model: a tiny
   // identity model starts in a moment.
-  const model = join(dataDir, 'identity.onnx');
-  writeIdentityModel(model, 'input', 'output');
-  server = await startServe(dataDir, [
-    '--model',
-    model,
+  server = await startIdentityServe(dataDir, [
     '--rate-limit',
     '100000000',
     '--max-auth-failures',

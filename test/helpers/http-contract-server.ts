@@ -11,7 +11,14 @@ import { afterEach, beforeEach, expect } from 'vitest';
 import { startServer, type RunningServer } from '../../src/server/start-server.js';
 import { createService, type Service, type ServiceDeps } from '../../src/service/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { testEngine, testImage, type Behaviour, type TestEngine, TEST_SERVICE_LIMITS } from './sharp-test-engine.js';
+import {
+  testEngine,
+  testImage,
+  type Behaviour,
+  type TestEngine,
+  TEST_APP_LIMITS,
+  TEST_SERVICE_LIMITS,
+} from './sharp-test-engine.js';
 
 export let dir: string;
 export let store: Store;
@@ -42,10 +49,8 @@ export async function start(
     host: '127.0.0.1',
     port: 0,
     service,
-    bodyTimeoutMs: options.bodyTimeoutMs ?? 5000,
-    headersTimeoutMs: 5000,
-    maxConnections: 100,
-    maxUploads: 16,
+    ...TEST_APP_LIMITS,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? TEST_APP_LIMITS.bodyTimeoutMs,
     ...(logger ? { logger } : {}),
   });
 }

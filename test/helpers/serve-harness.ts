@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { rmbg as runCli } from './cli.js';
+import { writeIdentityModel } from './onnx-writer.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(ROOT, 'bin', 'rmbg.js');
@@ -107,6 +108,19 @@ export async function startServe(
       return (await child).exitCode;
     },
   };
+}
+
+/** `rmbg serve` over a tiny identity model written into dataDir, for tests of the server rather than of the cut:
+ * it starts in a moment, and a photo keeps its size (its output is named like the manifest's, so the engine takes
+ * its first plane as the mask). */
+export async function startIdentityServe(
+  dataDir: string,
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
+  const model = join(dataDir, 'identity.onnx');
+  writeIdentityModel(model, 'input', 'output');
+  return startServe(dataDir, ['--model', model, ...flags], env);
 }
 
 export interface HttpAnswer {

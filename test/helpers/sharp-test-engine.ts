@@ -117,3 +117,11 @@ export const TEST_SERVICE_LIMITS = {
   maxAuthFailures: 30,
   maxUrlFetches: 8,
 };
+
+/** The HTTP app's limits for tests (buildApp, startServer): roomy, so that only what a test sets on purpose refuses. */
+export const TEST_APP_LIMITS = {
+  bodyTimeoutMs: 5000,
+  headersTimeoutMs: 5000,
+  maxConnections: 100,
+  maxUploads: 16,
+};

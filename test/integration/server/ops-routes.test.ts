@@ -11,7 +11,7 @@ import { createMetrics } from '../../../src/server/metrics.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
+import { testEngine, testImage, TEST_APP_LIMITS, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 let url: string;
 let store: Store;
@@ -30,10 +30,7 @@ async function start(metricsToken?: string): Promise<void> {
   const logger = { level: 'warn', stream: { write: (line: string) => void logged.push(line) } };
   app = buildApp({
     service,
-    bodyTimeoutMs: 5000,
-    headersTimeoutMs: 5000,
-    maxConnections: 100,
-    maxUploads: 16,
+    ...TEST_APP_LIMITS,
     metrics,
     metricsToken,
     logger,

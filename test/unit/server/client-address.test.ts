@@ -13,7 +13,7 @@ import { createMetrics } from '../../../src/server/metrics.js';
 import { trustedProxies } from '../../../src/server/trusted-proxies.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
+import { testEngine, testImage, TEST_APP_LIMITS, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 const MAX_AUTH_FAILURES = 3;
 
@@ -36,10 +36,7 @@ async function start(trustProxy?: string[], listen: { host?: string; metricsToke
   metrics.status = () => service.status();
   app = buildApp({
     service,
-    bodyTimeoutMs: 5000,
-    headersTimeoutMs: 5000,
-    maxConnections: 100,
-    maxUploads: 16,
+    ...TEST_APP_LIMITS,
     metrics,
     ...(trustProxy ? { trustProxy } : {}),
     ...listen,

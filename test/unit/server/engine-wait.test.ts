@@ -10,7 +10,13 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { buildApp } from '../../../src/server/build-app.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, type TestEngine, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
+import {
+  testEngine,
+  testImage,
+  type TestEngine,
+  TEST_APP_LIMITS,
+  TEST_SERVICE_LIMITS,
+} from '../../helpers/sharp-test-engine.js';
 
 let dir: string;
 let store: Store;
@@ -26,7 +32,7 @@ beforeEach(async () => {
   // Gated: the engine ignores its abort signal, as a stuck native call would.
   engine = testEngine({ kind: 'gated' });
   service = await createService({ store, engine, ...TEST_SERVICE_LIMITS, processingTimeoutMs: 400 });
-  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16 });
+  app = buildApp({ service, ...TEST_APP_LIMITS });
 });
 afterEach(async () => {
   engine.release();

@@ -12,7 +12,7 @@ import { ERRORS, RmbgError } from '../../../src/api/errors.js';
 import { buildApp } from '../../../src/server/build-app.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { openStore, type Store } from '../../../src/store/index.js';
-import { testEngine, testImage, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
+import { testEngine, testImage, TEST_APP_LIMITS, TEST_SERVICE_LIMITS } from '../../helpers/sharp-test-engine.js';
 
 const DATABASE_TEXT =
   'the database is unreachable (password authentication failed for user "rmbg_owner" at db.internal:5432); retry shortly';
@@ -44,7 +44,7 @@ beforeEach(async () => {
   service = await createService({ store: failing, engine: testEngine(), ...TEST_SERVICE_LIMITS });
   logged = [];
   const logger = { level: 'warn', stream: { write: (line: string) => void logged.push(line) } };
-  app = buildApp({ service, bodyTimeoutMs: 5000, headersTimeoutMs: 5000, maxConnections: 100, maxUploads: 16, logger });
+  app = buildApp({ service, ...TEST_APP_LIMITS, logger });
 });
 afterEach(async () => {
   down = false;
