@@ -46,6 +46,11 @@ export interface Remover {
   readonly mode: 'local' | 'remote';
   /** Where an on-device remover's model runs. */
   readonly device?: DeviceReport;
+  /**
+   * The settings it runs with, by their rows' names (settings/): the engine's options, or the server's URL, key
+   * (its end only) and time limit, and the metadata kept. The batch's start event reports them in force.
+   */
+  readonly settings?: Readonly<Record<string, unknown>>;
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
@@ -66,6 +71,7 @@ export function localRemover(engine: Engine): Remover {
   return {
     mode: 'local',
     ...(engine.device && { device: engine.device }),
+    settings: { ...engine.options },
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       const result = await engine.cutOut(await engineInput(image), options, call.signal);
@@ -94,11 +100,13 @@ export interface KeptMetadata {
 
 /** `remover` with the photo's kept metadata embedded into each result, on this computer or from a server (which sends none). */
 export async function keepingMetadata(remover: Remover, kept: KeptMetadata): Promise<Remover> {
-  if (!kept.keepMetadata && !kept.keepGps) return remover;
+  if (!kept.keepMetadata && !kept.keepGps)
+    return { ...remover, settings: { ...remover.settings, keepMetadata: false, keepGps: false } };
   const { withKeptMetadata } = await import('../engine/image/keep-metadata.js');
   const policy = { keep: true, gps: Boolean(kept.keepGps) };
   return {
     ...remover,
+    settings: { ...remover.settings, keepMetadata: policy.keep, keepGps: policy.gps },
     async remove(image, options, call) {
       const result = await remover.remove(image, options, call);
       return { ...result, data: await withKeptMetadata(image, result, policy) };

@@ -136,6 +136,7 @@ export function createRmbg(): Rmbg {
       const events = batchEvents({
         items,
         outputDir: options.outDir,
+        recursive: Boolean(options.recursive),
         options: removeOptions,
         remover,
         concurrency: concurrencyOf(options.concurrency, remover),

@@ -191,6 +191,7 @@ async function runFolderBatch(
     const events = batchEvents({
       items,
       outputDir: outDir,
+      recursive: Boolean(flags.recursive),
       options,
       remover,
       concurrency: concurrencyOf(flags.concurrency, remover),
