@@ -2,6 +2,7 @@
 // server. Everything mode-specific (credits, idempotency keys and their rotation, retries) lives behind it;
 // the batch only keeps the remover's token in its journal and hands it back on the next run.
 
+import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
@@ -61,10 +62,10 @@ export interface Remover {
 
 /**
  * Images in flight at once: the `concurrency` given, else by default: local, what keeps its device busy (the
- * engine's device report); remote, 4 keeps a server busy without tripping rate limits (halved on 429/503).
+ * engine's device report); remote, LIMITS.remoteConcurrency (halved on 429/503).
  */
 export function concurrencyOf(given: number | undefined, remover: Pick<Remover, 'mode' | 'device'>): number {
-  return given ?? (remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4);
+  return given ?? (remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : LIMITS.remoteConcurrency);
 }
 
 export function localRemover(engine: Engine): Remover {
