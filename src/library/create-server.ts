@@ -30,7 +30,7 @@ export interface LocalService {
   /**
    * The settings in force, read back from the parts that use them: the service's and the app's (by their rows'
    * names, seconds as milliseconds), the engine's options, and those this function uses itself. A row that
-   * reaches none of them is missing here (test/unit/settings/settings-reach-consumers.test.ts).
+   * reaches none of them is missing here (test/integration/settings/settings-reach-consumers.test.ts).
    */
   settings(): Record<string, unknown>;
   /** Stops accepting, lets requests in flight finish, then closes the service, the model and the store. */
