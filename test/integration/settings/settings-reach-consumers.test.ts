@@ -128,13 +128,13 @@ describe('every engine row', () => {
 /** The settings a batch of removeBackgrounds() reports in force (its start event), and how many inputs it found. */
 async function batchStart(
   inputs: string,
-  /** Every option by its row's name: RemoveBackgroundsOptions, built from the table. */
-  options: Record<string, unknown>,
+  /** RemoveBackgroundsOptions, built from the table's rows. */
+  options: object,
 ): Promise<{ total: number; settings: BatchSettings }> {
   const rmbgInstance = createRmbg();
   try {
     // Leaving the loop at the first event ends the batch (and the watch): only its settings are wanted here.
-    for await (const event of rmbgInstance.removeBackgrounds(inputs, options as object as RemoveBackgroundsOptions))
+    for await (const event of rmbgInstance.removeBackgrounds(inputs, options as RemoveBackgroundsOptions))
       if (event.type === 'start') return event;
     throw new Error('the batch ended without a start event');
   } finally {
