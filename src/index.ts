@@ -12,7 +12,15 @@ import type { RmbgServer, ServerOptions } from './library/server-options.js';
 export type { Device, DeviceReport } from './api/device.js';
 export { ERRORS, RmbgError, type ErrorCode, type ErrorPolicy } from './api/errors.js';
 export type { Format, OutputFormat, Size } from './api/options.js';
-export type { ArrivalEvent, BatchEvent, BatchSummary, FileEvent, FileStatus } from './batch/run-batch.js';
+export type {
+  ArrivalEvent,
+  BatchEvent,
+  BatchSettings,
+  BatchSummary,
+  FileEvent,
+  FileStatus,
+  StartEvent,
+} from './batch/run-batch.js';
 export type { ForegroundBox } from './api/wire-types.js';
 export type { ImageInput } from './library/image-input.js';
 export type { ImageOptions, RemoveBackgroundOptions, RunOptions } from './library/remove-options.js';

@@ -12,6 +12,8 @@ export const LIMITS = {
   /** A completed Idempotency-Key is remembered this long (its replay only for replayWindowMs); then it is free again. */
   idempotencyKeyRetentionMs: 24 * 60 * 60 * 1000,
   clientTimeoutMs: 180_000,
+  /** Images in flight at once through a server, unless `concurrency` says: busy without tripping its rate limit. */
+  remoteConcurrency: 4,
   /** On this computer, a model run unanswered this long fails its photo (rmbg serve: its processing timeout). */
   runTimeoutMs: 300_000,
   /** An image_url server that needs longer than this to deliver the image is broken (processing has its own limit). */

@@ -38,6 +38,9 @@ function forgotten(sentAt: number | undefined, now = Date.now()): boolean {
   return sentAt !== undefined && now - sentAt >= LIMITS.idempotencyKeyRetentionMs - RETENTION_MARGIN_MS;
 }
 
+/** How a key shows in the settings a batch reports: its last four characters, enough to tell keys apart. */
+export const keyEnd = (apiKey: string): string => `…${apiKey.slice(-4)}`;
+
 export function remoteRemover(options: { baseUrl: string; apiKey: string; timeoutMs: number }): RemoteRemover {
   const listeners: Array<() => void> = [];
   const client = createApiClient({
@@ -49,6 +52,7 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
   return {
     mode: 'remote',
     client,
+    settings: { apiUrl: options.baseUrl, apiKey: keyEnd(options.apiKey), timeoutMs: options.timeoutMs },
     onThrottle: (listener) => listeners.push(listener),
     async remove(image, removeOptions, call) {
       // Same request as an earlier run: keep its key, so a request the server already charged is replayed for free.

@@ -2,6 +2,7 @@
 // server. Everything mode-specific (credits, idempotency keys and their rotation, retries) lives behind it;
 // the batch only keeps the remover's token in its journal and hands it back on the next run.
 
+import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
@@ -46,6 +47,11 @@ export interface Remover {
   readonly mode: 'local' | 'remote';
   /** Where an on-device remover's model runs. */
   readonly device?: DeviceReport;
+  /**
+   * The settings it runs with, by their rows' names (settings/): the engine's options, or the server's URL, key
+   * (its end only) and time limit, and the metadata kept. The batch's start event reports them in force.
+   */
+  readonly settings?: Readonly<Record<string, unknown>>;
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
@@ -56,16 +62,17 @@ export interface Remover {
 
 /**
  * Images in flight at once: the `concurrency` given, else by default: local, what keeps its device busy (the
- * engine's device report); remote, 4 keeps a server busy without tripping rate limits (halved on 429/503).
+ * engine's device report); remote, LIMITS.remoteConcurrency (halved on 429/503).
  */
 export function concurrencyOf(given: number | undefined, remover: Pick<Remover, 'mode' | 'device'>): number {
-  return given ?? (remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : 4);
+  return given ?? (remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : LIMITS.remoteConcurrency);
 }
 
 export function localRemover(engine: Engine): Remover {
   return {
     mode: 'local',
     ...(engine.device && { device: engine.device }),
+    settings: { ...engine.options },
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       const result = await engine.cutOut(await engineInput(image), options, call.signal);
@@ -94,11 +101,13 @@ export interface KeptMetadata {
 
 /** `remover` with the photo's kept metadata embedded into each result, on this computer or from a server (which sends none). */
 export async function keepingMetadata(remover: Remover, kept: KeptMetadata): Promise<Remover> {
-  if (!kept.keepMetadata && !kept.keepGps) return remover;
+  if (!kept.keepMetadata && !kept.keepGps)
+    return { ...remover, settings: { ...remover.settings, keepMetadata: false, keepGps: false } };
   const { withKeptMetadata } = await import('../engine/image/keep-metadata.js');
   const policy = { keep: true, gps: Boolean(kept.keepGps) };
   return {
     ...remover,
+    settings: { ...remover.settings, keepMetadata: policy.keep, keepGps: policy.gps },
     async remove(image, options, call) {
       const result = await remover.remove(image, options, call);
       return { ...result, data: await withKeptMetadata(image, result, policy) };

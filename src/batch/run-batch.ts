@@ -59,13 +59,28 @@ export interface ArrivalEvent {
   total: number;
 }
 
-export type BatchEvent = { type: 'start'; total: number } | ArrivalEvent | FileEvent | BatchSummary;
+/**
+ * The settings a batch runs with, by their rows' names (settings/remove.ts, settings/engine.ts): its own, read
+ * where it holds them, and its remover's. A row that reaches neither is missing here.
+ */
+export type BatchSettings = Readonly<Record<string, unknown>>;
+
+/** The batch begins with `total` inputs (arrivals add to it) and these settings in force. */
+export interface StartEvent {
+  type: 'start';
+  total: number;
+  settings: BatchSettings;
+}
+
+export type BatchEvent = StartEvent | ArrivalEvent | FileEvent | BatchSummary;
 
 export interface BatchOptions {
   items: InputItem[];
   /** Inputs as they land (--watch, watch-inputs.ts); must end when `signal` aborts, and the batch ends with it. */
   arrivals?: (signal: AbortSignal) => AsyncIterable<InputItem>;
   outputDir: string;
+  /** Whether the inputs were found, and arrivals are watched, in subfolders too (the caller finds them). */
+  recursive?: boolean;
   options: RemoveOptions;
   remover: Remover;
   concurrency: number;
@@ -128,7 +143,7 @@ class BatchRun {
 
   /** Every input, then every arrival, under the concurrency limit; resolves once all have finished. */
   async processAll(): Promise<void> {
-    this.batch.onEvent({ type: 'start', total: this.items.length });
+    this.batch.onEvent({ type: 'start', total: this.items.length, settings: this.settings() });
     const running = this.items.map((item) => this.schedule(item));
     if (this.batch.arrivals) {
       // Caught here so that a failure while more inputs are awaited is not unhandled; Promise.all reports it.
@@ -136,6 +151,20 @@ class BatchRun {
       await this.takeArrivals(this.batch.arrivals, running);
     }
     await Promise.all(running);
+  }
+
+  /** The settings in force: the remover's, and the batch's own as this run holds them. */
+  private settings(): BatchSettings {
+    const { remover, recursive, overwrite, retryFailed, arrivals } = this.batch;
+    return {
+      ...remover.settings,
+      outDir: this.outputDir,
+      recursive: Boolean(recursive),
+      watch: arrivals !== undefined,
+      concurrency: this.concurrency.current,
+      overwrite,
+      retryFailed,
+    };
   }
 
   /** Adds each arrival to the batch and schedules it, until the arrivals end. */

@@ -7,7 +7,6 @@ import { FormData, request, type Dispatcher } from 'undici';
 import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import { MIME_OF_INPUT, mediaTypeOf, supportedFormatOf } from '../api/media-types.js';
-import { LIMITS } from '../api/limits.js';
 import { optionsToFields, validateIdempotencyKey, type RemoveOptions } from '../api/options.js';
 import type { AccountRecord, ForegroundBox, RateLimitInfo } from '../api/wire-types.js';
 import { endpointUrl, parseBaseUrl } from './endpoint-url.js';
@@ -28,8 +27,8 @@ export interface ApiClientOptions {
   /** Base address; `/v1.0` is appended unless the path already ends with it. */
   baseUrl: string;
   apiKey: string;
-  /** Limit for one attempt, from sending to the last body byte (spec: 180 s recommended). */
-  timeoutMs?: number;
+  /** Limit for one attempt, from sending to the last body byte: the caller's `timeoutMs` row (settings/remove.ts). */
+  timeoutMs: number;
   retry?: Partial<RetryPolicy>;
   onRetry?: (info: RetryInfo) => void;
   /** undici dispatcher, e.g. an Agent with other connection limits; default: undici's global one. */
@@ -94,7 +93,7 @@ interface Call {
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const base = parseBaseUrl(options.baseUrl);
   if (!options.apiKey) throw new RmbgError('usage_error', 'an API key is required to call the API');
-  const timeoutMs = options.timeoutMs ?? LIMITS.clientTimeoutMs;
+  const { timeoutMs } = options;
   const policy = resolveRetryPolicy(options.retry);
   const auth = { [HEADERS.apiKey]: options.apiKey };
   const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;

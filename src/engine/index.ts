@@ -32,7 +32,7 @@ async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void
 
 export async function createEngine(
   options: EngineOptions = {},
-): Promise<Engine & { session: WorkerSession; device: DeviceReport }> {
+): Promise<Engine & { session: WorkerSession; device: DeviceReport; options: EngineOptions }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
@@ -61,6 +61,7 @@ export async function createEngine(
   return {
     session,
     device,
+    options,
     async cutOut(
       input: Buffer | DecodedPhoto,
       removeOptions: RemoveOptions,

@@ -33,6 +33,8 @@ export interface DecodedPhoto {
 export interface Engine {
   /** Where the model runs (the on-device engine; a test double may leave it out). */
   readonly device?: DeviceReport;
+  /** The options it was created with (model, device, threads… by their rows' names): a batch reports them in force. */
+  readonly options?: object;
   /** An API image's bytes or a decoded photo. Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
   cutOut(input: Buffer | DecodedPhoto, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
   /** Why the engine is broken (a run went past its limit), until a fresh worker has answered a run; else undefined. */

@@ -123,10 +123,10 @@ export function createRmbg(): Rmbg {
           'outDir is required: the folder for the outputs and the journal that lets a re-run resume',
         );
       }
-      const [{ discoverInputs }, { batchEvents }, { concurrencyOf }] = await Promise.all([
+      const [{ discoverInputs }, { batchEvents }, { batchRowsOf }] = await Promise.all([
         import('../batch/discover-inputs.js'),
         import('../batch/batch-events.js'),
-        import('../batch/remover.js'),
+        import('../batch/batch-rows.js'),
       ]);
       const paths = typeof inputs === 'string' ? [inputs] : [...inputs];
       const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
@@ -135,12 +135,9 @@ export function createRmbg(): Rmbg {
       const remover = await removerFor(target, options);
       const events = batchEvents({
         items,
-        outputDir: options.outDir,
+        ...batchRowsOf(options, remover),
         options: removeOptions,
         remover,
-        concurrency: concurrencyOf(options.concurrency, remover),
-        overwrite: Boolean(options.overwrite),
-        retryFailed: Boolean(options.retryFailed),
         // The caller's signal cancels the files in flight too, not only the ones not started.
         stop: signal,
         abort: signal,

@@ -14,8 +14,8 @@ import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
-import type { SERVER_SETTINGS } from '../settings/server.js';
-import type { SettingsFor } from '../settings/setting.js';
+import { SERVER_SETTINGS } from '../settings/server.js';
+import { defaultsOf, settingsFor, type SettingsFor } from '../settings/setting.js';
 import { apiRoutes } from './api-routes.js';
 import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
@@ -31,8 +31,14 @@ import { Slots } from '../service/slots.js';
  */
 export type AppSettings = SettingsFor<typeof SERVER_SETTINGS, 'app'>;
 
-/** `ui` may be left out (tests): the web page is then off; `rmbg serve` passes its row's default, on. */
-export interface AppOptions extends Omit<AppSettings, 'ui'>, Partial<Pick<AppSettings, 'ui'>> {
+/**
+ * The app rows' defaults, for the settings a caller leaves out (tests). All but the web page's: it is served only
+ * when asked for (`rmbg serve` passes its row's value, on), so an app built without `ui` serves the API alone.
+ */
+const { ui: _servedWhenAsked, ...APP_DEFAULTS } = settingsFor(SERVER_SETTINGS, 'app', defaultsOf(SERVER_SETTINGS));
+
+/** The app's settings, each defaulting to its row's (but `ui`, off unless given), and what the app is given to serve. */
+export interface AppOptions extends Partial<AppSettings> {
   /** Where the model runs, for /readyz. */
   device?: DeviceReport;
   service: Pick<Service, 'handleRemoveRequest' | 'getAccount'> & Partial<Pick<Service, 'checkReady'>>;
@@ -63,7 +69,7 @@ export const KEEP_ALIVE_MS = 5000;
 const REQUEST_TIMEOUT_SLACK_MS = 2000;
 
 /** Node's server with its timeouts (fastify's default is none) and at most maxConnections sockets. */
-function serverFactory(options: AppOptions) {
+function serverFactory(options: Omit<AppSettings, 'ui'>) {
   return (handler: RequestListener) => {
     const server = createServer(
       {
@@ -96,7 +102,8 @@ export function appSettingsOf(app: FastifyInstance): Partial<AppSettings> {
   };
 }
 
-export function buildApp(options: AppOptions): FastifyInstance {
+export function buildApp(given: AppOptions): FastifyInstance {
+  const options = { ...APP_DEFAULTS, ...given };
   const proxies = trustedProxies(options.trustProxy ?? []);
   const app = Fastify({
     // request.ip: the socket's peer, or with trusted proxies the first address of X-Forwarded-For, from the

@@ -75,7 +75,8 @@ export const BATCH_SETTINGS = {
     help: 'images in flight at once',
     // On this computer the engine's device report says how many (its rule is the engine's, not retold here).
     defaultText:
-      'through a server 4 (halved while it answers 429/503); on this computer as many as keep its device busy, within the memory left',
+      `through a server ${LIMITS.remoteConcurrency} (halved while it answers 429/503); ` +
+      'on this computer as many as keep its device busy, within the memory left',
   },
   runTimeoutMs: {
     type: 'whole',

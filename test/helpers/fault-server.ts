@@ -7,6 +7,9 @@ import type { AddressInfo } from 'node:net';
 import busboy from 'busboy';
 import sharp from 'sharp';
 
+/** A client's time limit for a fault server's answers: ample on loopback (a test of the limit sets its own). */
+export const TIMEOUT_MS = 30_000;
+
 export interface ReceivedFile {
   filename: string;
   mimeType: string;

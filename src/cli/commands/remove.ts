@@ -6,7 +6,8 @@ import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '
 import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
 import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
 import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
-import { concurrencyOf, type Remover } from '../../batch/remover.js';
+import { batchRowsOf } from '../../batch/batch-rows.js';
+import type { Remover } from '../../batch/remover.js';
 import { batchEvents } from '../../batch/batch-events.js';
 import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
@@ -190,12 +191,9 @@ async function runFolderBatch(
   try {
     const events = batchEvents({
       items,
-      outputDir: outDir,
+      ...batchRowsOf({ ...flags, outDir }, remover),
       options,
       remover,
-      concurrency: concurrencyOf(flags.concurrency, remover),
-      overwrite: Boolean(flags.overwrite),
-      retryFailed: Boolean(flags.retryFailed),
       stop: stop.signal,
       abort: abort.signal,
       arrivals: watchInputs

@@ -1,17 +1,22 @@
 // Every row of the settings tables reaches the code that uses it: each is set to a value other than its default,
-// and the started server (its service, its app, its engine) or the batch reports that value in force. A row
-// added without a consumer fails here, named.
+// and the started server (its service, its app, its engine) or the batch (its start event, or for the CLI's own
+// flags what `rmbg remove` does) shows that value in force. A row added without a consumer fails here, named.
 
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer as listen } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { keyEnd } from '../../../src/batch/remote-remover.js';
+import type { BatchSettings } from '../../../src/batch/run-batch.js';
+import { EXIT } from '../../../src/cli/exit-codes.js';
 import { startLocalService } from '../../../src/library/create-server.js';
 import { engineKeyOf, engineOptionsOf } from '../../../src/library/engine-settings.js';
-import { ENGINE_SETTINGS, SERVE_TABLE } from '../../../src/settings/index.js';
+import { createRmbg, type RemoveBackgroundsOptions } from '../../../src/library/rmbg.js';
+import { ENGINE_SETTINGS, REMOVE_TABLE, SERVE_TABLE } from '../../../src/settings/index.js';
 import { settingsFor, type SettingRow } from '../../../src/settings/setting.js';
-import { removeTempDirs, tempDir } from '../../helpers/cli.js';
+import { jsonLines, removeTempDirs, rmbg, tempDir } from '../../helpers/cli.js';
 import { warmKeyModel } from '../../helpers/fast-models.js';
+import { jpegPhoto } from '../../helpers/hostile-images.js';
 
 afterAll(removeTempDirs);
 
@@ -117,5 +122,94 @@ describe('every engine row', () => {
     }
     // The batch's run time limit is applied by the engine's worker: another limit, another engine.
     expect(keyOf(engineOptionsOf({ runTimeoutMs: 5000 }, env))).not.toBe(keyOf(defaults));
+  });
+});
+
+/** The settings a batch of removeBackgrounds() reports in force (its start event), and how many inputs it found. */
+async function batchStart(
+  inputs: string,
+  /** RemoveBackgroundsOptions, built from the table's rows. */
+  options: object,
+): Promise<{ total: number; settings: BatchSettings }> {
+  const rmbgInstance = createRmbg();
+  try {
+    // Leaving the loop at the first event ends the batch (and the watch): only its settings are wanted here.
+    for await (const event of rmbgInstance.removeBackgrounds(inputs, options as RemoveBackgroundsOptions))
+      if (event.type === 'start') return event;
+    throw new Error('the batch ended without a start event');
+  } finally {
+    await rmbgInstance.close();
+  }
+}
+
+describe('every row of rmbg remove and removeBackgrounds()', () => {
+  const libraryRows = Object.entries(REMOVE_TABLE).filter(([, row]) => !('cliOnly' in row));
+  const remoteRows = ['apiUrl', 'apiKey', 'timeoutMs'];
+
+  it("reaches the batch or its remover: each in force in the batch's start event", async () => {
+    // The photo is in a subfolder: found only when `recursive` is in force.
+    const inputs = tempDir();
+    mkdirSync(path.join(inputs, 'sub'));
+    writeFileSync(path.join(inputs, 'sub', 'photo.jpg'), await jpegPhoto(64, 48));
+    const text = {
+      outDir: tempDir(),
+      model: warmKeyModel(),
+      apiUrl: 'http://127.0.0.1:9',
+      apiKey: 'rmbg_a-key-of-this-test',
+    };
+    const asked = (names: string[]) =>
+      Object.fromEntries(
+        libraryRows
+          .filter(([name]) => names.includes(name))
+          .map(([name, row]) => [name, otherThanDefault(name, row, text)]),
+      );
+    // Through a server the engine's rows are refused, so they and the server's rows take a batch each; both take
+    // the outputs' folder, which the library requires.
+    const local = asked(libraryRows.map(([name]) => name).filter((name) => !remoteRows.includes(name)));
+    const remote = asked([...remoteRows, 'outDir']);
+    // What each asked value becomes in force: the outputs' folder absolute, the key by its end only.
+    const inForceOf = (options: Record<string, unknown>): Record<string, unknown> => ({
+      ...options,
+      outDir: path.resolve(String(options.outDir)),
+      ...(options.apiKey !== undefined && { apiKey: keyEnd(String(options.apiKey)) }),
+    });
+    const checked = new Set<string>();
+    for (const options of [local, remote]) {
+      const start = await batchStart(inputs, options);
+      const expected = inForceOf(options);
+      for (const name of Object.keys(options)) {
+        expect(start.settings[name], `${name} in force`).toEqual(expected[name]);
+        checked.add(name);
+      }
+      if (options === local) expect(start.total, 'the photo in a subfolder, found by `recursive`').toBe(1);
+    }
+    expect([...checked].sort()).toEqual(libraryRows.map(([name]) => name).sort());
+  });
+
+  it("and every flag of rmbg remove's own reaches the command", async () => {
+    const inputs = tempDir();
+    writeFileSync(path.join(inputs, 'photo.jpg'), await jpegPhoto(64, 48));
+    // A server is configured: only `--local` makes the batch local. Nothing here sends a request.
+    const env = { RMBG_API_URL: 'http://127.0.0.1:9', RMBG_API_KEY: 'rmbg_a-key-of-this-test' };
+    const checked: string[] = [];
+
+    const dryRunOut = path.join(tempDir(), 'out');
+    const dryRun = await rmbg(['remove', inputs, '-o', dryRunOut, '--local', '--dry-run', '--json'], { env });
+    expect(dryRun.exitCode, dryRun.stderr).toBe(EXIT.ok);
+    // --json: the plan in JSON lines; --local: on this computer, no credits; --dry-run: nothing processed.
+    expect(jsonLines(dryRun.stdout).at(-1)).toMatchObject({ summary: true, dryRun: true, toSend: 1, credits: 0 });
+    expect(existsSync(dryRunOut), '--dry-run wrote no output folder').toBe(false);
+    checked.push('json', 'local', 'dryRun');
+
+    const confirmOut = path.join(tempDir(), 'out');
+    const confirm = await rmbg(['remove', inputs, '-o', confirmOut, '--confirm-over', '0'], { env, stdin: 'ignore' });
+    // One credit is over 0, and there is no terminal to ask: refused before anything is sent.
+    expect(confirm.exitCode).toBe(EXIT.failed);
+    expect(confirm.stderr).toContain('over --confirm-over 0');
+    expect(existsSync(confirmOut), 'nothing was written').toBe(false);
+    checked.push('confirmOver');
+
+    const cliOnlyRows = Object.entries(REMOVE_TABLE).filter(([, row]) => 'cliOnly' in row);
+    expect(checked.sort()).toEqual(cliOnlyRows.map(([name]) => name).sort());
   });
 });

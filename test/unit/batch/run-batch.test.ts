@@ -173,7 +173,16 @@ describe('a first run', () => {
     });
     const { events, files, summary } = await run(items, out, fake.remover);
 
-    expect(events[0]).toEqual({ type: 'start', total: 3 });
+    // The settings in force: the batch's own (this remover reports none).
+    const settings = {
+      outDir: out,
+      recursive: false,
+      watch: false,
+      concurrency: 1,
+      overwrite: false,
+      retryFailed: false,
+    };
+    expect(events[0]).toEqual({ type: 'start', total: 3, settings });
     expect(events.at(-1)).toBe(summary);
     expect(summary).toMatchObject({
       type: 'summary',

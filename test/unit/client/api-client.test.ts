@@ -18,6 +18,7 @@ import {
   makePng,
   proxy,
   respond,
+  TIMEOUT_MS,
   type FaultServer,
   type FaultStep,
 } from '../../helpers/fault-server.js';
@@ -67,6 +68,7 @@ async function start(script: FaultStep[], clientOptions: Partial<ApiClientOption
   server = await createFaultServer({ script });
   const retries: RetryInfo[] = [];
   const client = createApiClient({
+    timeoutMs: TIMEOUT_MS,
     baseUrl: server.url + basePath,
     apiKey: KEY,
     onRetry: (info) => retries.push(info),
@@ -213,7 +215,12 @@ describe('error mapping', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const client = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY, retry: { maxAttempts: 1 } });
+    const client = createApiClient({
+      timeoutMs: TIMEOUT_MS,
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: KEY,
+      retry: { maxAttempts: 1 },
+    });
     const error = await rejectionOf(client.getAccount());
     expect(error.code).toBe('network_error');
     expect(error.message).toMatch(/ECONNREFUSED/);
@@ -475,7 +482,7 @@ describe('through the fault server as a transparent proxy', () => {
         upstream: `${upstream.url}/base`,
         script: [apiError(503, 'service_busy'), proxy()],
       });
-      const viaProxy = createApiClient({ baseUrl: server.url, apiKey: KEY, retry: time.retry });
+      const viaProxy = createApiClient({ timeoutMs: TIMEOUT_MS, baseUrl: server.url, apiKey: KEY, retry: time.retry });
       const result = await viaProxy.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'rmbg-p' });
       expect(result.requestId).toBe('from-upstream');
       expect(result.data.equals(png)).toBe(true);

@@ -4,7 +4,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { createApiClient } from '../../../src/client/api-client.js';
-import { createFaultServer, imageResult, json, makePng, type FaultServer } from '../../helpers/fault-server.js';
+import {
+  createFaultServer,
+  imageResult,
+  json,
+  makePng,
+  TIMEOUT_MS,
+  type FaultServer,
+} from '../../helpers/fault-server.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 let server: FaultServer | undefined;
@@ -19,11 +26,11 @@ describe('the API client', () => {
     const warnings: string[] = [];
     const warn = (message: string) => void warnings.push(message);
     // Creating a client sends nothing: no network is needed to see the warning.
-    createApiClient({ baseUrl: 'http://api.example.test', apiKey: 'k', warn });
-    createApiClient({ baseUrl: 'http://api.example.test/v1.0', apiKey: 'k', warn });
-    createApiClient({ baseUrl: 'https://api.example.test', apiKey: 'k', warn });
+    createApiClient({ timeoutMs: TIMEOUT_MS, baseUrl: 'http://api.example.test', apiKey: 'k', warn });
+    createApiClient({ timeoutMs: TIMEOUT_MS, baseUrl: 'http://api.example.test/v1.0', apiKey: 'k', warn });
+    createApiClient({ timeoutMs: TIMEOUT_MS, baseUrl: 'https://api.example.test', apiKey: 'k', warn });
     for (const local of ['http://127.0.0.1:5000', 'http://localhost:5000', 'http://[::1]:5000'])
-      createApiClient({ baseUrl: local, apiKey: 'k', warn });
+      createApiClient({ timeoutMs: TIMEOUT_MS, baseUrl: local, apiKey: 'k', warn });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/unencrypted over http:\/\/ to api\.example\.test/);
   });
@@ -32,6 +39,7 @@ describe('the API client', () => {
     const png = await makePng(40, 40);
     server = await createFaultServer({ script: [imageResult(png, 40, 40), imageResult(png, 40, 40)] });
     const capped = createApiClient({
+      timeoutMs: TIMEOUT_MS,
       baseUrl: server.url,
       apiKey: 'k',
       maxResponseBytes: 64,
@@ -43,6 +51,7 @@ describe('the API client', () => {
       expect.stringContaining(`declares ${png.length} bytes`),
     ]);
     const roomy = createApiClient({
+      timeoutMs: TIMEOUT_MS,
       baseUrl: server.url,
       apiKey: 'k',
       maxResponseBytes: png.length,
@@ -56,7 +65,12 @@ describe('the API client', () => {
     server = await createFaultServer({
       script: [json(400, { errors: [{ title: `T\u001b[1m`, code: 'invalid_option', detail: hostile }] })],
     });
-    const client = createApiClient({ baseUrl: server.url, apiKey: 'k', retry: { maxAttempts: 1 } });
+    const client = createApiClient({
+      timeoutMs: TIMEOUT_MS,
+      baseUrl: server.url,
+      apiKey: 'k',
+      retry: { maxAttempts: 1 },
+    });
     const error = await rejectionOf(client.postRemoveBg(Buffer.from('x'), DEFAULT_OPTIONS));
     expect(error.code).toBe('invalid_option');
     expect(error.message).toBe('bad red bell line next');

@@ -1,0 +1,28 @@
+// The batch's rows of settings/remove.ts as runBatch takes them, for both of its callers (`rmbg remove` and the
+// library's removeBackgrounds()): a batch row reaches the batch here once, whichever caller it came through.
+
+import { concurrencyOf, type Remover } from './remover.js';
+import type { BatchOptions } from './run-batch.js';
+
+/** The rows by their names, as the CLI's flags and the library's options both hold them. */
+export interface BatchRows {
+  outDir: string;
+  recursive?: boolean | undefined;
+  concurrency?: number | undefined;
+  overwrite?: boolean | undefined;
+  retryFailed?: boolean | undefined;
+}
+
+/** The batch's settings from its rows; the concurrency left out is the remover's default (concurrencyOf). */
+export function batchRowsOf(
+  rows: BatchRows,
+  remover: Remover,
+): Pick<BatchOptions, 'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed'> {
+  return {
+    outputDir: rows.outDir,
+    recursive: Boolean(rows.recursive),
+    concurrency: concurrencyOf(rows.concurrency, remover),
+    overwrite: Boolean(rows.overwrite),
+    retryFailed: Boolean(rows.retryFailed),
+  };
+}
