@@ -1,13 +1,15 @@
 // `--watch`: photos landing in the folders, each reported once it stopped growing, so none is read half-copied.
 
-import { lstat, stat } from 'node:fs/promises';
-import { relative, resolve, sep } from 'node:path';
+import { lstat, readdir, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { watch } from 'chokidar';
 import { RmbgError } from '../api/errors.js';
 import { watchedItem, type InputItem } from './discover-inputs.js';
 
 /** How long a file's size must stay the same before it counts as landed (a copy over a slow share pauses). */
 export const STABLE_MS = 2000;
+const POLL_MS = 100;
 
 /** The folders among the inputs (files named among them are processed once, not watched); at least one. */
 export async function foldersToWatch(inputs: readonly string[]): Promise<string[]> {
@@ -40,27 +42,54 @@ export async function* watchInputs(
   let failure: unknown;
   const watcher = watch(roots, {
     ignoreInitial: false,
-    awaitWriteFinish: { stabilityThreshold: STABLE_MS, pollInterval: 100 },
+    awaitWriteFinish: { stabilityThreshold: STABLE_MS, pollInterval: POLL_MS },
     depth: options.recursive ? undefined : 0,
     // As the folder walk (discover-inputs.ts): a symbolic link is not an input, so a planted `x.jpg → ~/.ssh/id_rsa`
-    // is not read, nor sent to a server. chokidar still reports a link to a file: 'add' checks what it is.
+    // is not read, nor sent to a server. chokidar still reports a link to a file: `report` checks what it is.
     followSymlinks: false,
     ignored: (path) => ignored(path, roots, outputDir),
   });
-  watcher.on('add', async (path) => {
-    if (!(await lstat(path).catch(() => undefined))?.isFile()) return;
+  // Both chokidar and the sweeps below may find a file: it is reported once (again only after it was removed).
+  const reported = new Set<string>();
+  const report = async (path: string) => {
+    if (reported.has(path) || !(await lstat(path).catch(() => undefined))?.isFile() || reported.has(path)) return;
+    reported.add(path);
     const root = rootOf(path, roots);
     const item = root === undefined ? undefined : watchedItem(path, root, { recursive: options.recursive, outputDir });
     if (item) arrived.push(item);
     wake?.();
-  });
+  };
+  const sweeps = new AbortController();
+  // chokidar reads a new folder before it watches it, so a file landing in between is never reported (chokidar
+  // #1112, #1471; a folder copied in hits it): each folder is read again once chokidar watches it.
+  const sweep = async (folder: string) => {
+    try {
+      await delay(STABLE_MS, undefined, { signal: sweeps.signal });
+      const found = await filesUnder(folder, options.recursive, (path) => ignored(path, roots, outputDir));
+      if (sweeps.signal.aborted) return;
+      for (const file of found.files)
+        if (!reported.has(file))
+          void untilStable(file, sweeps.signal).then((stable) => (stable ? report(file) : undefined));
+      // A subfolder made in that gap is not watched either: later arrivals in it need chokidar to watch it.
+      const watched = watcher.getWatched();
+      for (const subfolder of found.folders) if (!(subfolder in watched)) watcher.add(subfolder);
+    } catch {} // stopped, or the folder is gone: nothing to report
+  };
+  let watching = false;
+  watcher.on('add', report);
+  watcher.on('unlink', (path) => reported.delete(path));
+  watcher.on('addDir', (folder) => watching && options.recursive && void sweep(folder));
   watcher.on('error', (error) => {
     failure = new RmbgError('io_error', `cannot watch ${folders.join(', ')}: ${(error as Error).message}`, {
       cause: error,
     });
     wake?.();
   });
-  watcher.once('ready', () => options.onReady?.());
+  watcher.once('ready', () => {
+    watching = true;
+    for (const root of roots) void sweep(root);
+    options.onReady?.();
+  });
   const stop = () => wake?.();
   signal.addEventListener('abort', stop);
   try {
@@ -73,6 +102,7 @@ export async function* watchInputs(
     }
   } finally {
     signal.removeEventListener('abort', stop);
+    sweeps.abort();
     await watcher.close();
   }
 }
@@ -92,4 +122,37 @@ function ignored(path: string, roots: string[], outputDir: string): boolean {
       .split(sep)
       .some((part) => part.startsWith('.'))
   );
+}
+
+/** The regular files and the folders under a folder (all levels when recursive), not following links, none ignored. */
+async function filesUnder(
+  folder: string,
+  recursive: boolean,
+  isIgnored: (path: string) => boolean,
+  found: { files: string[]; folders: string[] } = { files: [], folders: [] },
+): Promise<{ files: string[]; folders: string[] }> {
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name);
+    if (isIgnored(path)) continue;
+    if (entry.isFile()) found.files.push(path);
+    else if (recursive && entry.isDirectory()) {
+      found.folders.push(path);
+      await filesUnder(path, recursive, isIgnored, found);
+    }
+  }
+  return found;
+}
+
+/** Whether the file's size held for STABLE_MS (as chokidar's awaitWriteFinish); false once it is gone. */
+async function untilStable(path: string, signal: AbortSignal): Promise<boolean> {
+  let size = -1;
+  let since = Date.now();
+  for (;;) {
+    const now = (await stat(path).catch(() => undefined))?.size;
+    if (now === undefined) return false;
+    if (now !== size) [size, since] = [now, Date.now()];
+    else if (Date.now() - since >= STABLE_MS) return true;
+    await delay(POLL_MS, undefined, { signal }).catch(() => undefined);
+    if (signal.aborted) return false;
+  }
 }
