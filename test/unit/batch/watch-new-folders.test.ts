@@ -8,8 +8,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { STABLE_MS, watchInputs } from '../../../src/batch/watch-inputs.js';
+import { STABLE_MS } from '../../../src/batch/watch-inputs.js';
 import { jpegPhoto } from '../../helpers/hostile-images.js';
+import { collectArrivals } from '../../helpers/watch-arrivals.js';
 
 let work: string;
 afterEach(() => rmSync(work, { recursive: true, force: true }));
@@ -19,22 +20,12 @@ it('reports every photo of subfolders made and filled at once, each once', async
   const watched = join(work, 'in');
   mkdirSync(watched);
   const photo = await jpegPhoto(40, 30);
-  const stop = new AbortController();
-  let ready: () => void = () => {};
-  const watching = new Promise<void>((resolve) => (ready = resolve));
-  const arrivals = watchInputs([watched], stop.signal, {
-    recursive: true,
-    outputDir: join(work, 'out'),
-    onReady: ready,
-  });
   const expected: string[] = [];
-  const seen: string[] = [];
-  const collected = (async () => {
-    for await (const item of arrivals) {
-      seen.push(item.relativePath);
-      if (seen.length === expected.length) stop.abort();
-    }
-  })();
+  const { watching, collected, stop } = collectArrivals(
+    work,
+    watched,
+    (_item, seen) => seen.length === expected.length,
+  );
   await watching;
   // Another process copies, as a user's `cp -r` does, while this one watches.
   writeFileSync(join(work, 'photo.jpg'), photo);
@@ -44,7 +35,7 @@ it('reports every photo of subfolders made and filled at once, each once', async
   await promisify(execFile)('sh', ['-c', script], { cwd: work });
   // A bound on the wait, not a synchronisation: a photo missed never arrives, and the list below says which.
   const bound = setTimeout(() => stop.abort(), 10 * STABLE_MS);
-  await collected;
+  const seen = await collected;
   clearTimeout(bound);
   expect(seen.sort()).toEqual(expected.sort());
 }, 60_000);

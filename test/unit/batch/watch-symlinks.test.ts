@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { jpegPhoto } from '../../helpers/hostile-images.js';
-import { watchInputs } from '../../../src/batch/watch-inputs.js';
+import { collectArrivals } from '../../helpers/watch-arrivals.js';
 
 let work: string;
 afterEach(() => rmSync(work, { recursive: true, force: true }));
@@ -24,25 +24,11 @@ it('reports the photos that land, never a link to a file or into a folder, befor
   symlinkSync(secrets, join(watched, 'linked'));
   writeFileSync(join(watched, 'first.jpg'), photo);
 
-  const stop = new AbortController();
-  let ready: () => void = () => {};
-  const watching = new Promise<void>((resolve) => (ready = resolve));
-  const arrivals = watchInputs([watched], stop.signal, {
-    recursive: true,
-    outputDir: join(work, 'out'),
-    onReady: ready,
-  });
-  const seen: string[] = [];
-  const collected = (async () => {
-    for await (const item of arrivals) {
-      seen.push(item.relativePath);
-      if (item.path.endsWith('last.jpg')) stop.abort();
-    }
-  })();
+  const { watching, collected } = collectArrivals(work, watched, (item) => item.path.endsWith('last.jpg'));
   await watching;
   // Planted while watching, before the last photo lands.
   symlinkSync(join(secrets, 'id_rsa'), join(watched, 'y.jpg'));
   writeFileSync(join(watched, 'last.jpg'), photo);
-  await collected;
+  const seen = await collected;
   expect(seen.sort()).toEqual(['first.jpg', 'last.jpg']);
 });
