@@ -23,14 +23,24 @@ export function runsLocally(flags: Pick<RemoveFlags, 'local'>, config: Config): 
 export const LOCAL_BY_DEFAULT_NOTE =
   "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
 
-export async function createRemover(flags: RemoveFlags, config: Config): Promise<Remover> {
-  return keepingMetadata(await createBareRemover(flags, config), flags);
+/** `photos`: how many photos the job holds, once they are found (undefined with --watch): a local engine's auto
+ * weighs the GPU's slower start against it (engine/gpu/placement.ts). */
+export async function createRemover(
+  flags: RemoveFlags,
+  config: Config,
+  photos?: Promise<number | undefined>,
+): Promise<Remover> {
+  return keepingMetadata(await createBareRemover(flags, config, photos), flags);
 }
 
-async function createBareRemover(flags: RemoveFlags, config: Config): Promise<Remover> {
+async function createBareRemover(
+  flags: RemoveFlags,
+  config: Config,
+  photos: Promise<number | undefined> | undefined,
+): Promise<Remover> {
   if (runsLocally(flags, config)) {
     const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine(engineOptionsOf(flags)));
+    return localRemover(await createEngine({ ...engineOptionsOf(flags), photos }));
   }
   refuseEngineSettings(flags);
   const { remoteRemover } = await import('../batch/remote-remover.js');

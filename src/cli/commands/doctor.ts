@@ -15,7 +15,13 @@ import {
   type GpuEnvironment,
 } from '../../engine/gpu/gpu-environment.js';
 import { probeGpu } from '../../engine/gpu/gpu-probe.js';
-import { describeVerdict, readVerdict, verdictKey, type GpuVerdict } from '../../engine/gpu/gpu-verdict.js';
+import {
+  describeVerdict,
+  fewestPhotosForGpu,
+  readVerdict,
+  verdictKey,
+  type GpuVerdict,
+} from '../../engine/gpu/gpu-verdict.js';
 import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
@@ -219,7 +225,11 @@ function deviceSetting(device: DoctorReport['device']): string {
 
 function verdictText(verdict: GpuVerdict | null): string {
   if (!verdict) return 'not measured yet (the first start with auto on a GPU measures it)';
-  return `the ${verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(verdict)})`;
+  const faster = `the ${verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(verdict)})`;
+  const fewest = fewestPhotosForGpu(verdict);
+  return fewest > 1 && Number.isFinite(fewest)
+    ? `${faster}; a job of fewer than ${fewest} photos runs on the CPU, which starts sooner`
+    : faster;
 }
 
 function storeText(store: DoctorReport['store']): string {

@@ -155,6 +155,13 @@ async function findInputs(
   return planned ?? { items, watched };
 }
 
+/** How many photos the job holds, once found: one from stdin, none known while watching folders. */
+async function photosIn(finding: ReturnType<typeof findInputs>, stdinMode: boolean): Promise<number | undefined> {
+  if (stdinMode) return 1;
+  const found = await finding.catch(() => undefined);
+  return typeof found === 'object' && found.watched.length === 0 ? found.items.length : undefined;
+}
+
 /** The exit code a finished batch means (see the command's help). */
 function exitCodeOf(summary: BatchSummary, stopped: boolean, watch: boolean): number {
   // A watch ends with Ctrl-C: an interruption only when photos that had landed were left undone.
@@ -234,11 +241,12 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
-  const early = local && !flags.dryRun ? createRemover(flags, config) : undefined;
+  const finding = stdinMode ? Promise.resolve({ items: [], watched: [] }) : findInputs(inputs, flags, options);
+  const early = local && !flags.dryRun ? createRemover(flags, config, photosIn(finding, stdinMode)) : undefined;
   early?.catch(() => undefined); // its error is reported when it is awaited below
   let found: Awaited<ReturnType<typeof findInputs>>;
   try {
-    found = stdinMode ? { items: [], watched: [] } : await findInputs(inputs, flags, options);
+    found = await finding;
   } catch (error) {
     await closeUnused(early);
     throw error;

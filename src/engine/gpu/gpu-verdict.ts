@@ -1,7 +1,8 @@
 // Whether the GPU beats the CPU provider for a model on this machine, measured once by `auto` and remembered in
 // the user's cache, so later starts pay neither the probe nor the measurement. A weak integrated GPU can be slower
 // than the CPU provider; a verdict holds for one adapter, driver, onnxruntime and model, and a change of any of
-// them measures again.
+// them measures again. Each device's start is measured too: a GPU starts slower, so a small job may end sooner
+// on the CPU (estimateJob).
 
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,8 +16,37 @@ export interface GpuVerdict {
   /** One run on a blank input after the first (shaders compiled, graph warm), in milliseconds. */
   gpuMs: number;
   cpuMs: number;
+  /** A start on each device up to its first run's answer: the worker, the session, the first run (shaders on the
+   * GPU). Absent from verdicts saved before they were measured. */
+  gpuStartMs?: number;
+  cpuStartMs?: number;
   /** When it was measured (ISO 8601). */
   at: string;
+}
+
+/** Each device's start and runs for a job of `photos`, estimated from a verdict that has the start times. */
+export interface JobEstimate {
+  photos: number;
+  gpuMs: number;
+  cpuMs: number;
+}
+
+/** How long a job of `photos` takes on each device, its start included; undefined when the verdict lacks the
+ * start times. */
+export function estimateJob(verdict: GpuVerdict, photos: number): JobEstimate | undefined {
+  const { gpuStartMs, cpuStartMs } = verdict;
+  if (gpuStartMs === undefined || cpuStartMs === undefined) return undefined;
+  return { photos, gpuMs: gpuStartMs + photos * verdict.gpuMs, cpuMs: cpuStartMs + photos * verdict.cpuMs };
+}
+
+/** The fewest photos a job must hold for auto to take the GPU, whose start is slower: where its start and runs end
+ * no later than the CPU's. 1 for a verdict without start times; Infinity where the CPU runs faster. */
+export function fewestPhotosForGpu(verdict: GpuVerdict): number {
+  if (verdict.device === 'cpu') return Number.POSITIVE_INFINITY;
+  const slowerStart = (verdict.gpuStartMs ?? 0) - (verdict.cpuStartMs ?? 0);
+  const savedPerPhoto = verdict.cpuMs - verdict.gpuMs;
+  if (slowerStart <= 0) return 1;
+  return savedPerPhoto > 0 ? Math.ceil(slowerStart / savedPerPhoto) : Number.POSITIVE_INFINITY;
 }
 
 /** The user's cache folder (XDG_CACHE_HOME on Linux), beside the graph cache. */
@@ -69,7 +99,17 @@ export function saveVerdict(key: string, verdict: GpuVerdict, file = verdictFile
   } catch {}
 }
 
-/** "GPU 12 ms, CPU 40 ms a run, measured 2026-…" */
+/** "GPU 12 ms a run after a 1900 ms start, CPU 40 ms a run after a 800 ms start, measured 2026-…" */
 export function describeVerdict(verdict: GpuVerdict): string {
-  return `GPU ${verdict.gpuMs} ms, CPU ${verdict.cpuMs} ms a run, measured ${verdict.at}`;
+  const device = (name: string, runMs: number, startMs: number | undefined) =>
+    `${name} ${runMs} ms a run${startMs === undefined ? '' : ` after a ${startMs} ms start`}`;
+  const gpu = device('GPU', verdict.gpuMs, verdict.gpuStartMs);
+  return `${gpu}, ${device('CPU', verdict.cpuMs, verdict.cpuStartMs)}, measured ${verdict.at}`;
+}
+
+/** "3 photos: about 2.1 s on the GPU, 2.0 s on the CPU, starts included" */
+export function describeEstimate(estimate: JobEstimate): string {
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const photos = `${estimate.photos} photo${estimate.photos === 1 ? '' : 's'}`;
+  return `${photos}: about ${seconds(estimate.gpuMs)} on the GPU, ${seconds(estimate.cpuMs)} on the CPU, starts included`;
 }

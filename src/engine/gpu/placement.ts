@@ -18,7 +18,17 @@ import {
   type GpuEnvironment,
 } from './gpu-environment.js';
 import { bindingHasWebGpu, probeGpu, type GpuProbe } from './gpu-probe.js';
-import { describeVerdict, readVerdict, saveVerdict, verdictFile, verdictKey, type GpuVerdict } from './gpu-verdict.js';
+import {
+  describeEstimate,
+  describeVerdict,
+  estimateJob,
+  fewestPhotosForGpu,
+  readVerdict,
+  saveVerdict,
+  verdictFile,
+  verdictKey,
+  type GpuVerdict,
+} from './gpu-verdict.js';
 
 /** What placing a session takes: the session's own settings and where it may run. */
 export interface PlacementOptions extends Omit<SessionOptions, 'provider'>, WorkerLimits {
@@ -28,6 +38,9 @@ export interface PlacementOptions extends Omit<SessionOptions, 'provider'>, Work
   environment?: GpuEnvironment;
   /** For tests: a software adapter counts as a GPU. Default: whether RMBG_TEST_SOFTWARE_GPU is 1 (api/device.ts). */
   softwareGpu?: boolean;
+  /** The number of photos in the job, where the caller knows it (`rmbg remove`): auto weighs each device's start
+   * against it, as a GPU starts slower. Undefined: as many as come (a server, a watch, a library engine). */
+  photos?: Promise<number | undefined>;
 }
 
 /** A session and where it runs. */
@@ -46,7 +59,7 @@ const FIRST_GPU_RUN_LIMIT_MS = 60_000;
  */
 async function gpuSession(
   model: ResolvedModel,
-  options: PlacementOptions,
+  options: Omit<PlacementOptions, 'photos'>,
   verified: Promise<unknown>,
   firstRunLimitMs: number,
 ): Promise<WorkerSession> {
@@ -79,9 +92,10 @@ async function gpuSession(
 /** Places the model on the device asked for: gpu never falls back; auto falls back to the CPU, saying why. */
 export async function placeSession(
   model: ResolvedModel,
-  options: PlacementOptions,
+  placement: PlacementOptions,
   verified: Promise<unknown>,
 ): Promise<PlacedSession> {
+  const { photos, ...options } = placement; // the rest reach the worker thread, which takes no promise
   const requested = options.device ?? DEFAULT_DEVICE;
   const onCpu = async (reason: string): Promise<PlacedSession> => ({
     session: await WorkerSession.load(model, { ...options, provider: 'cpu' }, verified, options),
@@ -109,7 +123,7 @@ export async function placeSession(
     );
   }
   try {
-    return await placeOnGpu(model, options, verified, environment, softwareGpu, onCpu);
+    return await placeOnGpu(model, options, verified, { environment, softwareGpu, photos }, onCpu);
   } finally {
     releaseGpu(); // the GPU session, if any, holds its own claim
   }
@@ -117,10 +131,13 @@ export async function placeSession(
 
 async function placeOnGpu(
   model: ResolvedModel,
-  options: PlacementOptions,
+  options: Omit<PlacementOptions, 'photos'>,
   verified: Promise<unknown>,
-  environment: GpuEnvironment,
-  softwareGpu: boolean,
+  {
+    environment,
+    softwareGpu,
+    photos,
+  }: { environment: GpuEnvironment; softwareGpu: boolean; photos: PlacementOptions['photos'] },
   onCpu: (reason: string) => Promise<PlacedSession>,
 ): Promise<PlacedSession> {
   const requested = options.device ?? DEFAULT_DEVICE;
@@ -132,6 +149,8 @@ async function placeOnGpu(
   const known = verdictAt === undefined ? undefined : readVerdict(verdictAt);
   if (known?.device === 'cpu')
     return onCpu(`the CPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
+  const tooSmall = requested === 'auto' ? tooSmallForGpu(known, await photos) : undefined;
+  if (tooSmall) return onCpu(tooSmall);
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
   const probe: GpuProbe = known
@@ -148,7 +167,9 @@ async function placeOnGpu(
       throw new RmbgError('device_unavailable', softwareAdapterOnly(model, adapters, environment));
     }
     const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
+    const loadStarted = performance.now();
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
+    const gpuStartMs = Math.round(performance.now() - loadStarted);
     const onGpu = (reason: string): PlacedSession => ({
       session,
       device: { requested, device: 'gpu', reason, concurrency: concurrencyFor('gpu') },
@@ -157,7 +178,7 @@ async function placeOnGpu(
       return onGpu(`the GPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
     }
     if (verdictAt !== undefined) {
-      const verdict = await measureVerdict(session, onCpu);
+      const verdict = await measureVerdict(session, gpuStartMs, onCpu);
       saveVerdict(verdictAt, verdict.verdict);
       if (verdict.verdict.device === 'cpu') {
         await session.release();
@@ -188,9 +209,24 @@ async function placeOnGpu(
   }
 }
 
-/** auto's measurement: one blank run on the GPU (its first run is done) against the CPU provider's second. */
+/** auto on a job too small for the GPU's slower start: why the CPU ends it sooner; else undefined. Without a
+ * verdict, a job of one photo is not worth measuring one (a start on both devices): a larger job measures it. */
+function tooSmallForGpu(known: GpuVerdict | undefined, photos: number | undefined): string | undefined {
+  if (photos === undefined) return undefined;
+  if (!known)
+    return photos <= 1
+      ? 'a job of one photo ends sooner on the CPU than the GPU could be measured (a job of more photos measures it)'
+      : undefined;
+  const estimate = estimateJob(known, photos);
+  if (!estimate || photos >= fewestPhotosForGpu(known)) return undefined;
+  return `this job ends sooner on the CPU, as the GPU starts slower (${describeEstimate(estimate)}; from ${describeVerdict(known)}, remembered in ${verdictFile()})`;
+}
+
+/** auto's measurement: one blank run on the GPU (its first run is done) against the CPU provider's second, and each
+ * device's start up to its first run's answer (`gpuStartMs`: the GPU session's, measured by the caller). */
 async function measureVerdict(
   gpu: WorkerSession,
+  gpuStartMs: number,
   onCpu: (reason: string) => Promise<PlacedSession>,
 ): Promise<{ verdict: GpuVerdict; cpu: PlacedSession }> {
   const timed = async (session: WorkerSession) => {
@@ -199,10 +235,19 @@ async function measureVerdict(
     return Math.round(performance.now() - started);
   };
   const gpuMs = await timed(gpu);
+  const cpuStarted = performance.now();
   const cpu = await onCpu('');
   await timed(cpu.session); // the CPU's first run, as the GPU's was
+  const cpuStartMs = Math.round(performance.now() - cpuStarted);
   const cpuMs = await timed(cpu.session);
-  const verdict: GpuVerdict = { device: gpuMs <= cpuMs ? 'gpu' : 'cpu', gpuMs, cpuMs, at: new Date().toISOString() };
+  const verdict: GpuVerdict = {
+    device: gpuMs <= cpuMs ? 'gpu' : 'cpu',
+    gpuMs,
+    cpuMs,
+    gpuStartMs,
+    cpuStartMs,
+    at: new Date().toISOString(),
+  };
   const reason = `the CPU is faster here for this model (${describeVerdict(verdict)})`;
   return { verdict, cpu: { ...cpu, device: { ...cpu.device, reason } } };
 }
