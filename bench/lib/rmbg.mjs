@@ -15,7 +15,7 @@ export async function loadRmbg() {
   const [
     { createEngine },
     { runBatch },
-    { localRemover, defaultConcurrency },
+    { localRemover, concurrencyOf },
     { discoverInputs },
     { CALLER_DEFAULT_OPTIONS },
   ] = await Promise.all([
@@ -29,7 +29,7 @@ export async function loadRmbg() {
   return {
     // The CPU unless a bench asks for another device: on a machine with a GPU, auto would pick it.
     createEngine: (options = {}) => createEngine({ device: 'cpu', ...options }),
-    defaultConcurrency: defaultConcurrency({ mode: 'local' }),
+    defaultConcurrency: concurrencyOf(undefined, { mode: 'local' }), // the CPU's default
     /** The whole folder through runBatch (read, process, atomic write, journal), as `rmbg remove DIR` does. */
     async runFolder(engine, dir, outputDir, concurrency, options = BENCH_OPTIONS) {
       const items = await discoverInputs([dir], { recursive: false, outputDir });
