@@ -53,6 +53,10 @@ export interface WorkerLimits {
 /** Workers set aside and still running (each holds a model in memory); past this, runs fail until one returns. */
 const MAX_SET_ASIDE = 2;
 
+/** A GPU session's runs in its worker at once: one in the model and the next waiting there, so the GPU never waits
+ * for the main thread to take an answer and send the next run (busy with other photos' pixels, it is slow to). */
+const GPU_RUNS_IN_WORKER = 2;
+
 /** Workers set aside by this copy's sessions that have not returned yet. */
 let runningSetAside = 0;
 
@@ -129,7 +133,7 @@ export class WorkerSession {
   async run(input: Float32Array): Promise<MaskPlane> {
     if (this.released) throw new RmbgError('processing_failed', `model ${this.model.name} was released`);
     const { runTimeoutMs } = this.limits;
-    if (runTimeoutMs === undefined) return this.turn(async () => (await this.send(input)).result);
+    if (runTimeoutMs === undefined) return this.runTurn(async () => (await this.send(input)).result);
     return new Promise<MaskPlane>((resolve, reject) => {
       let inModel: Worker | undefined;
       let expired = false;
@@ -146,7 +150,7 @@ export class WorkerSession {
             ),
           );
       }, runTimeoutMs);
-      this.turn(async () => {
+      this.runTurn(async () => {
         if (expired) return; // its caller has given up: its turn is skipped
         const sent = await this.send(input);
         inModel = sent.worker;
@@ -157,6 +161,13 @@ export class WorkerSession {
         .catch(reject)
         .finally(() => clearTimeout(timer));
     });
+  }
+
+  /** A run's turn: on the GPU, shared by this session's runs (GPU_RUNS_IN_WORKER), except behind a worker set aside,
+   * which may still be in the GPU: a run sent now would go to a new worker and use the GPU beside it. */
+  private runTurn<T>(work: () => Promise<T>): Promise<T> {
+    if (this.options.provider !== 'webgpu') return work();
+    return gpuTurn(work, { owner: this, upTo: this.setAsideWorkers.size > 0 ? 1 : GPU_RUNS_IN_WORKER });
   }
 
   /** Sends one run to the worker (started first when there is none): the worker and its answer. */
