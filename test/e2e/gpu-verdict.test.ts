@@ -79,7 +79,9 @@ describe("auto's GPU-or-CPU verdict", () => {
     const fromStdin = await remove('-', { input: readFileSync(photo) });
     expect(fromStdin.exitCode, fromStdin.stderr).toBe(0);
     expect(said(fromStdin.stderr)).toContain('running on the CPU');
-    expect(said(fromStdin.stderr)).toContain('a job of one photo ends sooner on the CPU than the GPU could be measured');
+    expect(said(fromStdin.stderr)).toContain(
+      'a job of one photo ends sooner on the CPU than the GPU could be measured',
+    );
     expect(fromStdin.stdout.length).toBeGreaterThan(0);
     const onePhoto = await remove(folderOf(1));
     expect(onePhoto.exitCode, onePhoto.stderr).toBe(0);
@@ -94,7 +96,14 @@ describe("auto's GPU-or-CPU verdict", () => {
     // The verdict of a GPU that runs 40× faster but starts 2.5 s later: from 7 photos on, it ends sooner.
     const file = verdictsIn(cache);
     const [key] = Object.keys(JSON.parse(readFileSync(file, 'utf8')) as Record<string, GpuVerdict>);
-    const verdict: GpuVerdict = { device: 'gpu', gpuMs: 10, cpuMs: 400, gpuStartMs: 3000, cpuStartMs: 500, at: 'a test' };
+    const verdict: GpuVerdict = {
+      device: 'gpu',
+      gpuMs: 10,
+      cpuMs: 400,
+      gpuStartMs: 3000,
+      cpuStartMs: 500,
+      at: 'a test',
+    };
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, JSON.stringify({ [key as string]: verdict }));
 
