@@ -48,7 +48,7 @@ export class Journal {
     });
     const releaseLock = acquirePidLock(
       join(outputDir, LOCK_NAME),
-      (owner) => `another rmbg run (pid ${owner}) is writing to this output folder; wait for it or use another -o`,
+      (holder) => `another rmbg run (${holder}) is writing to this output folder; wait for it or use another -o`,
     );
     const path = join(outputDir, JOURNAL_NAME);
     const text = existsSync(path) ? readFileSync(path, 'utf8') : '';

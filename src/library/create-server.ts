@@ -67,8 +67,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       closers.push(
         acquirePidLock(
           join(folder, 'serve.lock'),
-          (owner) =>
-            `another rmbg serve (pid ${owner}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
+          (holder) =>
+            `another rmbg serve (${holder}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
         ),
       );
     }

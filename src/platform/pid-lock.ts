@@ -4,8 +4,12 @@
 // (itself an atomic link), the lock is read again and replaced by rename only if it still names the dead
 // pid, so two processes that both saw the dead pid cannot both end up holding it. Release removes the lock
 // only while it is still the file this process created.
+// A pid names a process only on its own machine and in its own pid namespace: two containers on one volume are both
+// pid 1. So the lock also says where its holder runs, and a holder renews the lock's time while it runs; a lock from
+// elsewhere is held while it is renewed, and stale once it is not (a killed container, a restarted one).
 
-import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { linkSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { RmbgError } from '../api/errors.js';
 import { processAlive } from './process-alive.js';
 
@@ -14,6 +18,26 @@ const STALE_GUARD_MS = 10_000;
 /** Rounds of link / takeover before giving up (each waits a little while another process holds the guard). */
 const MAX_ATTEMPTS = 200;
 const GUARD_WAIT_MS = 5;
+/** How often a holder renews its lock's time, and how old a lock from another machine or container is left. */
+const RENEW_MS = 5_000;
+const STALE_ELSEWHERE_MS = 15_000;
+
+/** This process's machine and pid namespace (a container has its own), e.g. "host-1:4026531836". */
+const HERE = `${hostname()}:${pidNamespace()}`;
+
+function pidNamespace(): string {
+  try {
+    return readlinkSync('/proc/self/ns/pid').replace(/\D/g, '');
+  } catch {
+    return ''; // not Linux: the host name alone
+  }
+}
+
+/** A lock's content: "pid where"; a lock written before `where` was added holds the pid alone (this machine). */
+function holderOf(content: string): { pid: number; where: string } {
+  const [pid = '', where = HERE] = content.split(' ');
+  return { pid: Number(pid), where };
+}
 
 /**
  * Locks this process holds now. A lock file with our own pid is ours only if it is here: otherwise it was left
@@ -75,22 +99,48 @@ function takeOver(lockPath: string, temp: string, staleContent: string): boolean
   }
 }
 
-/** Takes the lock or throws usage_error with `busyMessage(ownerPid)`; returns the function that releases it. */
-export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number) => string): () => void {
+/** Whether the holder a lock names runs: here, by its pid; elsewhere, by whether it renewed the lock lately. */
+function holderRuns(lockPath: string, content: string): boolean {
+  const { pid, where } = holderOf(content);
+  if (!(Number.isInteger(pid) && pid > 0)) return false;
+  if (where !== HERE) {
+    const renewed = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
+    return renewed !== undefined && Date.now() - renewed < STALE_ELSEWHERE_MS;
+  }
+  return pid === process.pid ? heldHere.has(lockPath) : processAlive(pid);
+}
+
+/** "pid 1234", or for a holder elsewhere "pid 1 in host-2 (another machine or container)". */
+function describeHolder(content: string): string {
+  const { pid, where } = holderOf(content);
+  return where === HERE ? `pid ${pid}` : `pid ${pid} in ${where.split(':')[0]} (another machine or container)`;
+}
+
+/** Takes the lock or throws usage_error with `busyMessage(holder)` (describeHolder); returns the function that
+ * releases it. While held, the lock's time is renewed (RENEW_MS). */
+export function acquirePidLock(lockPath: string, busyMessage: (holder: string) => string): () => void {
   const temp = `${lockPath}.${process.pid}.tmp`;
+  const ours = `${process.pid} ${HERE}`;
   const held = (): (() => void) => {
     heldHere.add(lockPath);
     const inode = inodeOf(lockPath);
+    const isOurs = () => inode !== undefined && inodeOf(lockPath) === inode && contentOf(lockPath) === ours;
+    const renew = setInterval(() => {
+      try {
+        if (isOurs()) utimesSync(lockPath, new Date(), new Date());
+      } catch {} // a folder gone or read-only: the next beat tries again
+    }, RENEW_MS);
+    renew.unref();
     return () => {
+      clearInterval(renew);
       heldHere.delete(lockPath);
       // Only our own file: a lock that is no longer ours (removed by hand and taken by another) stays.
-      if (inode !== undefined && inodeOf(lockPath) === inode && contentOf(lockPath) === String(process.pid))
-        rmSync(lockPath, { force: true });
+      if (isOurs()) rmSync(lockPath, { force: true });
     };
   };
   try {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      writeFileSync(temp, String(process.pid));
+      writeFileSync(temp, ours);
       try {
         linkSync(temp, lockPath); // fails with EEXIST if held: atomic test-and-set, content included
         return held();
@@ -99,10 +149,7 @@ export function acquirePidLock(lockPath: string, busyMessage: (ownerPid: number)
       }
       const content = contentOf(lockPath);
       if (content === undefined) continue; // released meanwhile
-      const owner = Number(content);
-      const ownerHolds =
-        owner === process.pid ? heldHere.has(lockPath) : Number.isInteger(owner) && owner > 0 && processAlive(owner);
-      if (ownerHolds) throw new RmbgError('usage_error', busyMessage(owner));
+      if (holderRuns(lockPath, content)) throw new RmbgError('usage_error', busyMessage(describeHolder(content)));
       if (takeOver(lockPath, temp, content)) return held(); // left by a killed process
     }
     throw new RmbgError('io_error', `cannot lock ${lockPath}: other processes kept changing it`);

@@ -2,8 +2,8 @@
 # The container image, built and run for real (issue #30): the Dockerfile built with podman on a local stand-in
 # for node:20-bookworm-slim (base-image.sh: no image registry is reachable here), then what a deployment relies
 # on: the server runs as non-root and is healthy, a key created in the container cuts a sample out through the
-# API, SIGTERM while an image is in flight answers it and exits 0, and a new container on the same data volume
-# still knows the key and its balance. Skipped, with a line saying why, where containers cannot run.
+# API, SIGTERM while an image is in flight answers it and exits 0, a new container on the same data volume
+# still knows the key and its balance, and a second one beside it refuses to start. Skipped, with a line saying why, where containers cannot run.
 # Then compose.yaml, run by compose.sh.
 # Usage: test/container/run.sh   (root; installs podman, runc, debootstrap and podman-compose when missing)
 set -euo pipefail
@@ -52,7 +52,7 @@ volume="$run_id-data"
 token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 cleanup() {
   rm -f "$probe_log"
-  podman rm --force --ignore "$run_id-1" "$run_id-2" >/dev/null 2>&1 || true
+  podman rm --force --ignore "$run_id-1" "$run_id-2" "$run_id-3" >/dev/null 2>&1 || true
   podman volume rm --force "$volume" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -82,6 +82,16 @@ node test/container/serve-checks.mjs drain "$url" "$key" "$run_id-1" "$token"
 # A new container on the same volume, as after an upgrade: the key works and its two images were charged.
 url="$(start "$run_id-2")"
 node test/container/serve-checks.mjs balance "$url" "$key" 1
+
+# A second container on the volume while one serves (both are pid 1): it refuses to start, naming the other.
+twin_exit=0
+twin_log="$(timeout 120 podman run --rm "${limits[@]}" --name "$run_id-3" -v "$volume:/data" "$image" 2>&1)" ||
+  twin_exit=$?
+if [ "$twin_exit" = 0 ] || [ "$twin_exit" = 124 ] || ! grep -q 'another rmbg serve (pid 1 in ' <<<"$twin_log"; then
+  echo "container check FAILED: a second container on the SQLite volume (exit $twin_exit): $twin_log" >&2
+  exit 1
+fi
+echo "second container on the volume: refused, exit $twin_exit: $(grep -o 'another rmbg serve.*' <<<"$twin_log" | head -c 160)"
 podman rm --force "$run_id-1" "$run_id-2" >/dev/null 2>&1
 
 # compose.yaml: PostgreSQL, the first-key step and two servers sharing one key's balance.

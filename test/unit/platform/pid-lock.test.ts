@@ -1,9 +1,18 @@
 // The pid lock that keeps two batches off one output folder and two servers off one data directory.
 
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { acquirePidLock } from '../../../src/platform/pid-lock.js';
 
@@ -27,10 +36,10 @@ describe('acquirePidLock', () => {
     expect(readFileSync(lock, 'utf8')).toBe('424242');
   });
 
-  it('writes our pid, and releasing removes the lock', () => {
+  it('writes our pid and where we run, and releasing removes the lock', () => {
     const lock = lockIn();
     const release = acquirePidLock(lock, () => 'busy');
-    expect(readFileSync(lock, 'utf8')).toBe(String(process.pid));
+    expect(readFileSync(lock, 'utf8')).toMatch(new RegExp(`^${process.pid} ${hostname()}:\\d*$`));
     expect(readdirNames(path.dirname(lock))).toEqual(['x.lock']); // no temp file left behind
     release();
     expect(existsSync(lock)).toBe(false);
@@ -47,17 +56,47 @@ describe('acquirePidLock', () => {
     }
     expect(error).toBeInstanceOf(RmbgError);
     expect((error as RmbgError).code).toBe('usage_error');
-    expect((error as RmbgError).message).toBe(`held by ${process.ppid}`);
+    expect((error as RmbgError).message).toBe(`held by pid ${process.ppid}`);
     expect(readFileSync(lock, 'utf8')).toBe(String(process.ppid)); // untouched
   });
 
   it('refuses while this process holds it (two batches of the library in one program), and takes it once released', () => {
     const lock = lockIn();
     const release = acquirePidLock(lock, (owner) => `held by ${owner}`);
-    expect(() => acquirePidLock(lock, (owner) => `held by ${owner}`)).toThrow(`held by ${process.pid}`);
+    expect(() => acquirePidLock(lock, (owner) => `held by ${owner}`)).toThrow(`held by pid ${process.pid}`);
     release();
     acquirePidLock(lock, () => 'busy')();
     expect(existsSync(lock)).toBe(false);
+  });
+
+  it('refuses a lock from another machine or container while its holder renews it, and takes it over after', () => {
+    const lock = lockIn();
+    // Two containers on one volume are both pid 1: the pid cannot tell, the lock's renewed time can.
+    writeFileSync(lock, '1 other-container:4026532999');
+    expect(() => acquirePidLock(lock, (owner) => `held by ${owner}`)).toThrow(
+      'held by pid 1 in other-container (another machine or container)',
+    );
+    expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
+    const aMinuteAgo = new Date(Date.now() - 60_000);
+    utimesSync(lock, aMinuteAgo, aMinuteAgo); // its holder stopped renewing it: killed
+    acquirePidLock(lock, () => 'busy')();
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it("renews its lock's time while it holds it", () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const lock = lockIn();
+      const release = acquirePidLock(lock, () => 'busy');
+      const aMinuteAgo = new Date(Date.now() - 60_000);
+      utimesSync(lock, aMinuteAgo, aMinuteAgo);
+      vi.advanceTimersByTime(5_000);
+      expect(Date.now() - statSync(lock).mtimeMs).toBeLessThan(10_000);
+      release();
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('takes over a lock left by a process that is gone, or an empty one', () => {
