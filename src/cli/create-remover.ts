@@ -40,7 +40,7 @@ async function createBareRemover(
 ): Promise<Remover> {
   if (runsLocally(flags, config)) {
     const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine({ ...engineOptionsOf(flags), photos }));
+    return localRemover(await createEngine(engineOptionsOf(flags), { photos }));
   }
   refuseEngineSettings(flags);
   const { remoteRemover } = await import('../batch/remote-remover.js');

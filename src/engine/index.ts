@@ -5,7 +5,7 @@
 import { toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import type { DeviceReport } from '../api/device.js';
-import { placeSession, type PlacementOptions } from './gpu/placement.js';
+import { placeSession, type JobSize, type PlacementOptions } from './gpu/placement.js';
 import { resolveModel, verifyWeights } from './model/model-registry.js';
 import type { WorkerSession } from './runtime/inference-worker.js';
 import type { ModelRunner } from './pipeline.js';
@@ -30,15 +30,17 @@ async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
+/** `job`: what the caller knows of the job, which auto weighs (gpu/placement.ts); not one of the engine's options. */
 export async function createEngine(
   options: EngineOptions = {},
+  job: JobSize = {},
 ): Promise<Engine & { session: WorkerSession; device: DeviceReport; options: EngineOptions }> {
   const model = resolveModel(options.model, options.userModelsDir);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
   const verified = verifyWeights(model);
   verified.catch(() => undefined); // awaited below
-  const loading = placeSession(model, options, verified);
+  const loading = placeSession(model, options, verified, job);
   // sharp and the pipeline load while the worker's ORT reads the graph: both are needed only once it is ready.
   const pipeline = import('./pipeline.js');
   pipeline.catch(() => undefined); // awaited below

@@ -69,6 +69,10 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
           join(folder, 'serve.lock'),
           (holder) =>
             `another rmbg serve (${holder}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
+          (holder) =>
+            process.stderr.write(
+              `rmbg: error: another rmbg serve (${holder}) took over the SQLite store in ${folder} while this one was stalled; stop one of them\n`,
+            ),
         ),
       );
     }

@@ -76,7 +76,7 @@ function pause(ms: number): void {
  * Replaces a lock still saying `staleContent` by `temp`, atomically with respect to other takeovers. Returns false when
  * the lock changed meanwhile (another process took it or released it): the caller tries again from the start.
  */
-function takeOver(lockPath: string, temp: string, staleContent: string): boolean {
+function takeOver(lockPath: string, temp: string, staleContent: string, stillStale: () => boolean): boolean {
   const guard = `${lockPath}.takeover`;
   try {
     linkSync(temp, guard);
@@ -91,7 +91,8 @@ function takeOver(lockPath: string, temp: string, staleContent: string): boolean
     return false;
   }
   try {
-    if (contentOf(lockPath) !== staleContent) return false;
+    // Checked again under the guard: a holder elsewhere may have renewed the lock since it was found stale.
+    if (contentOf(lockPath) !== staleContent || !stillStale()) return false;
     renameSync(temp, lockPath);
     return true;
   } finally {
@@ -110,15 +111,26 @@ function holderRuns(lockPath: string, content: string): boolean {
   return pid === process.pid ? heldHere.has(lockPath) : processAlive(pid);
 }
 
-/** "pid 1234", or for a holder elsewhere "pid 1 in host-2 (another machine or container)". */
-function describeHolder(content: string): string {
+/** "pid 1234", or for a holder elsewhere "pid 1 in host-2 (another machine or container, …)". */
+function describeHolder(lockPath: string, content: string): string {
   const { pid, where } = holderOf(content);
-  return where === HERE ? `pid ${pid}` : `pid ${pid} in ${where.split(':')[0]} (another machine or container)`;
+  if (where === HERE) return `pid ${pid}`;
+  const renewed = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
+  const ago = Math.max(0, Math.round((Date.now() - renewed) / 1000));
+  return (
+    `pid ${pid} in ${where.split(':')[0]} (another machine or container; its lock was renewed ${ago} s ago and ` +
+    `is taken over once not renewed for ${STALE_ELSEWHERE_MS / 1000} s)`
+  );
 }
 
 /** Takes the lock or throws usage_error with `busyMessage(holder)` (describeHolder); returns the function that
- * releases it. While held, the lock's time is renewed (RENEW_MS). */
-export function acquirePidLock(lockPath: string, busyMessage: (holder: string) => string): () => void {
+ * releases it. While held, the lock's time is renewed (RENEW_MS); `onLost` hears once if another process has
+ * taken it meanwhile (this one stalled past STALE_ELSEWHERE_MS: paused, or its clock far off). */
+export function acquirePidLock(
+  lockPath: string,
+  busyMessage: (holder: string) => string,
+  onLost: (holder: string) => void = () => undefined,
+): () => void {
   const temp = `${lockPath}.${process.pid}.tmp`;
   const ours = `${process.pid} ${HERE}`;
   const held = (): (() => void) => {
@@ -127,7 +139,12 @@ export function acquirePidLock(lockPath: string, busyMessage: (holder: string) =
     const isOurs = () => inode !== undefined && inodeOf(lockPath) === inode && contentOf(lockPath) === ours;
     const renew = setInterval(() => {
       try {
-        if (isOurs()) utimesSync(lockPath, new Date(), new Date());
+        if (isOurs()) return utimesSync(lockPath, new Date(), new Date());
+        const content = contentOf(lockPath);
+        if (content !== undefined && content !== ours) {
+          clearInterval(renew);
+          onLost(describeHolder(lockPath, content));
+        }
       } catch {} // a folder gone or read-only: the next beat tries again
     }, RENEW_MS);
     renew.unref();
@@ -149,8 +166,9 @@ export function acquirePidLock(lockPath: string, busyMessage: (holder: string) =
       }
       const content = contentOf(lockPath);
       if (content === undefined) continue; // released meanwhile
-      if (holderRuns(lockPath, content)) throw new RmbgError('usage_error', busyMessage(describeHolder(content)));
-      if (takeOver(lockPath, temp, content)) return held(); // left by a killed process
+      if (holderRuns(lockPath, content))
+        throw new RmbgError('usage_error', busyMessage(describeHolder(lockPath, content)));
+      if (takeOver(lockPath, temp, content, () => !holderRuns(lockPath, content))) return held(); // left by a killed process
     }
     throw new RmbgError('io_error', `cannot lock ${lockPath}: other processes kept changing it`);
   } finally {

@@ -67,7 +67,7 @@ describe('two copies of rmbg in one process (worker threads)', () => {
     const key = verdictKey(gpuEnvironment(), resolveModel(model));
     saveVerdict(
       key,
-      { device: 'gpu', gpuMs: 1, cpuMs: 2, at: 'a test' },
+      { device: 'gpu', gpuMs: 1, cpuMs: 2, gpuStartMs: 1, cpuStartMs: 1, at: 'a test' },
       path.join(cache, 'rmbg', 'gpu-verdicts.json'),
     );
     const { run, answers } = await twoThreads('auto', { [SOFTWARE_GPU_OPT_IN]: '1', XDG_CACHE_HOME: cache });

@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOFTWARE_GPU_OPT_IN } from '../../src/api/device.js';
-import type { GpuVerdict } from '../../src/engine/gpu/gpu-verdict.js';
+import { fewestPhotosForGpu, type GpuVerdict } from '../../src/engine/gpu/gpu-verdict.js';
 import { writeWarmKeyModel } from '../helpers/fast-models.js';
 import { jpegPhoto } from '../helpers/hostile-images.js';
 import { removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
@@ -64,7 +64,8 @@ describe("auto's GPU-or-CPU verdict", () => {
     // Said from the cache: nothing was probed or measured.
     expect(said(second.stderr)).toContain(`remembered in ${file}`);
     expect(summary(first.stdout).device).toBe(verdict?.device);
-    expect(summary(second.stdout).device).toBe(verdict?.device);
+    // The second start weighs the starts too: two photos go to the GPU only if it ends them sooner.
+    expect(summary(second.stdout).device).toBe(2 >= fewestPhotosForGpu(verdict as GpuVerdict) ? 'gpu' : 'cpu');
     // rmbg doctor shows the two times and the verdict for the model the settings name.
     const doctor = await rmbg(['doctor'], { env: { ...env, RMBG_MODEL: model } });
     expect(doctor.stdout).toMatch(
@@ -119,5 +120,14 @@ describe("auto's GPU-or-CPU verdict", () => {
     expect(said(seven.stderr)).toContain('the GPU is faster here for this model');
     const doctor = await rmbg(['doctor'], { env: { ...env, RMBG_MODEL: model } });
     expect(doctor.stdout).toContain('a job of fewer than 7 photos runs on the CPU, which starts sooner');
+
+    // A verdict saved by an rmbg that did not measure the starts is measured again, so a single photo is not sent
+    // to the GPU on its word.
+    const { gpuStartMs, cpuStartMs, ...withoutStarts } = verdict;
+    writeFileSync(file, JSON.stringify({ [key as string]: withoutStarts }));
+    const one = await remove(folderOf(1));
+    expect(one.exitCode, one.stderr).toBe(0);
+    expect(summary(one.stdout).device).toBe('cpu');
+    expect(said(one.stderr)).toContain('a job of one photo ends sooner on the CPU than the GPU could be measured');
   });
 });

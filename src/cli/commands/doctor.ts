@@ -224,7 +224,8 @@ function deviceSetting(device: DoctorReport['device']): string {
 }
 
 function verdictText(verdict: GpuVerdict | null): string {
-  if (!verdict) return 'not measured yet (the first start with auto on a GPU measures it)';
+  if (!verdict)
+    return 'not measured yet (the first start with auto on a GPU measures it: rmbg serve, --watch, the library, or rmbg remove with two photos or more)';
   const faster = `the ${verdict.device === 'gpu' ? 'GPU' : 'CPU'} is faster (${describeVerdict(verdict)})`;
   const fewest = fewestPhotosForGpu(verdict);
   return fewest > 1 && Number.isFinite(fewest)

@@ -137,15 +137,18 @@ function checkInputs(inputs: string[], flags: RemoveFlags): void {
     throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
 }
 
-/** The images to process and the folders to watch; or, for --dry-run and a declined --confirm-over, the exit code. */
+/** The images to process and the folders to watch; or, for --dry-run and a declined --confirm-over, the exit code.
+ * `counted` hears how many photos were found (undefined with --watch) before the batch is planned. */
 async function findInputs(
   inputs: string[],
   flags: RemoveFlags,
   options: RemoveOptions,
+  counted: (photos: number | undefined) => void,
 ): Promise<{ items: InputItem[]; watched: string[] } | number> {
   const outDir = flags.outDir as string;
   const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
   const items = await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: outDir });
+  counted(flags.watch ? undefined : items.length);
   if (items.length === 0 && !flags.watch)
     throw new RmbgError(
       'usage_error',
@@ -153,13 +156,6 @@ async function findInputs(
     );
   const planned = await planBatch({ flags: { ...flags, outDir }, items, options });
   return planned ?? { items, watched };
-}
-
-/** How many photos the job holds, once found: one from stdin, none known while watching folders. */
-async function photosIn(finding: ReturnType<typeof findInputs>, stdinMode: boolean): Promise<number | undefined> {
-  if (stdinMode) return 1;
-  const found = await finding.catch(() => undefined);
-  return typeof found === 'object' && found.watched.length === 0 ? found.items.length : undefined;
 }
 
 /** The exit code a finished batch means (see the command's help). */
@@ -241,8 +237,13 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
-  const finding = stdinMode ? Promise.resolve({ items: [], watched: [] }) : findInputs(inputs, flags, options);
-  const early = local && !flags.dryRun ? createRemover(flags, config, photosIn(finding, stdinMode)) : undefined;
+  // Its device may depend on the job's size (auto: a GPU starts slower), known once the photos are found.
+  let counted: (photos: number | undefined) => void = () => undefined;
+  const photos = new Promise<number | undefined>((resolve) => (counted = resolve));
+  const finding = stdinMode ? Promise.resolve({ items: [], watched: [] }) : findInputs(inputs, flags, options, counted);
+  if (stdinMode) counted(1);
+  finding.catch(() => counted(undefined)); // its error is reported when it is awaited below
+  const early = local && !flags.dryRun ? createRemover(flags, config, photos) : undefined;
   early?.catch(() => undefined); // its error is reported when it is awaited below
   let found: Awaited<ReturnType<typeof findInputs>>;
   try {

@@ -17,9 +17,9 @@ export interface GpuVerdict {
   gpuMs: number;
   cpuMs: number;
   /** A start on each device up to its first run's answer: the worker, the session, the first run (shaders on the
-   * GPU). Absent from verdicts saved before they were measured. */
-  gpuStartMs?: number;
-  cpuStartMs?: number;
+   * GPU). A verdict saved before they were measured is measured again (readVerdict). */
+  gpuStartMs: number;
+  cpuStartMs: number;
   /** When it was measured (ISO 8601). */
   at: string;
 }
@@ -31,19 +31,17 @@ export interface JobEstimate {
   cpuMs: number;
 }
 
-/** How long a job of `photos` takes on each device, its start included; undefined when the verdict lacks the
- * start times. */
-export function estimateJob(verdict: GpuVerdict, photos: number): JobEstimate | undefined {
+/** How long a job of `photos` takes on each device, its start included. */
+export function estimateJob(verdict: GpuVerdict, photos: number): JobEstimate {
   const { gpuStartMs, cpuStartMs } = verdict;
-  if (gpuStartMs === undefined || cpuStartMs === undefined) return undefined;
   return { photos, gpuMs: gpuStartMs + photos * verdict.gpuMs, cpuMs: cpuStartMs + photos * verdict.cpuMs };
 }
 
 /** The fewest photos a job must hold for auto to take the GPU, whose start is slower: where its start and runs end
- * no later than the CPU's. 1 for a verdict without start times; Infinity where the CPU runs faster. */
+ * no later than the CPU's. Infinity where the CPU runs faster. */
 export function fewestPhotosForGpu(verdict: GpuVerdict): number {
   if (verdict.device === 'cpu') return Number.POSITIVE_INFINITY;
-  const slowerStart = (verdict.gpuStartMs ?? 0) - (verdict.cpuStartMs ?? 0);
+  const slowerStart = verdict.gpuStartMs - verdict.cpuStartMs;
   const savedPerPhoto = verdict.cpuMs - verdict.gpuMs;
   if (slowerStart <= 0) return 1;
   return savedPerPhoto > 0 ? Math.ceil(slowerStart / savedPerPhoto) : Number.POSITIVE_INFINITY;
@@ -85,8 +83,10 @@ function readAll(file: string): Record<string, GpuVerdict> {
   }
 }
 
+/** The verdict for `key`; none for one saved before the start times were measured, so that it is measured again. */
 export function readVerdict(key: string, file = verdictFile()): GpuVerdict | undefined {
-  return readAll(file)[key];
+  const verdict = readAll(file)[key];
+  return verdict && Number.isFinite(verdict.gpuStartMs) && Number.isFinite(verdict.cpuStartMs) ? verdict : undefined;
 }
 
 /** Saved whole and renamed into place; a cache that cannot be written only means measuring again next time. */
@@ -101,8 +101,8 @@ export function saveVerdict(key: string, verdict: GpuVerdict, file = verdictFile
 
 /** "GPU 12 ms a run after a 1900 ms start, CPU 40 ms a run after a 800 ms start, measured 2026-…" */
 export function describeVerdict(verdict: GpuVerdict): string {
-  const device = (name: string, runMs: number, startMs: number | undefined) =>
-    `${name} ${runMs} ms a run${startMs === undefined ? '' : ` after a ${startMs} ms start`}`;
+  const device = (name: string, runMs: number, startMs: number) =>
+    `${name} ${runMs} ms a run after a ${startMs} ms start`;
   const gpu = device('GPU', verdict.gpuMs, verdict.gpuStartMs);
   return `${gpu}, ${device('CPU', verdict.cpuMs, verdict.cpuStartMs)}, measured ${verdict.at}`;
 }

@@ -38,8 +38,12 @@ export interface PlacementOptions extends Omit<SessionOptions, 'provider'>, Work
   environment?: GpuEnvironment;
   /** For tests: a software adapter counts as a GPU. Default: whether RMBG_TEST_SOFTWARE_GPU is 1 (api/device.ts). */
   softwareGpu?: boolean;
-  /** The number of photos in the job, where the caller knows it (`rmbg remove`): auto weighs each device's start
-   * against it, as a GPU starts slower. Undefined: as many as come (a server, a watch, a library engine). */
+}
+
+/** What the caller knows of the job the session is for. */
+export interface JobSize {
+  /** Its number of photos, once they are found (`rmbg remove`): auto weighs each device's start against it, as a
+   * GPU starts slower. Absent or undefined: as many as come (a server, a watch, a library engine). */
   photos?: Promise<number | undefined>;
 }
 
@@ -59,7 +63,7 @@ const FIRST_GPU_RUN_LIMIT_MS = 60_000;
  */
 async function gpuSession(
   model: ResolvedModel,
-  options: Omit<PlacementOptions, 'photos'>,
+  options: PlacementOptions,
   verified: Promise<unknown>,
   firstRunLimitMs: number,
 ): Promise<WorkerSession> {
@@ -92,10 +96,10 @@ async function gpuSession(
 /** Places the model on the device asked for: gpu never falls back; auto falls back to the CPU, saying why. */
 export async function placeSession(
   model: ResolvedModel,
-  placement: PlacementOptions,
+  options: PlacementOptions,
   verified: Promise<unknown>,
+  { photos }: JobSize = {},
 ): Promise<PlacedSession> {
-  const { photos, ...options } = placement; // the rest reach the worker thread, which takes no promise
   const requested = options.device ?? DEFAULT_DEVICE;
   const onCpu = async (reason: string): Promise<PlacedSession> => ({
     session: await WorkerSession.load(model, { ...options, provider: 'cpu' }, verified, options),
@@ -131,13 +135,9 @@ export async function placeSession(
 
 async function placeOnGpu(
   model: ResolvedModel,
-  options: Omit<PlacementOptions, 'photos'>,
+  options: PlacementOptions,
   verified: Promise<unknown>,
-  {
-    environment,
-    softwareGpu,
-    photos,
-  }: { environment: GpuEnvironment; softwareGpu: boolean; photos: PlacementOptions['photos'] },
+  { environment, softwareGpu, photos }: { environment: GpuEnvironment; softwareGpu: boolean } & JobSize,
   onCpu: (reason: string) => Promise<PlacedSession>,
 ): Promise<PlacedSession> {
   const requested = options.device ?? DEFAULT_DEVICE;
@@ -149,7 +149,9 @@ async function placeOnGpu(
   const known = verdictAt === undefined ? undefined : readVerdict(verdictAt);
   if (known?.device === 'cpu')
     return onCpu(`the CPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
-  const tooSmall = requested === 'auto' ? tooSmallForGpu(known, await photos) : undefined;
+  // The job's size is awaited only where it can change the answer (the photos are being found meanwhile).
+  const sizeMatters = requested === 'auto' && photos !== undefined && (!known || fewestPhotosForGpu(known) > 1);
+  const tooSmall = sizeMatters ? tooSmallForGpu(known, await photos) : undefined;
   if (tooSmall) return onCpu(tooSmall);
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
@@ -167,6 +169,8 @@ async function placeOnGpu(
       throw new RmbgError('device_unavailable', softwareAdapterOnly(model, adapters, environment));
     }
     const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
+    // Measuring: the weights' first check (a hash) is not counted in the GPU's start, as later starts skip it.
+    if (verdictAt !== undefined && !known) await verified.catch(() => undefined);
     const loadStarted = performance.now();
     const session = await (software === 'hidden' ? withSoftwareAdaptersHidden(load, environment) : load());
     const gpuStartMs = Math.round(performance.now() - loadStarted);
@@ -217,8 +221,8 @@ function tooSmallForGpu(known: GpuVerdict | undefined, photos: number | undefine
     return photos <= 1
       ? 'a job of one photo ends sooner on the CPU than the GPU could be measured (a job of more photos measures it)'
       : undefined;
+  if (photos >= fewestPhotosForGpu(known)) return undefined;
   const estimate = estimateJob(known, photos);
-  if (!estimate || photos >= fewestPhotosForGpu(known)) return undefined;
   return `this job ends sooner on the CPU, as the GPU starts slower (${describeEstimate(estimate)}; from ${describeVerdict(known)}, remembered in ${verdictFile()})`;
 }
 
@@ -241,7 +245,7 @@ async function measureVerdict(
   const cpuStartMs = Math.round(performance.now() - cpuStarted);
   const cpuMs = await timed(cpu.session);
   const verdict: GpuVerdict = {
-    device: gpuMs <= cpuMs ? 'gpu' : 'cpu',
+    device: gpuMs < cpuMs ? 'gpu' : 'cpu', // a tie goes to the CPU, which starts sooner
     gpuMs,
     cpuMs,
     gpuStartMs,

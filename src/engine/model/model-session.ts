@@ -124,9 +124,13 @@ export class ModelSession {
     return inputSizeOf(this.model.contract);
   }
 
-  /** Runs the model on a planar CHW float tensor; resolves to the first output plane (the mask, 0..1). */
-  run(input: Float32Array): Promise<MaskPlane> {
-    const result = this.queue.then(() => this.runNow(input));
+  /** Runs the model on a planar CHW float tensor; resolves to the first output plane (the mask, 0..1). A run whose
+   * turn comes when `wanted()` is false fails without running. */
+  run(input: Float32Array, wanted: () => boolean = () => true): Promise<MaskPlane> {
+    const result = this.queue.then(() => {
+      if (!wanted()) throw new RmbgError('processing_failed', `model ${this.model.name}: the run was dropped unrun`);
+      return this.runNow(input);
+    });
     this.queue = result.catch(() => undefined);
     return result;
   }

@@ -31,9 +31,13 @@ loading.then(
   (error: unknown) => post({ type: 'load-failed', error: wire(error, 'model_unavailable') }),
 );
 
+/** Set aside (its runs already failed on the main thread): the runs queued behind the one in the model are not run,
+ * so a worker set aside behind a hung run does not keep the GPU for answers nobody waits for. */
+let dropQueued = false;
+
 async function run(id: number, input: Float32Array): Promise<void> {
   try {
-    const plane = await (await loading).run(input);
+    const plane = await (await loading).run(input, () => !dropQueued);
     post({ type: 'result', id, plane }, [plane.data.buffer as ArrayBuffer]);
   } catch (error) {
     post({ type: 'failed', id, error: wire(error, 'processing_failed') });
@@ -48,5 +52,8 @@ async function release(): Promise<void> {
 port.on('message', (message: ToWorker) => {
   if (message.type === 'verified') verdict(message.ok);
   else if (message.type === 'run') void run(message.id, message.input);
-  else void release();
+  else {
+    dropQueued = message.dropQueued === true;
+    void release();
+  }
 });

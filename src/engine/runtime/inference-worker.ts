@@ -24,7 +24,8 @@ export interface WorkerStart {
 export type ToWorker =
   | { type: 'verified'; ok: boolean }
   | { type: 'run'; id: number; input: Float32Array }
-  | { type: 'release' };
+  /** `dropQueued`: the runs queued behind the one in the model are not run (a worker set aside). */
+  | { type: 'release'; dropQueued?: boolean };
 
 export type FromWorker =
   | { type: 'loaded' }
@@ -152,7 +153,8 @@ export class WorkerSession {
       }, runTimeoutMs);
       this.runTurn(async () => {
         if (expired) return; // its caller has given up: its turn is skipped
-        const sent = await this.send(input);
+        // Expired while a worker started, it is not sent: it would run with no watchdog left.
+        const sent = await this.send(input, () => expired);
         inModel = sent.worker;
         await sent.result.then(resolve, reject);
         // A GPU run set aside still holds the GPU: the next one waits until it has returned (two at once crash).
@@ -170,8 +172,12 @@ export class WorkerSession {
     return gpuTurn(work, { owner: this, upTo: this.setAsideWorkers.size > 0 ? 1 : GPU_RUNS_IN_WORKER });
   }
 
-  /** Sends one run to the worker (started first when there is none): the worker and its answer. */
-  private async send(input: Float32Array): Promise<{ worker: Worker; result: Promise<MaskPlane> }> {
+  /** Sends one run to the worker (started first when there is none): the worker and its answer. Not sent, but
+   * failed, when `givenUp()` once the worker is ready. */
+  private async send(
+    input: Float32Array,
+    givenUp: () => boolean = () => false,
+  ): Promise<{ worker: Worker; result: Promise<MaskPlane> }> {
     if (this.setAsideWorkers.size >= MAX_SET_ASIDE && !this.loadedWorker)
       throw new RmbgError(
         'processing_failed',
@@ -179,6 +185,7 @@ export class WorkerSession {
       );
     // The weights were verified when the engine was created; a worker that died or was set aside is replaced here.
     const worker = await this.ensureWorker(Promise.resolve());
+    if (givenUp()) throw new RmbgError('processing_failed', `model ${this.model.name}: the run was given up unsent`);
     const id = this.nextId++;
     const result = new Promise<MaskPlane>((resolve, reject) => this.pending.set(id, { resolve, reject, worker }));
     const whole =
@@ -212,7 +219,7 @@ export class WorkerSession {
         `the inference worker was set aside: ${why} while running model ${this.model.name}`,
       ),
     );
-    worker.postMessage({ type: 'release' } satisfies ToWorker);
+    worker.postMessage({ type: 'release', dropQueued: true } satisfies ToWorker);
     worker.unref();
   }
 

@@ -20,7 +20,7 @@ function work(name: string, log: string[]) {
 /** Lets every promise callback that can run, run. */
 const drain = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('the GPU queue', () => {
+describe('the GPU queue', { timeout: 5_000 }, () => {
   it("keeps another owner's work until every work of the turn before it has settled", async () => {
     const log: string[] = [];
     const a = {};
@@ -94,6 +94,44 @@ describe('the GPU queue', () => {
     await drain();
     expect(log).toEqual(['a1 starts', 'a1 ends', 'b1 starts']);
     b1.end();
+    await Promise.all(done);
+  });
+
+  it("never lets an owner's work join a turn that has not begun: it waits behind the other owner's", async () => {
+    const log: string[] = [];
+    const a = {};
+    const b = {};
+    const [a1, b1, a2, a3] = [work('a1', log), work('b1', log), work('a2', log), work('a3', log)];
+    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
+    await drain();
+    // a2's turn is queued behind b1's: a3 may share it once it has begun, not before.
+    done.push(...[b1, a2, a3].map((w, i) => gpuTurn(w.run, { owner: i === 0 ? b : a, upTo: 2 })));
+    await drain();
+    expect(log).toEqual(['a1 starts']);
+    a1.end();
+    await drain();
+    expect(log).toEqual(['a1 starts', 'a1 ends', 'b1 starts']);
+    b1.end();
+    await drain();
+    expect(log.slice(3)).toEqual(['b1 ends', 'a2 starts', 'a3 starts']);
+    a2.end();
+    a3.end();
+    await Promise.all(done);
+  });
+
+  it('lets no work share a turn where upTo is 1 (behind a worker set aside)', async () => {
+    const log: string[] = [];
+    const a = {};
+    const [a1, a2] = [work('a1', log), work('a2', log)];
+    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
+    await drain();
+    done.push(gpuTurn(a2.run, { owner: a, upTo: 1 }));
+    await drain();
+    expect(log).toEqual(['a1 starts']);
+    a1.end();
+    await drain();
+    expect(log).toEqual(['a1 starts', 'a1 ends', 'a2 starts']);
+    a2.end();
     await Promise.all(done);
   });
 

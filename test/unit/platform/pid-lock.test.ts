@@ -74,7 +74,7 @@ describe('acquirePidLock', () => {
     // Two containers on one volume are both pid 1: the pid cannot tell, the lock's renewed time can.
     writeFileSync(lock, '1 other-container:4026532999');
     expect(() => acquirePidLock(lock, (owner) => `held by ${owner}`)).toThrow(
-      'held by pid 1 in other-container (another machine or container)',
+      'held by pid 1 in other-container (another machine or container; its lock was renewed 0 s ago and is taken over once not renewed for 15 s)',
     );
     expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
     const aMinuteAgo = new Date(Date.now() - 60_000);
@@ -94,6 +94,26 @@ describe('acquirePidLock', () => {
       expect(Date.now() - statSync(lock).mtimeMs).toBeLessThan(10_000);
       release();
       expect(existsSync(lock)).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('says once when another process has taken its lock over (this one stalled), and leaves that lock alone', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const lock = lockIn();
+      const lost: string[] = [];
+      const release = acquirePidLock(
+        lock,
+        () => 'busy',
+        (holder) => lost.push(holder),
+      );
+      writeFileSync(lock, '1 other-container:4026532999'); // as a takeover leaves it
+      vi.advanceTimersByTime(15_000);
+      expect(lost).toEqual([expect.stringMatching(/^pid 1 in other-container \(another machine or container; /)]);
+      release();
+      expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
     } finally {
       vi.useRealTimers();
     }
