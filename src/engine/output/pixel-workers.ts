@@ -11,8 +11,10 @@ const ENTRY = import.meta.url.endsWith('.ts')
   ? new URL('../../../dist/engine/output/pixel-worker-entry.js', import.meta.url)
   : new URL('./pixel-worker-entry.js', import.meta.url);
 
-/** Workers: a quarter of the cores, 1 to 4 (a PNG's bands deflate on libuv's pool besides). */
-export const PIXEL_WORKERS = Math.min(4, Math.max(1, Math.floor(availableParallelism() / 4)));
+/** Workers: a quarter of the cores, 2 to 4 (a PNG's bands deflate on libuv's pool besides). At least 2, so one
+ * image's tensor never waits behind another's compose: with 1, a 2-core folder ran slower than with the work on the
+ * main thread (bench/RESULTS.md, "Issue #26, round 3"). */
+export const PIXEL_WORKERS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 4)));
 
 /** A worker's answer to job `id`: its result, or its error's message. */
 export interface PixelReply {
