@@ -5,7 +5,8 @@
 //        node bench/memory-probe.mjs folder DIR OUTDIR CONCURRENCY [MODEL] [DEVICE] [OPTIONS_JSON]
 //   OPTIONS_JSON overrides the CLI's options, e.g. '{"size":"50MP","format":"jpg"}'; MODEL may be '' for the default;
 //   DEVICE cpu (the default) or gpu. The folder's line also gives the main thread's busy share during the run
-//   (event-loop utilisation: per-pixel JS and callbacks), and a run's first image is not timed apart.
+//   (event-loop utilisation: per-pixel JS and callbacks), the photos done and the process's CPU time over the run (all
+//   its threads); a run's first image is not timed apart. RMBG_BENCH_CHECKOUT measures another build (lib/rmbg.mjs).
 import { readFile, rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { loadRmbg, BENCH_OPTIONS } from './lib/rmbg.mjs';
@@ -20,6 +21,8 @@ const engine = await rmbg.createEngine({ model, device });
 const afterLoad = process.memoryUsage().rss;
 const started = performance.now();
 const loopBefore = performance.eventLoopUtilization();
+const cpuBefore = process.cpuUsage();
+let photos = 1;
 if (mode === 'image') {
   await engine.cutOut(await readFile(args[0]), options);
   await engine.close();
@@ -28,6 +31,7 @@ if (mode === 'image') {
   await rm(outDir, { recursive: true, force: true });
   const summary = await rmbg.runFolder(engine, dir, outDir, Number(concurrency), options);
   if (summary.failed) throw new Error(`${summary.failed} file(s) failed: ${summary.failedInputs.join(', ')}`);
+  photos = summary.done;
   await engine.close();
 }
 console.log(
@@ -38,5 +42,7 @@ console.log(
     maxRss: process.resourceUsage().maxRSS * 1024,
     ms: performance.now() - started,
     mainThreadBusy: performance.eventLoopUtilization(loopBefore).utilization,
+    photos,
+    cpuMs: (({ user, system }) => (user + system) / 1000)(process.cpuUsage(cpuBefore)),
   }),
 );

@@ -1,19 +1,20 @@
-// One image through the model; the result's pixels decode on libuv's threads while the model runs.
+// One image through the model; the result's pixels decode on libuv's threads while the model runs, the per-pixel
+// JavaScript runs on pixel workers (output/pixel-workers.ts): this thread orchestrates.
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { AUTO_FORMAT, MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
+import { MIME_OF_FORMAT } from '../api/media-types.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
-import { maskBounds, type Bounds, type ComposeOutput } from './output/compose.js';
+import type { Bounds, ComposeOutput } from './output/compose.js';
 import { probeImage } from './image/image-probe.js';
 import { decoderReason } from './image/input-errors.js';
 import { pixelScale } from './model/model-contract.js';
 import type { MaskPlane, ModelSession } from './model/model-session.js';
-import { isUpsizing, upsampleMask, type Dimensions } from './output/mask-upsample.js';
+import { isUpsizing, type Dimensions } from './output/mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output/output-size.js';
-import { rowComposer } from './output/png-job.js';
-import { encodePngOnWorker } from './output/png-workers.js';
+import type { Finished, MaskInput, PixelWork } from './output/pixel-jobs.js';
+import { movableBuffers, onPixelWorker } from './output/pixel-workers.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DecodedPhoto, EngineResult } from './types.js';
 
@@ -41,11 +42,13 @@ interface Source {
   maxPixels: number;
 }
 
-/** The result's pixels and mask, at the result's size, and the foreground's box on the canvas. */
+/** The result's pixels and its mask as the finishing job takes it; with crop, the box already found. */
 interface Cutout {
   pixels: Raw;
-  mask: Buffer;
-  foreground: ForegroundBox;
+  mask: MaskInput;
+  /** Buffers of the mask that the finishing job may take (sharp's buffers are copied: see movableBuffers). */
+  transfer: ArrayBuffer[];
+  foreground?: ForegroundBox;
 }
 
 /** Without crop, the result's size is known before inference: its pixels, decoding meanwhile. */
@@ -65,12 +68,14 @@ export class Timer {
   }
 }
 
-/** One image: probe → decode + orient → model → mask → compose → encode. */
+/** One image: probe → decode + orient → model → mask → compose → encode. The per-pixel steps run through
+ * `pixelWork`: on pixel workers (pixel-workers.ts), so this thread only orchestrates; in process for a test. */
 export async function runPipeline(
   session: ModelRunner,
   input: PipelineInput,
   options: RemoveOptions,
   signal?: AbortSignal,
+  pixelWork: PixelWork = onPixelWorker,
 ): Promise<EngineResult> {
   const timer = new Timer();
   const { canvas, hasAlpha } = await shapeOf(input);
@@ -82,23 +87,38 @@ export async function runPipeline(
     maxPixels: maxResultPixels(options.size, options.format),
   };
   const early = options.crop ? undefined : decodeResultEarly(source);
-  const plane = await inferMask(session, input, timer, signal);
-  const mask = maskToBytes(plane.data);
+  const plane = await inferMask(session, input, timer, signal, pixelWork);
   const cutout = early
-    ? await fitMaskToResult(early, mask, plane, source)
-    : await cropToForeground(source, mask, plane);
+    ? await fitMaskToResult(early, plane, pixelWork)
+    : await cropToForeground(source, plane, pixelWork);
   timer.lap('mask');
-  const format = chooseFormat(options, cutout);
-  const data = await composeAndEncode(cutout, options.bgColor, format, timer, signal);
+  throwIfAborted(signal);
+  const { pixels } = cutout;
+  const finished = await pixelWork(
+    'finish',
+    {
+      pixels: pixels.data,
+      channels: pixels.channels,
+      width: pixels.width,
+      height: pixels.height,
+      mask: cutout.mask,
+      findBounds: !cutout.foreground,
+      format: options.format,
+      background: options.bgColor,
+    },
+    cutout.transfer,
+  );
+  throwIfAborted(signal); // a request cancelled meanwhile gets no result
+  const data = await encoded(finished, pixels, timer);
   timer.lap('encode');
-  const { width, height } = cutout.pixels;
   return {
     data,
-    format,
-    mimeType: MIME_OF_FORMAT[format],
-    width,
-    height,
-    foreground: cutout.foreground,
+    format: finished.format,
+    mimeType: MIME_OF_FORMAT[finished.format],
+    width: pixels.width,
+    height: pixels.height,
+    // Without crop the box was found on the result's mask: mapped back to the canvas.
+    foreground: cutout.foreground ?? scaleBox(finished.bounds ?? null, pixels, canvas),
     timings: timer.timings,
   };
 }
@@ -119,12 +139,13 @@ function decodeResultEarly(source: Source): EarlyDecode {
   return { size, pixels };
 }
 
-/** The model's mask plane for the input: decode at the model's size, normalise, run. */
+/** The model's mask plane for the input: decode at the model's size, normalise (a pixel worker's job), run. */
 async function inferMask(
   session: ModelRunner,
   input: PipelineInput,
   timer: Timer,
   signal: AbortSignal | undefined,
+  pixelWork: PixelWork,
 ): Promise<MaskPlane> {
   const { width, height } = session.inputSize;
   const { contract } = session.model;
@@ -135,71 +156,60 @@ async function inferMask(
   );
   timer.lap('decode');
   throwIfAborted(signal);
-  const plane = await session.run(toTensor(modelInput.data, width * height, mean, std, pixelScale(contract)));
+  // sharp's bytes are copied into the message; the tensor comes back moved, and moves on to the model's worker.
+  const rgb = modelInput.data;
+  const tensor = await pixelWork('tensor', { rgb, pixelCount: width * height, mean, std, scale: pixelScale(contract) });
+  throwIfAborted(signal);
+  const plane = await session.run(tensor);
   timer.lap('inference');
   throwIfAborted(signal);
   return plane;
 }
 
-/** Without crop: the mask resized to the early-decoded pixels; the box found on them, mapped to the canvas. */
-async function fitMaskToResult(early: EarlyDecode, mask: Buffer, plane: Dimensions, source: Source): Promise<Cutout> {
-  const [pixels, resultMask] = await Promise.all([early.pixels, resizeMask(mask, plane, early.size)]);
-  const foreground = scaleBox(maskBounds(resultMask, pixels.width, pixels.height), pixels, source.canvas);
-  return { pixels, mask: resultMask, foreground };
+/** Without crop: the mask fitted to the early-decoded pixels. Upsizing is the finishing job's (it takes the plane);
+ * shrinking is sharp's, here, on the plane's bytes. */
+async function fitMaskToResult(early: EarlyDecode, plane: MaskPlane, pixelWork: PixelWork): Promise<Cutout> {
+  if (isUpsizing(plane, early.size))
+    return { pixels: await early.pixels, mask: plane, transfer: movableBuffers(plane.data) };
+  const [pixels, mask] = await Promise.all([early.pixels, shrunkPlane(plane, early.size, pixelWork)]);
+  return { pixels, mask: { data: mask, ...early.size }, transfer: [] };
 }
 
-/** With crop: the exact box on the canvas, then the pixels and the mask cut to it. */
-async function cropToForeground(source: Source, mask: Buffer, plane: Dimensions): Promise<Cutout> {
+/** With crop: the exact box on the canvas (the mask fitted to it), then the pixels and the mask cut to the box. */
+async function cropToForeground(source: Source, plane: MaskPlane, pixelWork: PixelWork): Promise<Cutout> {
   const { input, canvas, channels, maxPixels } = source;
-  const canvasMask = await resizeMask(mask, plane, canvas);
-  const bounds = maskBounds(canvasMask, canvas.width, canvas.height);
+  const onCanvas = isUpsizing(plane, canvas)
+    ? await pixelWork('mask', { ...plane, to: canvas, findBounds: true }, movableBuffers(plane.data))
+    : await pixelWork('mask', { data: await shrunkPlane(plane, canvas, pixelWork), ...canvas, findBounds: true });
+  const bounds = onCanvas.bounds ?? null;
   const foreground = toBox(bounds);
   // No foreground at all: nothing is trimmed (an empty image is not a valid result).
   const region = bounds ? foreground : { left: 0, top: 0, width: canvas.width, height: canvas.height };
   const size = fitWithin(region.width, region.height, maxPixels);
-  const [pixels, resultMask] = await Promise.all([
+  const [pixels, mask] = await Promise.all([
     toRaw(decoder(input).extract(region).resize(size.width, size.height, { fit: 'fill' }), channels),
-    shrinkMask(canvasMask, canvas, size, region), // the region is never smaller than `size` (fitWithin)
+    // the region is never smaller than `size` (fitWithin)
+    shrinkMask(bufferOf(onCanvas.mask), canvas, size, region),
   ]);
-  return { pixels, mask: resultMask, foreground };
+  return { pixels, mask: { data: mask, ...size }, transfer: [], foreground };
 }
 
-/** format=auto: the table's choice for a result with transparency or an opaque one (api-spec rule 4). */
-function chooseFormat(options: RemoveOptions, { mask, pixels }: Cutout): OutputFormat {
-  const background = options.bgColor;
-  if (options.format !== 'auto') return options.format;
-  if (background && background.alpha === 1) return AUTO_FORMAT.opaque;
-  if (background) return AUTO_FORMAT.transparent;
-  if (!mask.every((a) => a === 255)) return AUTO_FORMAT.transparent;
-  // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
-  if (pixels.channels === 4) {
-    for (let i = 3; i < pixels.data.length; i += 4) if (pixels.data[i] !== 255) return AUTO_FORMAT.transparent;
-  }
-  return AUTO_FORMAT.opaque;
+/** The model's plane as bytes (a pixel worker's job), shrunk by sharp to `to`. */
+async function shrunkPlane(plane: MaskPlane, to: Dimensions, pixelWork: PixelWork): Promise<Buffer> {
+  const { mask } = await pixelWork('mask', { ...plane, findBounds: false }, movableBuffers(plane.data));
+  return shrinkMask(bufferOf(mask), plane, to);
 }
 
-/** PNG is composed band by band while earlier bands deflate, on a PNG worker (png-workers.ts); other formats take the
- * whole image. */
-async function composeAndEncode(
-  { pixels, mask }: Cutout,
-  background: RemoveOptions['bgColor'],
-  format: OutputFormat,
-  timer: Timer,
-  signal: AbortSignal | undefined,
-): Promise<Buffer> {
-  const { width, height, channels } = pixels;
-  const job = { pixels: pixels.data, channels, mask, width, height, background };
-  throwIfAborted(signal);
-  if (format === 'png') {
-    const png = await encodePngOnWorker(job);
-    throwIfAborted(signal); // a request cancelled meanwhile gets no result
-    return png;
-  }
-  const composed = rowComposer(job, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
+/** The result's file: the PNG the pixel worker made, or JPG/WebP by sharp from its composed pixels. */
+async function encoded(finished: Finished, { width, height }: Raw, timer: Timer): Promise<Buffer> {
+  if ('png' in finished) return bufferOf(finished.png);
   timer.lap('compose');
-  throwIfAborted(signal);
-  return encodeWithSharp(composed, width, height, format);
+  const composed = { pixels: bufferOf(finished.composed), channels: finished.channels };
+  return encodeWithSharp(composed, width, height, finished.format as Exclude<OutputFormat, 'png'>);
 }
+
+/** A Buffer over a message's typed array, without a copy. */
+const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data rather than decode it grey. */
 function decoder(input: PipelineInput): Sharp {
@@ -223,38 +233,6 @@ async function toRaw(pipeline: Sharp, channels: 3 | 4): Promise<Raw> {
       { cause: error },
     );
   }
-}
-
-/** The model's normalised CHW tensor from RGB bytes, through a lookup table: the same values, without a division per
- * pixel (bench/RESULTS.md, "What changed in the engine, and why"). */
-function toTensor(rgb: Buffer, pixelCount: number, mean: number[], std: number[], scale: number): Float32Array {
-  const lut = new Float32Array(768);
-  for (let c = 0; c < 3; c++)
-    for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
-  const tensor = new Float32Array(pixelCount * 3);
-  const green = pixelCount;
-  const blue = pixelCount * 2;
-  for (let i = 0, j = 0; i < pixelCount; i++, j += 3) {
-    tensor[i] = lut[rgb[j] as number] as number;
-    tensor[green + i] = lut[256 + (rgb[j + 1] as number)] as number;
-    tensor[blue + i] = lut[512 + (rgb[j + 2] as number)] as number;
-  }
-  return tensor;
-}
-
-/** The mask plane's 0..1 floats as bytes, rounded. */
-function maskToBytes(mask: Float32Array): Buffer {
-  const bytes = Buffer.allocUnsafe(mask.length);
-  for (let i = 0; i < mask.length; i++) {
-    const v = mask[i] as number;
-    bytes[i] = v <= 0 ? 0 : v >= 1 ? 255 : v * 255 + 0.5;
-  }
-  return bytes;
-}
-
-/** The mask at another size: upsizing (the costly case) by mask-upsample.ts, shrinking on either axis by sharp. */
-async function resizeMask(mask: Buffer, plane: Dimensions, to: Dimensions): Promise<Buffer> {
-  return isUpsizing(plane, to) ? upsampleMask(mask, plane, to) : shrinkMask(mask, plane, to);
 }
 
 /** A mask (or a region of it) shrunk by sharp, whose kernel widens with the shrink; 'b-w' keeps one channel. */

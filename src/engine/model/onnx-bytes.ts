@@ -1,4 +1,4 @@
-// ONNX models written by hand (no onnx package in Node): the GPU probe's, and the tests' tiny ones.
+// ONNX models written by hand (no onnx package in Node): the GPU probe's, and the tests' and benches' tiny ones.
 
 function varint(value: number): Buffer {
   const out: number[] = [];
@@ -44,4 +44,31 @@ export function identityModel(shape: readonly number[], inputName: string, outpu
       bytes(12, tensorInfo(outputName, shape)),
     ]),
   );
+}
+
+/** A FLOAT TensorProto initializer with raw_data. */
+export function floatTensor(name: string, dims: number[], values: number[]): Buffer {
+  const raw = Buffer.alloc(values.length * 4);
+  for (const [i, v] of values.entries()) raw.writeFloatLE(v, i * 4);
+  return Buffer.concat([...dims.map((d) => int(1, d)), int(2, 1), bytes(8, name), bytes(9, raw)]);
+}
+
+/**
+ * The warm-key model, at the default model's contract (1×3×1024² 'input' → 'output'): a 1×1 convolution, mask =
+ * (red − blue − 32) / 32, clamped to 0..1 by the pipeline. Warm pixels are kept, cool ones removed, in
+ * milliseconds: the tests' stand-in where the real model's cut is not the point (test/helpers/fast-models.ts), and
+ * the benches' model whose run costs next to nothing.
+ */
+export function warmKeyModelBytes(): Buffer {
+  const node = Buffer.concat([bytes(1, 'input'), bytes(1, 'w'), bytes(1, 'b'), bytes(2, 'output'), bytes(4, 'Conv')]);
+  const graph = Buffer.concat([
+    bytes(1, node),
+    bytes(2, 'warm_key'),
+    // The input is pixel / 255 − 0.5 per channel, so 8·R − 8·B − 1 is (red − blue − 32) / 32 (to within 0.4 %).
+    bytes(5, floatTensor('w', [1, 3, 1, 1], [8, 0, -8])),
+    bytes(5, floatTensor('b', [1], [-1])),
+    bytes(11, tensorInfo('input', [1, 3, 1024, 1024])),
+    bytes(12, tensorInfo('output', [1, 1, 1024, 1024])),
+  ]);
+  return model(graph);
 }

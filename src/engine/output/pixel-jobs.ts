@@ -1,0 +1,176 @@
+// The per-pixel JavaScript of one image, as plain functions of typed arrays and numbers: the model's input tensor,
+// the mask as bytes fitted to the result with its foreground box, the auto format's choice, compose (compose.ts) and
+// the PNG (png-encode.ts). They run on pixel workers (pixel-workers.ts) so the main thread only orchestrates; the
+// same code in process gives the same bytes (test/integration/engine/pixel-workers.test.ts).
+
+import type { Rgba } from '../../api/color.js';
+import { AUTO_FORMAT, OUTPUT_FORMATS } from '../../api/media-types.js';
+import type { Format, OutputFormat } from '../../api/options.js';
+import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
+import { upsampleMask, type Dimensions } from './mask-upsample.js';
+import { encodePng } from './png-encode.js';
+
+/** RGB bytes at the model's size and the model's normalisation (model-contract.ts). */
+export interface TensorJob {
+  rgb: Uint8Array;
+  pixelCount: number;
+  mean: number[];
+  std: number[];
+  scale: number;
+}
+
+/** A mask as a job gets it: the model's plane (0..1 floats, model-session.ts' MaskPlane) or bytes, `width`×`height`. */
+export interface MaskInput extends Dimensions {
+  data: Float32Array | Uint8Array;
+}
+
+export interface MaskJob extends MaskInput {
+  /** Upsized to this (both sides at least the mask's: mask-upsample.ts); shrinking is sharp's, in pipeline.ts. */
+  to?: Dimensions;
+  findBounds: boolean;
+}
+
+export interface FittedMask {
+  /** One byte per pixel, at `to` (or the input's size). */
+  mask: Uint8Array;
+  /** The foreground's box when asked: null when there is none. */
+  bounds?: Bounds | null;
+}
+
+/** A result's pixels and its mask (at the pixels' size, or the model's plane upsized to it here). */
+export interface FinishJob {
+  /** Raw interleaved pixels, `channels` per pixel, width×height. */
+  pixels: Uint8Array;
+  channels: 3 | 4;
+  width: number;
+  height: number;
+  mask: MaskInput;
+  /** Find the foreground's box on the result's mask (no crop: the box is not known yet). */
+  findBounds: boolean;
+  /** The format asked for; `auto` is chosen here (api-spec rule 4). */
+  format: Format;
+  background: Rgba | undefined;
+}
+
+/** The result's format and box, and a PNG's file or JPG/WebP's composed pixels, which sharp encodes. */
+export type Finished = { format: OutputFormat; bounds?: Bounds | null } & (
+  | { png: Uint8Array }
+  | { composed: Uint8Array; channels: 3 | 4 }
+);
+
+/** What compose needs of a result. */
+export interface ComposeJob {
+  pixels: Uint8Array;
+  channels: 3 | 4;
+  mask: Uint8Array;
+  width: number;
+  height: number;
+  background: Rgba | undefined;
+}
+
+/** A Buffer over a typed array's bytes, without a copy (a message delivers plain typed arrays). */
+const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** The model's normalised CHW tensor from RGB bytes, through a lookup table: the same values, without a division per
+ * pixel (bench/RESULTS.md, "What changed in the engine, and why"). */
+export function modelTensor({ rgb, pixelCount, mean, std, scale }: TensorJob): Float32Array {
+  const lut = new Float32Array(768);
+  for (let c = 0; c < 3; c++)
+    for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
+  const tensor = new Float32Array(pixelCount * 3);
+  const green = pixelCount;
+  const blue = pixelCount * 2;
+  for (let i = 0, j = 0; i < pixelCount; i++, j += 3) {
+    tensor[i] = lut[rgb[j] as number] as number;
+    tensor[green + i] = lut[256 + (rgb[j + 1] as number)] as number;
+    tensor[blue + i] = lut[512 + (rgb[j + 2] as number)] as number;
+  }
+  return tensor;
+}
+
+/** The mask plane's 0..1 floats as bytes, rounded. */
+function maskToBytes(mask: Float32Array): Buffer {
+  const bytes = Buffer.allocUnsafe(mask.length);
+  for (let i = 0; i < mask.length; i++) {
+    const v = mask[i] as number;
+    bytes[i] = v <= 0 ? 0 : v >= 1 ? 255 : v * 255 + 0.5;
+  }
+  return bytes;
+}
+
+/** The mask as bytes, upsized to `to` when given, and its foreground's box when asked. */
+export function fitMask({ data, width, height, to, findBounds }: MaskJob): FittedMask {
+  const bytes = data instanceof Float32Array ? maskToBytes(data) : bufferOf(data);
+  const size = to ?? { width, height };
+  const fitted = size.width === width && size.height === height ? bytes : upsampleMask(bytes, { width, height }, size);
+  return { mask: fitted, bounds: findBounds ? maskBounds(fitted, size.width, size.height) : undefined };
+}
+
+/** format=auto: the table's choice for a result with transparency or an opaque one (api-spec rule 4). */
+function chooseFormat(format: Format, background: Rgba | undefined, mask: Uint8Array, job: ComposeJob): OutputFormat {
+  if (format !== 'auto') return format;
+  if (background && background.alpha === 1) return AUTO_FORMAT.opaque;
+  if (background) return AUTO_FORMAT.transparent;
+  if (!mask.every((a) => a === 255)) return AUTO_FORMAT.transparent;
+  // The mask keeps everything: the result is opaque only if the input was (its own alpha is kept).
+  if (job.channels === 4) {
+    for (let i = 3; i < job.pixels.length; i += 4) if (job.pixels[i] !== 255) return AUTO_FORMAT.transparent;
+  }
+  return AUTO_FORMAT.opaque;
+}
+
+/** The composed rows `top` to `top + count` of the result; `opaque` flattens onto white (JPG). */
+export function rowComposer(job: ComposeJob, opaque: boolean): (top: number, count: number) => ComposeOutput {
+  const { width, channels, background } = job;
+  const pixels = bufferOf(job.pixels);
+  const mask = bufferOf(job.mask);
+  return (top, count) =>
+    compose({
+      pixels: pixels.subarray(top * width * channels, (top + count) * width * channels),
+      channels,
+      mask: mask.subarray(top * width, (top + count) * width),
+      width,
+      height: count,
+      background,
+      opaque,
+    });
+}
+
+/** The result from its pixels and mask: the mask fitted, the box, the format; a PNG composed band by band while
+ * earlier bands deflate, or the whole image composed for sharp. */
+export async function finishCutout(job: FinishJob): Promise<Finished> {
+  const { pixels, channels, width, height, background } = job;
+  const { mask, bounds } = fitMask({ ...job.mask, to: { width, height }, findBounds: job.findBounds });
+  const composeJob = { pixels, channels, mask, width, height, background };
+  const format = chooseFormat(job.format, background, mask, composeJob);
+  if (format === 'png') return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
+  const composed = rowComposer(composeJob, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
+  return { format, bounds, composed: composed.pixels, channels: composed.channels };
+}
+
+/** The jobs a pixel worker runs, by name: what pixel-worker-entry.ts dispatches and a test calls in process. */
+export const PIXEL_JOBS = { tensor: modelTensor, mask: fitMask, finish: finishCutout };
+
+export type PixelJobName = keyof typeof PIXEL_JOBS;
+export type PixelJobInput<Name extends PixelJobName> = Parameters<(typeof PIXEL_JOBS)[Name]>[0];
+export type PixelJobOutput<Name extends PixelJobName> = Awaited<ReturnType<(typeof PIXEL_JOBS)[Name]>>;
+
+/** Runs a job's work somewhere: on a pixel worker (pixel-workers.ts `onPixelWorker`) or in process (`inProcess`).
+ * `transfer`: buffers the caller gives up, moved to a worker rather than copied. */
+export type PixelWork = <Name extends PixelJobName>(
+  name: Name,
+  input: PixelJobInput<Name>,
+  transfer?: ArrayBuffer[],
+) => Promise<PixelJobOutput<Name>>;
+
+/** One job run on this thread: the worker's dispatch, and the in-process path. */
+export async function runPixelJob<Name extends PixelJobName>(
+  name: Name,
+  input: PixelJobInput<Name>,
+): Promise<PixelJobOutput<Name>> {
+  const job = PIXEL_JOBS[name] as (input: PixelJobInput<Name>) => PixelJobOutput<Name> | Promise<PixelJobOutput<Name>>;
+  return job(input);
+}
+
+/** The jobs on the calling thread (a test's yardstick for the workers' bytes). */
+export const inProcess: PixelWork = (name, input) => runPixelJob(name, input);

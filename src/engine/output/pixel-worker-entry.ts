@@ -1,0 +1,19 @@
+// A pixel worker's thread (pixel-workers.ts): runs each job as the main thread would, its result's arrays moved back.
+
+import { parentPort } from 'node:worker_threads';
+import { runPixelJob, type PixelJobInput, type PixelJobName } from './pixel-jobs.js';
+import { movableBuffers, type PixelReply } from './pixel-workers.js';
+
+if (!parentPort) throw new Error('pixel-worker-entry runs only as a worker thread');
+const port = parentPort;
+port.on(
+  'message',
+  <Name extends PixelJobName>({ id, name, input }: { id: number; name: Name; input: PixelJobInput<Name> }) => {
+    runPixelJob(name, input).then(
+      // Every array a job returns was allocated here (or arrived in its message): all of them move.
+      (result) => port.postMessage({ id, result } satisfies PixelReply, movableBuffers(result)),
+      (error: unknown) =>
+        port.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies PixelReply),
+    );
+  },
+);

@@ -1,0 +1,109 @@
+// The per-pixel work of each image (pixel-jobs.ts) on worker threads: on the main thread it was the limit on a GPU
+// (bench/RESULTS.md, "Issue #26": main thread 89 % busy, GPU 19 %). The same code, so the same bytes.
+
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { PixelJobName, PixelJobOutput, PixelWork } from './pixel-jobs.js';
+import { workerExecArgv } from '../runtime/worker-exec-argv.js';
+
+// A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
+const ENTRY = import.meta.url.endsWith('.ts')
+  ? new URL('../../../dist/engine/output/pixel-worker-entry.js', import.meta.url)
+  : new URL('./pixel-worker-entry.js', import.meta.url);
+
+/** Workers: a quarter of the cores, 2 to 4 (a PNG's bands deflate on libuv's pool besides). At least 2, so one
+ * image's tensor never waits behind another's compose: with 1, a 2-core folder ran slower than with the work on the
+ * main thread (bench/RESULTS.md, "Issue #26, round 3"). */
+export const PIXEL_WORKERS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 4)));
+
+/** A worker's answer to job `id`: its result, or its error's message. */
+export interface PixelReply {
+  id: number;
+  result?: unknown;
+  error?: string;
+}
+
+interface Pending {
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+interface PixelWorker {
+  worker: Worker;
+  pending: Map<number, Pending>;
+}
+
+const workers: PixelWorker[] = [];
+let nextId = 0;
+
+/**
+ * The buffers of `values` (typed arrays, or an object's typed-array fields) that a message may move rather than copy:
+ * those a view spans whole. Only for arrays this code allocated or received in a message: a Buffer of sharp's is
+ * external memory, which Node copies in a transfer list (20) or refuses there (22): never list one.
+ */
+export function movableBuffers(...values: unknown[]): ArrayBuffer[] {
+  const views = values.flatMap((value) =>
+    ArrayBuffer.isView(value) ? [value] : typeof value === 'object' && value ? Object.values(value) : [],
+  );
+  const buffers = views.flatMap((view) =>
+    ArrayBuffer.isView(view) &&
+    view.buffer instanceof ArrayBuffer &&
+    view.byteOffset === 0 &&
+    view.byteLength === view.buffer.byteLength
+      ? [view.buffer]
+      : [],
+  );
+  return [...new Set(buffers)]; // a buffer listed twice is refused
+}
+
+/** Starts a worker; unref'd while it has no job, so an idle one never holds the process open. */
+function startWorker(): PixelWorker {
+  const worker = new Worker(ENTRY, { execArgv: workerExecArgv(process.execArgv) });
+  const entry: PixelWorker = { worker, pending: new Map() };
+  worker.unref();
+  worker.on('message', (reply: PixelReply) => {
+    const job = entry.pending.get(reply.id);
+    if (!job) return;
+    entry.pending.delete(reply.id);
+    if (entry.pending.size === 0) worker.unref();
+    if (reply.error === undefined) job.resolve(reply.result);
+    else job.reject(new Error(reply.error));
+  });
+  const fail = (error: Error) => {
+    const index = workers.indexOf(entry);
+    if (index !== -1) workers.splice(index, 1);
+    for (const job of entry.pending.values()) job.reject(error);
+    entry.pending.clear();
+  };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`the pixel worker exited with code ${code}`)));
+  return entry;
+}
+
+/** The least busy worker, a new one while fewer than PIXEL_WORKERS run. */
+function pickWorker(): PixelWorker {
+  const idle = workers.find((w) => w.pending.size === 0);
+  if (idle) return idle;
+  if (workers.length < PIXEL_WORKERS) {
+    const started = startWorker();
+    workers.push(started);
+    return started;
+  }
+  return workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+}
+
+/** A job run on a pixel worker; the buffers in `transfer` move there (detached here), the rest is copied. Its
+ * result's arrays come back moved; a worker that dies rejects its jobs. */
+export const onPixelWorker: PixelWork = <Name extends PixelJobName>(
+  name: Name,
+  input: unknown,
+  transfer: ArrayBuffer[] = [],
+) => {
+  const target = pickWorker();
+  const id = nextId++;
+  return new Promise<PixelJobOutput<Name>>((resolve, reject) => {
+    target.pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
+    target.worker.ref();
+    target.worker.postMessage({ id, name, input }, transfer);
+  });
+};
