@@ -2,6 +2,7 @@
 // failing the run on any type error. Incremental, so an unchanged tree costs a second or two.
 
 import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,6 +22,8 @@ function tsc(args: string[], what: string): void {
 
 export function buildAndTypecheck(): void {
   const cache = path.join(ROOT, 'node_modules/.cache/rmbg-tsc');
+  // tsc's incremental record says what it emitted, not whether dist/ is still there: a deleted dist/ is rebuilt.
+  if (!existsSync(path.join(ROOT, 'dist/cli/main.js'))) rmSync(path.join(cache, 'build.tsbuildinfo'), { force: true });
   tsc(
     ['-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', path.join(cache, 'build.tsbuildinfo')],
     'building dist/ (tsc -p tsconfig.json)',
