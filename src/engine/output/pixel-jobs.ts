@@ -148,8 +148,22 @@ export async function finishCutout(job: FinishJob): Promise<Finished> {
   return { format, bounds, composed: composed.pixels, channels: composed.channels };
 }
 
+/** A HEIC's bytes and the size of the image to decode (its primary, whose header was checked). */
+export interface HeicJob {
+  heic: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** The HEIC's image as RGBA bytes (image/heic-decoder.ts: libheif in WebAssembly, seconds for a 12 MP photo, which
+ * on the main thread held every other photo in flight); undefined when it holds no image of that size. */
+async function decodeHeic({ heic, width, height }: HeicJob): Promise<Uint8Array | undefined> {
+  const { decodeHeicPixels } = await import('../image/heic-decoder.js'); // loaded only when a HEIC comes
+  return decodeHeicPixels(bufferOf(heic), { width, height });
+}
+
 /** The jobs a pixel worker runs, by name: what pixel-worker-entry.ts dispatches and a test calls in process. */
-export const PIXEL_JOBS = { tensor: modelTensor, mask: fitMask, finish: finishCutout };
+export const PIXEL_JOBS = { tensor: modelTensor, mask: fitMask, finish: finishCutout, heic: decodeHeic };
 
 export type PixelJobName = keyof typeof PIXEL_JOBS;
 export type PixelJobInput<Name extends PixelJobName> = Parameters<(typeof PIXEL_JOBS)[Name]>[0];
