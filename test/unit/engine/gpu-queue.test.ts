@@ -4,150 +4,120 @@
 import { describe, expect, it } from 'vitest';
 import { gpuTurn } from '../../../src/engine/gpu/gpu-queue.js';
 
-/** A piece of GPU work that the test ends: whether it has started, and `end()` to settle it. */
-function work(name: string, log: string[]) {
-  let end: () => void = () => undefined;
-  const settled = new Promise<void>((resolve) => (end = resolve));
-  return {
-    run: () => {
-      log.push(`${name} starts`);
-      return settled.then(() => log.push(`${name} ends`));
-    },
-    end: () => end(),
-  };
+/**
+ * A scenario: works asked for in groups (a drain after each group), each "name:owner:upTo" (owner a, b, or - for
+ * none, as loads and releases are asked; a name ending in ! fails as soon as it starts); then, step by step, the
+ * work the test ends (or none) and what the log gains by the next drain.
+ */
+interface Scenario {
+  name: string;
+  asks: string[][];
+  steps: [ends: string | null, logged: string[]][];
 }
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: "keeps another owner's work until every work of the turn before it has settled",
+    asks: [['a1:a:2'], ['a2:a:2', 'b1:b:2']],
+    steps: [
+      [null, ['a1 starts', 'a2 starts']],
+      ['a1', ['a1 ends']],
+      ['a2', ['a2 ends', 'b1 starts']],
+      ['b1', ['b1 ends']],
+    ],
+  },
+  {
+    name: "holds an owner's works beyond upTo until one of its works settles",
+    asks: [['a1:a:2'], ['a2:a:2', 'a3:a:2']],
+    steps: [
+      [null, ['a1 starts', 'a2 starts']],
+      ['a1', ['a1 ends', 'a3 starts']],
+      ['a2', ['a2 ends']],
+      ['a3', ['a3 ends']],
+    ],
+  },
+  {
+    name: 'queues an owner behind another owner that asked meanwhile, so no owner keeps the GPU',
+    asks: [['a1:a:2'], ['b1:b:2', 'a2:a:2']],
+    steps: [
+      [null, ['a1 starts']],
+      ['a1', ['a1 ends', 'b1 starts']],
+      ['b1', ['b1 ends', 'a2 starts']],
+      ['a2', ['a2 ends']],
+    ],
+  },
+  {
+    name: "keeps another owner's work behind a turn whose joined work failed until the rest of the turn settles",
+    asks: [['a1:a:2'], ['x!:a:2', 'b1:b:2']],
+    steps: [
+      [null, ['a1 starts', 'x! fails']],
+      ['a1', ['a1 ends', 'b1 starts']],
+      ['b1', ['b1 ends']],
+    ],
+  },
+  {
+    name: "lets an owner's works share a turn queued behind another owner's only once it has begun",
+    asks: [['a1:a:2'], ['b1:b:2', 'a2:a:2', 'a3:a:2']],
+    steps: [
+      [null, ['a1 starts']],
+      ['a1', ['a1 ends', 'b1 starts']],
+      ['b1', ['b1 ends', 'a2 starts', 'a3 starts']],
+      ['a2', ['a2 ends']],
+      ['a3', ['a3 ends']],
+    ],
+  },
+  {
+    name: 'lets no work share a turn where upTo is 1 (behind a worker set aside)',
+    asks: [['a1:a:2'], ['a2:a:1']],
+    steps: [
+      [null, ['a1 starts']],
+      ['a1', ['a1 ends', 'a2 starts']],
+      ['a2', ['a2 ends']],
+    ],
+  },
+  {
+    name: 'runs work without an owner (a load, a release) alone, and a failed work does not stop the queue',
+    asks: [['x!:a:2', 'load:-:1', 'a1:a:2']],
+    steps: [
+      [null, ['x! fails', 'load starts']],
+      ['load', ['load ends', 'a1 starts']],
+      ['a1', ['a1 ends']],
+    ],
+  },
+];
 
 /** Lets every promise callback that can run, run. */
 const drain = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('the GPU queue', { timeout: 5_000 }, () => {
-  it("keeps another owner's work until every work of the turn before it has settled", async () => {
+  it.each(SCENARIOS)('$name', async ({ asks, steps }) => {
     const log: string[] = [];
-    const a = {};
-    const b = {};
-    const [a1, a2, b1] = [work('a1', log), work('a2', log), work('b1', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    done.push(gpuTurn(a2.run, { owner: a, upTo: 2 }), gpuTurn(b1.run, { owner: b, upTo: 2 }));
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a2 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a2 starts', 'a1 ends']);
-    a2.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a2 starts', 'a1 ends', 'a2 ends', 'b1 starts']);
-    b1.end();
-    await Promise.all(done);
-  });
-
-  it("holds an owner's works beyond upTo until one of its works settles", async () => {
-    const log: string[] = [];
-    const a = {};
-    const [a1, a2, a3] = [work('a1', log), work('a2', log), work('a3', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    done.push(gpuTurn(a2.run, { owner: a, upTo: 2 }), gpuTurn(a3.run, { owner: a, upTo: 2 }));
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a2 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a2 starts', 'a1 ends', 'a3 starts']);
-    a2.end();
-    a3.end();
-    await Promise.all(done);
-  });
-
-  it('queues an owner behind another owner that asked meanwhile, so no owner keeps the GPU', async () => {
-    const log: string[] = [];
-    const a = {};
-    const b = {};
-    const [a1, b1, a2] = [work('a1', log), work('b1', log), work('a2', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    done.push(gpuTurn(b1.run, { owner: b, upTo: 2 }), gpuTurn(a2.run, { owner: a, upTo: 2 }));
-    await drain();
-    expect(log).toEqual(['a1 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a1 ends', 'b1 starts']);
-    b1.end();
-    await drain();
-    expect(log.slice(3)).toEqual(['b1 ends', 'a2 starts']);
-    a2.end();
-    await Promise.all(done);
-  });
-
-  it("keeps another owner's work behind a turn whose joined work failed until the rest of the turn settles", async () => {
-    const log: string[] = [];
-    const a = {};
-    const b = {};
-    const [a1, b1] = [work('a1', log), work('b1', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    const failed = gpuTurn(() => Promise.reject(new Error('a lost device')), { owner: a, upTo: 2 });
-    done.push(gpuTurn(b1.run, { owner: b, upTo: 2 }));
-    await expect(failed).rejects.toThrow('a lost device');
-    await drain();
-    expect(log).toEqual(['a1 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a1 ends', 'b1 starts']);
-    b1.end();
-    await Promise.all(done);
-  });
-
-  it("never lets an owner's work join a turn that has not begun: it waits behind the other owner's", async () => {
-    const log: string[] = [];
-    const a = {};
-    const b = {};
-    const [a1, b1, a2, a3] = [work('a1', log), work('b1', log), work('a2', log), work('a3', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    // a2's turn is queued behind b1's: a3 may share it once it has begun, not before.
-    done.push(...[b1, a2, a3].map((w, i) => gpuTurn(w.run, { owner: i === 0 ? b : a, upTo: 2 })));
-    await drain();
-    expect(log).toEqual(['a1 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a1 ends', 'b1 starts']);
-    b1.end();
-    await drain();
-    expect(log.slice(3)).toEqual(['b1 ends', 'a2 starts', 'a3 starts']);
-    a2.end();
-    a3.end();
-    await Promise.all(done);
-  });
-
-  it('lets no work share a turn where upTo is 1 (behind a worker set aside)', async () => {
-    const log: string[] = [];
-    const a = {};
-    const [a1, a2] = [work('a1', log), work('a2', log)];
-    const done = [gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await drain();
-    done.push(gpuTurn(a2.run, { owner: a, upTo: 1 }));
-    await drain();
-    expect(log).toEqual(['a1 starts']);
-    a1.end();
-    await drain();
-    expect(log).toEqual(['a1 starts', 'a1 ends', 'a2 starts']);
-    a2.end();
-    await Promise.all(done);
-  });
-
-  it('runs work without an owner (a load, a release) alone, and a failed work does not stop the queue', async () => {
-    const log: string[] = [];
-    const a = {};
-    const [load, a1] = [work('load', log), work('a1', log)];
-    const failed = gpuTurn(() => Promise.reject(new Error('a lost device')), { owner: a, upTo: 2 });
-    const done = [gpuTurn(load.run), gpuTurn(a1.run, { owner: a, upTo: 2 })];
-    await expect(failed).rejects.toThrow('a lost device');
-    await drain();
-    expect(log).toEqual(['load starts']);
-    load.end();
-    await drain();
-    expect(log).toEqual(['load starts', 'load ends', 'a1 starts']);
-    a1.end();
-    await Promise.all(done);
+    const owners: Record<string, object> = { a: {}, b: {} };
+    const ends = new Map<string, () => void>();
+    const settled: Promise<unknown>[] = [];
+    for (const group of asks) {
+      for (const ask of group) {
+        const [name = '', owner = '-', upTo = '1'] = ask.split(':');
+        const work = () => {
+          if (name.endsWith('!')) {
+            log.push(`${name} fails`);
+            return Promise.reject(new Error('a lost device'));
+          }
+          log.push(`${name} starts`);
+          return new Promise<void>((resolve) => ends.set(name, resolve)).then(() => log.push(`${name} ends`));
+        };
+        const sharing = owner === '-' ? undefined : { owner: owners[owner] as object, upTo: Number(upTo) };
+        settled.push(gpuTurn(work, sharing).catch((error: Error) => expect(error.message).toBe('a lost device')));
+      }
+      await drain();
+    }
+    const expected: string[] = [];
+    for (const [end, logged] of steps) {
+      if (end) ends.get(end)?.();
+      await drain();
+      expected.push(...logged);
+      expect(log).toEqual(expected);
+    }
+    await Promise.all(settled);
   });
 });
