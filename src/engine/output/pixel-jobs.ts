@@ -1,7 +1,8 @@
 // The per-pixel JavaScript of one image, as plain functions of typed arrays and numbers: the model's input tensor,
-// the mask as bytes fitted to the result with its foreground box, the auto format's choice, compose (compose.ts) and
-// the PNG (png-encode.ts). They run on pixel workers (pixel-workers.ts) so the main thread only orchestrates; the
-// same code in process gives the same bytes (test/integration/engine/pixel-workers.test.ts).
+// the mask as bytes fitted to the result with its foreground box, the auto format's choice, compose (compose.ts),
+// the PNG (png-encode.ts), and a HEIC's decode (image/heic-decoder.ts). They run on pixel workers (pixel-workers.ts)
+// so the main thread only orchestrates; the same code in process gives the same bytes
+// (test/integration/engine/pixel-workers.test.ts).
 
 import type { Rgba } from '../../api/color.js';
 import { AUTO_FORMAT, OUTPUT_FORMATS } from '../../api/media-types.js';
