@@ -100,14 +100,17 @@ function takeOver(lockPath: string, temp: string, staleContent: string, stillSta
   }
 }
 
+/** How long ago the lock's holder renewed it; undefined when the lock is gone. */
+function renewedAgoMs(lockPath: string): number | undefined {
+  const renewed = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
+  return renewed === undefined ? undefined : Math.max(0, Date.now() - renewed);
+}
+
 /** Whether the holder a lock names runs: here, by its pid; elsewhere, by whether it renewed the lock lately. */
 function holderRuns(lockPath: string, content: string): boolean {
   const { pid, where } = holderOf(content);
   if (!(Number.isInteger(pid) && pid > 0)) return false;
-  if (where !== HERE) {
-    const renewed = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
-    return renewed !== undefined && Date.now() - renewed < STALE_ELSEWHERE_MS;
-  }
+  if (where !== HERE) return (renewedAgoMs(lockPath) ?? Number.POSITIVE_INFINITY) < STALE_ELSEWHERE_MS;
   return pid === process.pid ? heldHere.has(lockPath) : processAlive(pid);
 }
 
@@ -115,8 +118,7 @@ function holderRuns(lockPath: string, content: string): boolean {
 function describeHolder(lockPath: string, content: string): string {
   const { pid, where } = holderOf(content);
   if (where === HERE) return `pid ${pid}`;
-  const renewed = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
-  const ago = Math.max(0, Math.round((Date.now() - renewed) / 1000));
+  const ago = Math.round((renewedAgoMs(lockPath) ?? 0) / 1000);
   return (
     `pid ${pid} in ${where.split(':')[0]} (another machine or container; its lock was renewed ${ago} s ago and ` +
     `is taken over once not renewed for ${STALE_ELSEWHERE_MS / 1000} s)`

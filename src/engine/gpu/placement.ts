@@ -149,10 +149,11 @@ async function placeOnGpu(
   const known = verdictAt === undefined ? undefined : readVerdict(verdictAt);
   if (known?.device === 'cpu')
     return onCpu(`the CPU is faster here for this model (${describeVerdict(known)}; remembered in ${verdictFile()})`);
-  // The job's size is awaited only where it can change the answer (the photos are being found meanwhile).
-  const sizeMatters = requested === 'auto' && photos !== undefined && (!known || fewestPhotosForGpu(known) > 1);
-  const tooSmall = sizeMatters ? tooSmallForGpu(known, await photos) : undefined;
-  if (tooSmall) return onCpu(tooSmall);
+  // Without a verdict, a job of one photo is not worth measuring the GPU for (a start on both devices). The job's
+  // size is awaited only where it can change the answer: the photos are being found meanwhile.
+  const fewest = known ? fewestPhotosForGpu(known) : 2;
+  const count = requested === 'auto' && fewest > 1 ? await photos : undefined;
+  if (count !== undefined && count < fewest) return onCpu(tooSmallForGpu(known, count));
   // Asked of a child process first: without a working adapter the Vulkan loader and Dawn print to this
   // process's stderr, and a failed request for an adapter fails every later one in the process.
   const probe: GpuProbe = known
@@ -213,15 +214,10 @@ async function placeOnGpu(
   }
 }
 
-/** auto on a job too small for the GPU's slower start: why the CPU ends it sooner; else undefined. Without a
- * verdict, a job of one photo is not worth measuring one (a start on both devices): a larger job measures it. */
-function tooSmallForGpu(known: GpuVerdict | undefined, photos: number | undefined): string | undefined {
-  if (photos === undefined) return undefined;
+/** Why auto runs a job of `photos`, too small for the GPU's slower start, on the CPU. */
+function tooSmallForGpu(known: GpuVerdict | undefined, photos: number): string {
   if (!known)
-    return photos <= 1
-      ? 'a job of one photo ends sooner on the CPU than the GPU could be measured (a job of more photos measures it)'
-      : undefined;
-  if (photos >= fewestPhotosForGpu(known)) return undefined;
+    return 'a job of one photo ends sooner on the CPU than the GPU could be measured (a job of more photos measures it)';
   const estimate = estimateJob(known, photos);
   return `this job ends sooner on the CPU, as the GPU starts slower (${describeEstimate(estimate)}; from ${describeVerdict(known)}, remembered in ${verdictFile()})`;
 }
