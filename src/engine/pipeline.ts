@@ -14,7 +14,7 @@ import type { MaskPlane, ModelSession } from './model/model-session.js';
 import { isUpsizing, type Dimensions } from './output/mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output/output-size.js';
 import type { Finished, MaskInput, PixelWork } from './output/pixel-jobs.js';
-import { movableBuffers, onPixelWorker } from './output/pixel-workers.js';
+import { bufferOf, movableBuffers, onPixelWorker } from './output/pixel-workers.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DecodedPhoto, EngineResult } from './types.js';
 
@@ -207,9 +207,6 @@ async function encoded(finished: Finished, { width, height }: Raw, timer: Timer)
   const composed = { pixels: bufferOf(finished.composed), channels: finished.channels };
   return encodeWithSharp(composed, width, height, finished.format as Exclude<OutputFormat, 'png'>);
 }
-
-/** A Buffer over a message's typed array, without a copy. */
-const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data rather than decode it grey. */
 function decoder(input: PipelineInput): Sharp {

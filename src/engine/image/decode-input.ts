@@ -9,7 +9,7 @@ import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../../api/media-typ
 import { buildTiff, type Entry } from './exif.js';
 import { checkByteSize, checkDimensions } from './image-probe.js';
 import { decoderReason } from './input-errors.js';
-import { onPixelWorker } from '../output/pixel-workers.js';
+import { bufferOf, onPixelWorker } from '../output/pixel-workers.js';
 import type { DecodedPhoto } from '../types.js';
 
 /** What an upload of a converted photo is: lossless when it fits the API's byte limit. */
@@ -91,7 +91,7 @@ async function heicPipeline(input: Buffer, header: sharp.Metadata): Promise<Shar
   try {
     // On a pixel worker: the input is copied there, as the caller keeps it (its EXIF, an upload's retry).
     const decoded = await onPixelWorker('heic', { heic: input, ...size });
-    rgba = decoded && Buffer.from(decoded.buffer, decoded.byteOffset, decoded.byteLength);
+    rgba = decoded && bufferOf(decoded);
   } catch (error) {
     throw undecodable('heic', error);
   }

@@ -10,6 +10,7 @@ import type { Format, OutputFormat } from '../../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { upsampleMask, type Dimensions } from './mask-upsample.js';
 import { encodePng } from './png-encode.js';
+import { bufferOf } from './pixel-workers.js';
 
 /** RGB bytes at the model's size and the model's normalisation (model-contract.ts). */
 export interface TensorJob {
@@ -68,9 +69,6 @@ export interface ComposeJob {
   height: number;
   background: Rgba | undefined;
 }
-
-/** A Buffer over a typed array's bytes, without a copy (a message delivers plain typed arrays). */
-const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** The model's normalised CHW tensor from RGB bytes, through a lookup table: the same values, without a division per
  * pixel (bench/RESULTS.md, "What changed in the engine, and why"). */

@@ -56,6 +56,9 @@ export function movableBuffers(...values: unknown[]): ArrayBuffer[] {
   return [...new Set(buffers)]; // a buffer listed twice is refused
 }
 
+/** A Buffer over a typed array's bytes, without a copy (a message delivers plain typed arrays, a job's results too). */
+export const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 /** Starts a worker; unref'd while it has no job, so an idle one never holds the process open. */
 function startWorker(): PixelWorker {
   const worker = new Worker(ENTRY, { execArgv: workerExecArgv(process.execArgv) });
