@@ -68,8 +68,11 @@ COPY web web/
 RUN ln -s /app/bin/rmbg.js /usr/local/bin/rmbg
 # The store (SQLite) and the optimised-graph cache live in the volume, so both outlive the container.
 # `graphics`: the NVIDIA Container Toolkit mounts the Vulkan driver only with it (--gpus all then just works).
+# glibc's malloc with fixed thresholds, so the server's memory stays flat (bin/malloc-tuning.js, which sets them
+# itself only on a Node that can restart itself).
 ENV NODE_ENV=production RMBG_DATA_DIR=/data XDG_CACHE_HOME=/data/cache \
-    NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics \
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072
 USER 10001:10001
 VOLUME /data
 EXPOSE 5000
