@@ -1,15 +1,17 @@
-// The run's one global set-up (vitest globalSetup): build and type-check, then start the run's PostgreSQL.
+// The run's one global set-up (vitest globalSetup): build and type-check, start the run's PostgreSQL, find a Node
+// of a maintained line.
 // One entry runs every step so that every teardown runs and a failed one fails the run: vitest skips the
 // teardowns after one that throws and exits 0 over it (issue #31).
 
 import type { TestProject } from 'vitest/node';
 import { buildAndTypecheck } from './setup/build.js';
+import { provideMaintainedNode } from './setup/maintained-node.js';
 import { providePostgres } from './setup/postgres.js';
 
 /** A step of the set-up; a function it returns (or resolves to) is run at the teardown. */
 export type GlobalStep = (project: TestProject) => unknown;
 
-export const projectSteps: GlobalStep[] = [buildAndTypecheck, providePostgres];
+export const projectSteps: GlobalStep[] = [buildAndTypecheck, providePostgres, provideMaintainedNode];
 
 /** Runs `steps` in order; the teardown it returns runs each step's teardown, last first, and fails the run if any throws. */
 export async function runSteps(project: TestProject, steps: GlobalStep[]): Promise<() => Promise<void>> {

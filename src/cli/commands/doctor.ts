@@ -89,6 +89,8 @@ interface DoctorReport {
   rmbg: string;
   node: string;
   platform: string;
+  /** The C library's malloc and whether its thresholds are fixed; `fix` where they are not and should be. */
+  allocator: { libc: string; thresholds: string; fix?: string };
   onnxruntime: string;
   providers: string[];
   device: { value: string | undefined; source: string };
@@ -99,6 +101,28 @@ interface DoctorReport {
   dataDir: { path: string; exists: boolean };
   store: { engine: 'sqlite'; path: string; exists: boolean } | { engine: 'postgres'; at: string };
   settingsFile: string;
+}
+
+/** bin/malloc-tuning.js, the command's first step (plain CommonJS: it runs before any module of dist/). */
+interface MallocTuning {
+  MALLOC_TUNABLES: string;
+  mallocThresholdsFixed(env: NodeJS.ProcessEnv): boolean;
+  glibcVersion(): string | undefined;
+}
+
+/** Whether glibc's malloc runs with fixed thresholds, without which a long run's memory grows (malloc-tuning.js). */
+function allocatorReport(): DoctorReport['allocator'] {
+  const tuning = createRequire(import.meta.url)('../../../bin/malloc-tuning.js') as MallocTuning;
+  const version = tuning.glibcVersion();
+  if (version === undefined) return { libc: `${process.platform}'s, not glibc`, thresholds: 'nothing to fix' };
+  const glibc = `glibc ${version}`;
+  if (tuning.mallocThresholdsFixed(process.env))
+    return { libc: glibc, thresholds: `fixed thresholds (GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''})` };
+  return {
+    libc: glibc,
+    thresholds: "dynamic thresholds (a long run's memory grows: glibc keeps the image-sized buffers it frees)",
+    fix: `Node.js ${process.version} cannot restart rmbg with them fixed (22.15 and later can): start it with GLIBC_TUNABLES=${tuning.MALLOC_TUNABLES} (docs/deploy.md)`,
+  };
 }
 
 function onnxruntimeVersion(): string {
@@ -130,6 +154,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     rmbg: rmbgVersion(),
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
+    allocator: allocatorReport(),
     onnxruntime: onnxruntimeVersion(),
     providers: backends,
     device,
@@ -184,6 +209,8 @@ function text(report: DoctorReport): string {
   const lines = [
     `rmbg ${report.rmbg} on Node.js ${report.node} (${report.platform})`,
     `onnxruntime-node ${report.onnxruntime}; providers: ${report.providers.join(', ')}`,
+    `memory allocator: ${report.allocator.libc}, ${report.allocator.thresholds}`,
+    ...(report.allocator.fix ? [`  fix: ${report.allocator.fix}`] : []),
     `model setting: ${modelSetting(report.model)}`,
     `device setting: ${deviceSetting(report.device)}`,
     '',
