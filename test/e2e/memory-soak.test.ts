@@ -46,8 +46,11 @@ function growthMiB(samples: Sample[]): number {
   return (meanRss(samples, last - 50, last) - meanRss(samples, 30, 80)) / MiB;
 }
 
-/** Leveled off: at most this much more at the end than early on (without the fix: +60 to +110 MiB). */
-const MAX_GROWTH_MIB = 32;
+/** Leveled off: at most this much more at the end than early on (without the fix: +60 to +140 MiB; with it under
+ * 10 on a quiet machine, up to 35 on one running other soaks beside). */
+const MAX_GROWTH_MIB = 40;
+/** A soak's time limit: a loaded 2-core machine runs the serve soak in up to 2 minutes. */
+const SOAK_TIMEOUT_MS = 300_000;
 
 let photos: string[];
 let model: string;
@@ -60,49 +63,66 @@ beforeAll(async () => {
 afterAll(removeTempDirs);
 
 describe.skipIf(!NODE)(`memory over a long run (on ${NODE || 'no Node of a maintained line: skipped'})`, () => {
-  it('rmbg serve: 240 mixed requests, the RSS levels off', async () => {
-    const store = await freshDatabase();
-    const { rss, statuses } = await soakServe({
-      node: NODE,
-      dataDir: tempDir(),
-      photos,
-      requests: 240,
-      env: { ...ENV, RMBG_MODEL: model },
-      flags: ['--store', store],
-    });
-    expect(statuses).toEqual({ 200: 216, 400: 24 });
-    expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
-  });
+  it(
+    'rmbg serve: 240 mixed requests, the RSS levels off',
+    async () => {
+      const store = await freshDatabase();
+      const { rss, statuses } = await soakServe({
+        node: NODE,
+        dataDir: tempDir(),
+        photos,
+        requests: 240,
+        env: { ...ENV, RMBG_MODEL: model },
+        flags: ['--store', store],
+      });
+      expect(statuses).toEqual({ 200: 216, 400: 24 });
+      expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
+    },
+    SOAK_TIMEOUT_MS,
+  );
 
-  it('rmbg remove: a folder of 180 photos, the RSS levels off', async () => {
-    const dir = tempDir();
-    for (let copy = 1; copy <= 20; copy++) {
-      const sub = path.join(dir, `copy-${copy}`);
-      mkdirSync(sub);
-      for (const photo of photos) linkSync(photo, path.join(sub, path.basename(photo)));
-    }
-    const outDir = tempDir();
-    const { rss, summary } = await soakRemove({
-      node: NODE,
-      dir,
-      outDir,
-      env: { ...ENV, RMBG_MODEL: model },
-      flags: ['--recursive'],
-    });
-    expect(summary).toMatchObject({ total: 180, done: 180, failed: 0 });
-    expect(readdirSync(path.join(outDir, 'copy-20'))).toHaveLength(photos.length);
-    expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
-    rmSync(outDir, { recursive: true, force: true });
-  });
+  it(
+    'rmbg remove: a folder of 180 photos, the RSS levels off',
+    async () => {
+      const dir = tempDir();
+      for (let copy = 1; copy <= 20; copy++) {
+        const sub = path.join(dir, `copy-${copy}`);
+        mkdirSync(sub);
+        for (const photo of photos) linkSync(photo, path.join(sub, path.basename(photo)));
+      }
+      const outDir = tempDir();
+      const { rss, summary } = await soakRemove({
+        node: NODE,
+        dir,
+        outDir,
+        env: { ...ENV, RMBG_MODEL: model },
+        flags: ['--recursive'],
+      });
+      expect(summary).toMatchObject({ total: 180, done: 180, failed: 0 });
+      expect(readdirSync(path.join(outDir, 'copy-20'))).toHaveLength(photos.length);
+      expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
+      rmSync(outDir, { recursive: true, force: true });
+    },
+    SOAK_TIMEOUT_MS,
+  );
 });
 
 describe('memory over a long run, in a program using the library', () => {
-  it('removeBackground() 180 times in a process started with the thresholds docs/library.md gives: it levels off', async () => {
-    const { MALLOC_TUNABLES } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'malloc-tuning.js')) as {
-      MALLOC_TUNABLES: string;
-    };
-    const { rss } = await soakLibrary({ photos, count: 180, model, env: { ...ENV, GLIBC_TUNABLES: MALLOC_TUNABLES } });
-    expect(rss).toHaveLength(180);
-    expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
-  });
+  it(
+    'removeBackground() 180 times in a process started with the thresholds docs/library.md gives: it levels off',
+    async () => {
+      const { MALLOC_TUNABLES } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'malloc-tuning.js')) as {
+        MALLOC_TUNABLES: string;
+      };
+      const { rss } = await soakLibrary({
+        photos,
+        count: 180,
+        model,
+        env: { ...ENV, GLIBC_TUNABLES: MALLOC_TUNABLES },
+      });
+      expect(rss).toHaveLength(180);
+      expect(growthMiB(rss), 'RSS growth, MiB').toBeLessThan(MAX_GROWTH_MIB);
+    },
+    SOAK_TIMEOUT_MS,
+  );
 });
