@@ -221,6 +221,12 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
   } catch (error) {
     await pool.end();
     if (error instanceof RmbgError) throw error;
+    // pg's "Invalid URL": a user name or password with @ / : ? # or % unencoded.
+    if ((error as { code?: string }).code === 'ERR_INVALID_URL')
+      throw new RmbgError(
+        'usage_error',
+        `the store URL ${location} is not a valid URL: percent-encode @ / : ? # and % in its user name and password (encodeURIComponent)`,
+      );
     throw new RmbgError('io_error', `cannot open the PostgreSQL store ${location}: ${(error as Error).message}`, {
       cause: error,
     });

@@ -63,9 +63,25 @@ describe("the store URL's password", () => {
         'postgres://rmbg:***@db/rmbg?sslpassword=***&password=***',
       ],
       ['postgres://db.example/rmbg?application_name=x', 'postgres://db.example/rmbg?application_name=x'],
+      // Unencoded, as people type them: @ / : % ? # in the password (issue #38).
+      ['postgres://rmbg:Zx9@q+T3@127.0.0.1:1/rmbg', 'postgres://rmbg:***@127.0.0.1:1/rmbg'],
+      ['postgres://rmbg:Zx9/q+T3@127.0.0.1:1/rmbg', 'postgres://rmbg:***@127.0.0.1:1/rmbg'],
+      ['postgres://rmbg:a:b%zz@db/rmbg?sslmode=require', 'postgres://rmbg:***@db/rmbg?sslmode=require'],
+      ['postgres://rmbg:a?b#c@db/rmbg', 'postgres://rmbg:***@db/rmbg'],
     ]) {
       expect(redactedStoreUrl(url as string)).toBe(shown);
     }
+  });
+
+  it.each([
+    ['@', 'postgres://rmbg:Zx9@q+T3@127.0.0.1:1/rmbg', 'io_error'],
+    ['/', 'postgres://rmbg:Zx9/q+T3@127.0.0.1:1/rmbg', 'usage_error'],
+    [':', 'postgres://rmbg:Zx9:q+T3@127.0.0.1:1/rmbg', 'io_error'],
+    ['%', 'postgres://rmbg:Zx9%q+T3@127.0.0.1:1/rmbg', 'io_error'],
+  ])('a password with %s in it shows nowhere when the store cannot open', async (_, url, code) => {
+    const refused = await rejectionOf(openStore({ engine: 'postgres', url }));
+    expect(refused).toMatchObject({ code, message: expect.stringContaining('postgres://rmbg:***@127.0.0.1:1/rmbg') });
+    expect(refused.message).not.toMatch(/Zx9|q\+T3/);
   });
 
   it('a store opened with the password as a query parameter shows it nowhere', async () => {
