@@ -58,6 +58,7 @@ beforeAll(async () => {
     'cut.heic': d.subarray(0, Math.floor(d.length * 0.6)),
     'two.tif': multiPageTiff([tiff, tiff], work, 'two'),
     'bomb.heic': withClaimedSize(d, 9000, 9000),
+    'small.heic': withClaimedSize(d, WIDTH / 2, HEIGHT / 2), // libheif-js prints on stdout when it fails
   });
   writeTree(path.join(work, 'jpgs'), { 'a.jpg': upright });
   quick = await addQuickModel(path.join(work, 'data'));
@@ -183,11 +184,18 @@ describe('stdin', () => {
 });
 
 describe('bad photos fail alone', () => {
-  it('a truncated HEIC, a two-page TIFF and a HEIC claiming 81 MP fail with clear messages; the JPG is cut out', async () => {
+  it('a truncated HEIC, a two-page TIFF, a HEIC claiming 81 MP and one claiming less than it holds fail with clear messages, and --json stays JSON; the JPG is cut out', async () => {
     const result = await removeLocal('bad', 'out-bad');
     expect(result.exitCode).toBe(1);
+    // --json's stdout is rmbg's alone: every line a JSON object, whatever a library in a worker prints.
+    expect(
+      result.stdout
+        .trim()
+        .split('\n')
+        .filter((line) => !line.startsWith('{')),
+    ).toEqual([]);
     const { files, summary } = jsonLines(result.stdout);
-    expect(summary).toMatchObject({ done: 1, failed: 3 });
+    expect(summary).toMatchObject({ done: 1, failed: 4 });
     const byName = new Map(files.map((file) => [path.basename(file.input), file]));
     expect(byName.get('ok.jpg')?.status).toBe('done');
     expect(byName.get('cut.heic')?.error).toMatchObject({
@@ -197,6 +205,10 @@ describe('bad photos fail alone', () => {
     expect(byName.get('two.tif')?.error).toEqual({
       code: 'unsupported_image_format',
       message: 'the TIFF holds 2 pages; rmbg takes a single-page TIFF: save the page you want as its own file',
+    });
+    expect(byName.get('small.heic')?.error).toMatchObject({
+      code: 'corrupt_image',
+      message: expect.stringMatching(/^the HEIC image cannot be decoded: it is truncated or corrupt \(/),
     });
     // Refused from the header: its 81 million pixels are never decoded.
     expect(byName.get('bomb.heic')?.error).toEqual({

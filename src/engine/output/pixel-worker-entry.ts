@@ -3,8 +3,10 @@
 import { parentPort } from 'node:worker_threads';
 import { runPixelJob, type PixelJobInput, type PixelJobName } from './pixel-jobs.js';
 import { movableBuffers, type PixelReply } from './pixel-workers.js';
+import { sendStdoutToStderr } from '../runtime/worker-stdout.js';
 
 if (!parentPort) throw new Error('pixel-worker-entry runs only as a worker thread');
+sendStdoutToStderr();
 const port = parentPort;
 port.on(
   'message',

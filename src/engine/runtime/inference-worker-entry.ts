@@ -4,8 +4,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { toRmbgError, type ErrorCode } from '../../api/errors.js';
 import type { FromWorker, ToWorker, WireError, WorkerStart } from './inference-worker.js';
 import { ModelSession } from '../model/model-session.js';
+import { sendStdoutToStderr } from './worker-stdout.js';
 
 if (!parentPort) throw new Error('inference-worker-entry.js runs only as a worker thread (inference-worker.ts)');
+sendStdoutToStderr();
 const port = parentPort;
 const { model, options } = workerData as WorkerStart;
 
