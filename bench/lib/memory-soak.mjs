@@ -134,7 +134,7 @@ export async function soakRemove({ checkout = ROOT, node = process.execPath, dir
 /**
  * `removeBackground()` of `checkout`'s library in a loop, in a process of its own started by `node` with `env`
  * (a program's own: rmbg cannot restart it), the photos, sizes and formats of the serve soak without the truncated
- * ones; resolves with its RSS after each photo.
+ * ones; resolves with its RSS after each photo, once collected.
  */
 export async function soakLibrary({ checkout = ROOT, node = process.execPath, photos, count, model, env = {} }) {
   const program = `
@@ -147,11 +147,12 @@ export async function soakLibrary({ checkout = ROOT, node = process.execPath, ph
       const { file, size, format, truncated } = soakRequest(photos, i);
       if (truncated) continue;
       await removeBackground(readFileSync(file), { model: ${JSON.stringify(model)}, size, format });
+      globalThis.gc(); // what the loop keeps, not what awaits the collector
       rss.push({ requests: rss.length + 1, rss: process.memoryUsage().rss });
     }
     await close();
     console.log(JSON.stringify(rss));`;
-  const child = spawn(node, ['--input-type=module', '-e', program], {
+  const child = spawn(node, ['--expose-gc', '--input-type=module', '-e', program], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
