@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
+import { rssOf } from './lib/memory-soak.mjs';
 import { listeningUrl } from './lib/serve-url.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -19,11 +20,6 @@ const SECONDS = Number(process.env.LOAD_SECONDS ?? 15);
 const STAGES = (process.env.LOAD_STAGES ?? '50,100,200').split(',').map(Number);
 const KEYS = Number(process.env.LOAD_KEYS ?? 20);
 const CREDITS = 100_000;
-
-function rss(pid) {
-  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match[1]) * 1024;
-}
 
 async function startServer(dataDir) {
   const child = spawn('node', [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], {
@@ -90,8 +86,8 @@ for (let i = 0; i < KEYS; i++) {
 }
 const server = await startServer(dataDir);
 const pid = server.child.pid;
-let peak = rss(pid);
-const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 100);
+let peak = rssOf(pid);
+const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
 const totals = { 200: 0 };
 const unexpected = {};
 const badRetryAfter = { count: 0 };

@@ -31,12 +31,10 @@ export function soakRequest(photos, i) {
 }
 
 /**
- * `concurrency` requests at a time, the RSS read after each round, when none is in flight (so no photo's own
- * buffers count).
  * Starts `rmbg serve` of `checkout` with `node` (its own data folder; `env` added, e.g. RMBG_MODEL; `flags` added,
- * e.g. --store), sends `requests` requests and resolves with the server's pid, its RSS after each round of
- * `concurrency` requests and the statuses seen. Any other status than 200 (400 for a truncated file) rejects. The
- * server is stopped before it settles.
+ * e.g. --store), sends `requests` requests `concurrency` at a time and resolves with the server's RSS after each
+ * round, read when none is in flight (so no photo's own buffers count), and the statuses seen. Any other status than
+ * 200 (400 for a truncated file) rejects. The server is stopped before it settles.
  */
 export async function soakServe({
   checkout = ROOT,
@@ -50,7 +48,6 @@ export async function soakServe({
 }) {
   const cli = join(checkout, 'bin', 'rmbg.js');
   const childEnv = { ...process.env, ...env };
-  // A rate limit above the soak's pace: it measures memory, not the limiter.
   const common = ['--data-dir', dataDir, ...flags];
   const created = execFileSync(node, [cli, 'keys', 'create', '--json', '--credits', String(requests), ...common], {
     env: childEnv,
@@ -58,6 +55,7 @@ export async function soakServe({
   const { key } = JSON.parse(created.toString());
   const child = spawn(
     node,
+    // A rate limit above the soak's pace: it measures memory, not the limiter.
     [cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--rate-limit', String(requests), ...common],
     { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
   );
@@ -87,7 +85,7 @@ export async function soakServe({
       for (const status of await Promise.all(round)) statuses[status] = (statuses[status] ?? 0) + 1;
       rss.push({ requests: first + round.length, rss: rssOf(child.pid) });
     }
-    return { pid: child.pid, rss, statuses };
+    return { rss, statuses };
   } catch (error) {
     throw new Error(`${error.message}\nthe server said: ${stderr}`);
   } finally {
@@ -107,7 +105,7 @@ export function meanRss(samples, from, to) {
 
 /**
  * `rmbg remove DIR --local --json` of `checkout` with `node` (`env` added, e.g. RMBG_MODEL), its RSS read at each
- * photo's JSON line; resolves with the pid, the samples and the summary line. A failed photo or exit rejects.
+ * photo's JSON line; resolves with the samples and the summary line. A failed photo or exit rejects.
  */
 export async function soakRemove({ checkout = ROOT, node = process.execPath, dir, outDir, env = {}, flags = [] }) {
   const cli = join(checkout, 'bin', 'rmbg.js');
@@ -128,7 +126,7 @@ export async function soakRemove({ checkout = ROOT, node = process.execPath, dir
   const [code] = await exited;
   if (code !== 0 || !summary || summary.failed > 0)
     throw new Error(`rmbg remove exited ${code}: ${JSON.stringify(summary)}\n${stderr}`);
-  return { pid: child.pid, rss, summary };
+  return { rss, summary };
 }
 
 /**

@@ -1,33 +1,23 @@
 // rmbg fixes glibc's malloc thresholds by starting itself again (bin/malloc-tuning.js) where Node can (22.15 and
 // later: process.execve), and `rmbg doctor` says how it runs; a user's own setting wins. Run on this Node and on
-// the set-up's Node of a maintained line (test/setup/maintained-node.ts), so both sides of the line are seen. What the thresholds do to
-// a long run's memory: memory-soak.test.ts.
+// the set-up's Node of a maintained line (test/setup/maintained-node.ts), so both sides of the line are seen. What
+// the thresholds do to a long run's memory: memory-soak.test.ts.
 
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { execa } from 'execa';
 import sharp from 'sharp';
 import { describe, expect, inject, it } from 'vitest';
-import { BIN, cliEnv, ROOT } from '../helpers/cli.js';
-
-const { MALLOC_TUNABLES } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'malloc-tuning.js')) as {
-  MALLOC_TUNABLES: string;
-};
+import { BIN, ROOT } from '../helpers/cli.js';
+import { envWithoutMallocSettings, MALLOC_TUNABLES } from '../helpers/malloc-settings.js';
 
 const NODES = [...new Set([process.execPath, inject('maintainedNode')])].filter(Boolean);
-
-/** The environment of a user who set nothing of glibc's malloc, with `env` over it. */
-const userEnv = (env: Record<string, string> = {}) =>
-  cliEnv({
-    env: { GLIBC_TUNABLES: undefined, MALLOC_MMAP_THRESHOLD_: undefined, MALLOC_TRIM_THRESHOLD_: undefined, ...env },
-  });
 
 const run = (node: string, args: string[], env: Record<string, string> = {}, input?: Buffer) =>
   execa(node, [BIN, ...args], {
     cwd: ROOT,
-    env: userEnv(env),
+    env: envWithoutMallocSettings(env),
     extendEnv: false,
     reject: false,
     input,

@@ -1,8 +1,8 @@
 // A long run's memory levels off (issue #40): `rmbg serve` under 240 requests of mixed photos, sizes and formats,
 // truncated files among them, `rmbg remove` over a folder of 180 photos, and the library's removeBackground() 180
-// times in a program started as docs/library.md says, with the warm-key model (the pixels
-// around the model are what allocate; the real model's memory is the same from the first photo on). Without fixed
-// malloc thresholds glibc kept each thread's image-sized buffers: RSS rose by about 1 MB a photo.
+// times in a program started as docs/library.md says, with the warm-key model (the pixels around the model are what
+// allocate; the real model's memory is the same from the first photo on). Without fixed malloc thresholds glibc kept
+// each thread's image-sized buffers: RSS rose by about 1 MB a photo.
 //
 // rmbg fixes them by starting itself again (process.execve), which Node 20 cannot: the runs use the set-up's Node
 // of a maintained line (test/setup/maintained-node.ts). The server keeps its ledger in PostgreSQL, so a Node other
@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { meanRss, soakLibrary, soakRemove, soakServe } from '../../bench/lib/memory-soak.mjs';
 // @ts-expect-error: the bench's plain JavaScript has no types
 import { preparePhotos } from '../../bench/lib/photo-set.mjs';
-import { createRequire } from 'node:module';
-import { cliEnv, removeTempDirs, ROOT, tempDir } from '../helpers/cli.js';
+import { removeTempDirs, tempDir } from '../helpers/cli.js';
 import { warmKeyModel } from '../helpers/fast-models.js';
+import { envWithoutMallocSettings, MALLOC_TUNABLES } from '../helpers/malloc-settings.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
 interface Sample {
@@ -28,16 +28,8 @@ interface Sample {
 const NODE = inject('maintainedNode');
 const MiB = 2 ** 20;
 
-/** The environment of a run as a user's: no RMBG_* of the developer's, and none of glibc's malloc settings, so the
- * thresholds are rmbg's own doing. */
-const ENV = cliEnv({
-  env: {
-    GLIBC_TUNABLES: undefined,
-    MALLOC_MMAP_THRESHOLD_: undefined,
-    MALLOC_TRIM_THRESHOLD_: undefined,
-    MALLOC_ARENA_MAX: undefined,
-  },
-});
+/** The environment of a run as a user's: no RMBG_* of the developer's, and none of glibc's malloc settings. */
+const ENV = envWithoutMallocSettings();
 
 /** RSS growth from early in the run (its 30th to 80th photo) to its end (the last 50), in MiB: means over the
  * windows, as the memory a photo's buffers awaiting the collector hold comes and goes. */
@@ -111,9 +103,6 @@ describe('memory over a long run, in a program using the library', () => {
   it(
     'removeBackground() 180 times in a process started with the thresholds docs/library.md gives: it levels off',
     async () => {
-      const { MALLOC_TUNABLES } = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'malloc-tuning.js')) as {
-        MALLOC_TUNABLES: string;
-      };
       const { rss } = await soakLibrary({
         photos,
         count: 180,

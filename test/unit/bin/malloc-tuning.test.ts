@@ -2,14 +2,10 @@
 // rmbg's own after its restart stop a second one), and the container image and the docs give the same ones.
 
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../../helpers/cli.js';
-
-const { MALLOC_TUNABLES, mallocThresholdsFixed } = createRequire(import.meta.url)(
-  path.join(ROOT, 'bin', 'malloc-tuning.js'),
-) as { MALLOC_TUNABLES: string; mallocThresholdsFixed(env: Record<string, string>): boolean };
+import { MALLOC_TUNABLES, mallocThresholdsFixed } from '../../helpers/malloc-settings.js';
 
 describe('mallocThresholdsFixed', () => {
   it.each([
