@@ -6,7 +6,7 @@ import { toRmbgError } from '../api/errors.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import type { DeviceReport } from '../api/device.js';
 import { placeSession, type JobSize, type PlacementOptions } from './gpu/placement.js';
-import { resolveModel, verifyWeights } from './model/model-registry.js';
+import { provideWeights, resolveModel, verifyWeights } from './model/model-registry.js';
 import type { WorkerSession } from './runtime/inference-worker.js';
 import type { ModelRunner } from './pipeline.js';
 import type { DecodedPhoto, Engine, EngineResult } from './types.js';
@@ -36,6 +36,7 @@ export async function createEngine(
   job: JobSize = {},
 ): Promise<Engine & { session: WorkerSession; device: DeviceReport; options: EngineOptions }> {
   const model = resolveModel(options.model, options.userModelsDir);
+  await provideWeights(model);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.
   const verified = verifyWeights(model);

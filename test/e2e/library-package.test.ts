@@ -2,8 +2,10 @@
 // resolve from this repository's node_modules (only the package's runtime dependencies, plus typescript and
 // @types/node, as a consumer would have), then imported through `exports` and type-checked with tsc.
 // Every program runs the warm-key model (RMBG_MODEL, test/helpers/fast-models.ts: real ONNX, milliseconds), since
-// packaging, not cutouts, is checked here; the one docs example that names the packed default model runs it.
+// packaging, not cutouts, is checked here; the one docs example that names the packed default model runs it, made
+// on first use from the data package (a dependency) into the user's cache, as after a consumer's `npm i rmbg`.
 
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -16,16 +18,20 @@ import { writeWarmKeyModel } from '../helpers/fast-models.js';
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
 };
 const EXPORTS = ['ERRORS', 'RmbgError', 'close', 'createRmbg', 'createServer', 'removeBackground', 'removeBackgrounds'];
 
 let project: string;
 /** The model of every program here, unless it names one. */
 let fastModel: string;
+/** The user's cache (XDG_CACHE_HOME) of every program here: where the default model is made on first use. */
+let cache: string;
 
 /** Runs node in the consumer project; stdout is the script's JSON report. */
 async function nodeIn(file: string): Promise<Record<string, unknown>> {
-  const result = await execa(process.execPath, [file], { cwd: project, env: { RMBG_MODEL: fastModel }, reject: false });
+  const env = { RMBG_MODEL: fastModel, XDG_CACHE_HOME: cache };
+  const result = await execa(process.execPath, [file], { cwd: project, env, reject: false });
   if (result.exitCode !== 0) throw new Error(`node ${file} exited ${result.exitCode}:\n${result.stderr}`);
   return JSON.parse(result.stdout) as Record<string, unknown>;
 }
@@ -70,6 +76,7 @@ beforeAll(async () => {
   ensureBuilt();
   const work = tempDir();
   fastModel = writeWarmKeyModel(path.join(work, 'warm-key.onnx'));
+  cache = path.join(work, 'cache');
   // --ignore-scripts: dist/ is built already (prepare would build it again).
   const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
   const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
@@ -77,17 +84,11 @@ beforeAll(async () => {
   const installed = path.join(project, 'node_modules', 'rmbg');
   mkdirSync(installed, { recursive: true });
   await execa('tar', ['-xzf', path.join(work, filename), '-C', installed, '--strip-components=1']);
-  for (const name of [...Object.keys(manifest.dependencies), 'typescript', '@types/node']) {
+  const runtime = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.optionalDependencies)];
+  for (const name of [...runtime, 'typescript', '@types/node']) {
     mkdirSync(path.dirname(path.join(project, 'node_modules', name)), { recursive: true });
     symlinkSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
   }
-  // What `npm install` assembles from the model package (postinstall): the weights, here borrowed.
-  const models = JSON.parse(readFileSync(path.join(ROOT, 'models/manifest.json'), 'utf8')) as {
-    default: string;
-    models: Array<{ name: string; file: string }>;
-  };
-  const defaultFile = models.models.find((m) => m.name === models.default)?.file as string;
-  symlinkSync(path.join(ROOT, 'models', defaultFile), path.join(installed, 'models', defaultFile));
   copyFileSync(path.join(ROOT, 'samples/chelsea.png'), path.join(project, 'cat.png'));
   writeFileSync(
     path.join(project, 'package.json'),
@@ -96,6 +97,33 @@ beforeAll(async () => {
 });
 
 afterAll(() => removeTempDirs());
+
+const models = JSON.parse(readFileSync(path.join(ROOT, 'models/manifest.json'), 'utf8')) as {
+  default: string;
+  models: Array<{ name: string; file: string; bytes: number; sha256: string }>;
+};
+const defaultModel = models.models.find((m) => m.name === models.default) as (typeof models.models)[number];
+
+let firstRuns: Promise<Awaited<ReturnType<typeof execa>>[]> | undefined;
+/** Two `rmbg remove` at once in the consumer project, the first runs of the default model: neither finds it made. */
+function twoFirstRuns() {
+  firstRuns ??= Promise.all(
+    ['one', 'two'].map((name) =>
+      execa(
+        process.execPath,
+        [path.join(project, 'node_modules/rmbg/bin/rmbg.js'), 'remove', 'cat.png', '--local', '-o', name, '--json'],
+        {
+          cwd: project,
+          env: cliEnv({ env: { RMBG_DATA_DIR: path.join(cache, `data-${name}`), XDG_CACHE_HOME: cache } }),
+          extendEnv: false,
+          reject: false,
+          timeout: 300_000,
+        },
+      ),
+    ),
+  );
+  return firstRuns;
+}
 
 describe('the packed tarball', () => {
   it('exports the API and nothing deeper; importing loads neither sharp nor onnxruntime; a removal runs', async () => {
@@ -221,6 +249,35 @@ describe('the packed tarball', () => {
     ]);
   });
 
+  it('the default model is made on first use in the user cache, verified, once; two first runs at once', async () => {
+    const runs = await twoFirstRuns();
+    for (const run of runs) expect({ exitCode: run.exitCode, stderr: run.stderr }).toMatchObject({ exitCode: 0 });
+    expect(
+      runs.some((run) => String(run.stderr).includes(`rmbg: preparing model ${models.default} on first use`)),
+    ).toBe(true);
+    for (const name of ['one', 'two'])
+      expect(await sharp(path.join(project, name, 'cat.png')).metadata()).toMatchObject({ width: 451, height: 300 });
+    const made = path.join(cache, 'rmbg/models', defaultModel.file);
+    const bytes = readFileSync(made);
+    expect({ bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }).toEqual({
+      bytes: defaultModel.bytes,
+      sha256: defaultModel.sha256,
+    });
+    // Whole files only: no temp file left; the package itself (node_modules/rmbg) is not written.
+    expect(readdirSync(path.join(cache, 'rmbg/models')).sort()).toEqual([
+      defaultModel.file,
+      `${defaultModel.file}.verified`,
+    ]);
+    expect(readdirSync(path.join(project, 'node_modules/rmbg/models'))).toEqual(['manifest.json']);
+    // Made once: the next run finds it.
+    const again = await execa(
+      process.execPath,
+      [path.join(project, 'node_modules/rmbg/bin/rmbg.js'), 'remove', 'cat.png', '--local', '-o', 'three'],
+      { cwd: project, env: cliEnv({ env: { RMBG_DATA_DIR: tempDir(), XDG_CACHE_HOME: cache } }), extendEnv: false },
+    );
+    expect(again.stderr).not.toContain('preparing model');
+  }, 600_000);
+
   it('runs every example of docs/library.md as written, compiled from the tarball, next to the files they name', async () => {
     // The files the examples name, made from the samples: photos, a GIF (refused), a shoot with a subfolder.
     const rocket = path.join(ROOT, 'samples/rocket.jpg');
@@ -252,7 +309,14 @@ describe('the packed tarball', () => {
       expect(programs.map(({ file }) => file)).toContain('report.cjs');
 
       // createRmbg()'s example names isnet-medium-fp32, the packed default: it runs the real model from the tarball.
-      const env = { RMBG_DATA_DIR: tempDir(), RMBG_API_URL: server.url, RMBG_API_KEY: key, RMBG_MODEL: fastModel };
+      await twoFirstRuns(); // the default model made (its first use prints on stderr)
+      const env = {
+        RMBG_DATA_DIR: tempDir(),
+        RMBG_API_URL: server.url,
+        RMBG_API_KEY: key,
+        RMBG_MODEL: fastModel,
+        XDG_CACHE_HOME: cache,
+      };
       const printed = new Map<string, string>();
       for (const { file, code } of programs) {
         const run = await execa(process.execPath, [file], { cwd: project, env, reject: false, timeout: 180_000 });

@@ -3,6 +3,7 @@
 // preset and contract for the user's own).
 
 import { dataDirOf } from '../../config/setting-rules.js';
+import { cannotMake } from '../../engine/model/built-in-weights.js';
 import { checkWeights, readManifest, resolveModel } from '../../engine/model/model-registry.js';
 import { readUserModels, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
@@ -13,15 +14,17 @@ export async function modelRows(dataDir: string | undefined) {
   const userDir = userModelsDirOf(dataDirOf(dataDir));
   const builtIn = manifest.models.map(async (entry) => {
     const model = resolveModel(entry.name);
+    const status = await checkWeights(model);
     return {
       name: entry.name,
       kind: 'built-in' as const,
       default: entry.name === manifest.default,
       bytes: entry.bytes,
-      status: await checkWeights(model),
+      status,
+      ...(status === 'missing' && { problem: cannotMake(entry) }),
       path: model.path,
       source: entry.derivedFrom
-        ? `derived at install from ${entry.derivedFrom.model} (${entry.derivedFrom.transform})`
+        ? `derived on first use from ${entry.derivedFrom.model} (${entry.derivedFrom.transform})`
         : `${entry.source.package}@${entry.source.version} ${entry.source.resource}`,
       licence: entry.licence,
     };
@@ -53,15 +56,14 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   for (const row of rows) {
     const size = `${(row.bytes / 1e6).toFixed(1)} MB`;
     process.stdout.write(
-      `${row.name}${row.default ? ' (default)' : ''}${row.kind === 'user' ? ' (yours)' : ''}  ${size}  ${row.status}\n  source:  ${row.source}\n`,
+      `${row.name}${row.default ? ' (default)' : ''}${row.kind === 'user' ? ' (yours)' : ''}  ${size}  ${row.status}\n  path:    ${row.path}\n  source:  ${row.source}\n`,
     );
     if ('licence' in row) process.stdout.write(`  licence: ${row.licence}\n`);
     if ('contract' in row) process.stdout.write(`  contract: ${row.contract}\n`);
+    if (row.status === 'first-use') process.stdout.write('  made at the path above on its first use\n');
     if (row.status === 'missing')
       process.stdout.write(
-        row.kind === 'user'
-          ? `  add it again: rmbg models add ${row.name} FILE\n`
-          : `  install: npm run models -- ${row.name}\n`,
+        'problem' in row ? `  cannot be made: ${row.problem}\n` : `  add it again: rmbg models add ${row.name} FILE\n`,
       );
   }
   return EXIT.ok;

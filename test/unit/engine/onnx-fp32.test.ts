@@ -1,4 +1,4 @@
-// scripts/lib/onnx-fp32.mjs, which derives the default model at install: on a miniature of IMG.LY's fp16 ISNet
+// src/engine/model/onnx-fp32.ts, which derives the default model on first use: on a miniature of IMG.LY's fp16 ISNet
 // (Cast → fp16 Conv → Cast, plus a side output) the fp32 copy has no Cast and no FLOAT16 left, only `output`,
 // gives the same numbers as the fp16 graph, and the same bytes every time.
 
@@ -8,8 +8,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFp16ConvModel } from '../../helpers/onnx-writer.js';
 import { removeTempDirs, tempDir } from '../../helpers/cli.js';
-// @ts-expect-error plain ESM script without types
-import { convertToFp32 } from '../../../scripts/lib/onnx-fp32.mjs';
+import { convertToFp32 } from '../../../src/engine/model/onnx-fp32.js';
 
 afterAll(removeTempDirs);
 
@@ -28,10 +27,7 @@ describe('convertToFp32', () => {
     const file = path.join(tempDir(), 'fp16.onnx');
     writeFp16ConvModel(file);
     const source = readFileSync(file);
-    const { bytes, stats } = convertToFp32(source, { keepOutputs: ['output'], sourceSha256: 'abc' }) as {
-      bytes: Buffer;
-      stats: Record<string, number>;
-    };
+    const { bytes, stats } = convertToFp32(source, { keepOutputs: ['output'], sourceSha256: 'abc' });
     expect(stats).toMatchObject({
       nodesBefore: 5,
       nodes: 1,
