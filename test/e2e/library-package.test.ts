@@ -6,7 +6,17 @@
 // on first use from the data package (a dependency) into the user's cache, as after a consumer's `npm i rmbg`.
 
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import sharp from 'sharp';
@@ -201,6 +211,41 @@ describe('the packed tarball', () => {
     } finally {
       writeFileSync(manifestFile, packed);
     }
+  });
+
+  it('rmbg doctor loads each native part: where sharp lacks its platform binary it says so, with the fix, exit 1', async () => {
+    // A second project as an install that left out sharp's optional platform package (@img/sharp-<platform>)
+    // leaves it: sharp itself copied there, everything else the same.
+    const broken = path.join(tempDir(), 'no-sharp-binary');
+    mkdirSync(path.join(broken, 'node_modules'), { recursive: true });
+    for (const entry of readdirSync(path.join(project, 'node_modules'))) {
+      const from = path.join(project, 'node_modules', entry);
+      if (entry === 'rmbg') cpSync(from, path.join(broken, 'node_modules', entry), { recursive: true });
+      else if (entry !== 'sharp') symlinkSync(realpathSync(from), path.join(broken, 'node_modules', entry));
+    }
+    cpSync(path.join(ROOT, 'node_modules/sharp'), path.join(broken, 'node_modules/sharp'), { recursive: true });
+    const sharpManifest = JSON.parse(readFileSync(path.join(ROOT, 'node_modules/sharp/package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    for (const name of Object.keys(sharpManifest.dependencies)) {
+      mkdirSync(path.dirname(path.join(broken, 'node_modules', name)), { recursive: true });
+      symlinkSync(path.join(ROOT, 'node_modules', name), path.join(broken, 'node_modules', name));
+    }
+    const doctor = (folder: string) =>
+      execa(process.execPath, [path.join(folder, 'node_modules/rmbg/bin/rmbg.js'), 'doctor'], {
+        cwd: folder,
+        env: cliEnv({ env: { RMBG_DATA_DIR: tempDir(), XDG_CACHE_HOME: cache, RMBG_MODEL: fastModel } }),
+        extendEnv: false,
+        reject: false,
+      });
+    const [healthy, missing] = await Promise.all([doctor(project), doctor(broken)]);
+    expect(healthy.stdout).toMatch(/^sharp: loads \(\d+\.\d+\.\d+, libvips \d+\.\d+\.\d+\)$/m);
+    expect(healthy.stdout).toMatch(/^onnxruntime-node: loads \(binding \d+\.\d+\.\d+\)$/m);
+    expect(healthy.exitCode).toBe(0);
+    expect(missing.stdout).toMatch(/^sharp: cannot load: .*sharp/m);
+    expect(missing.stdout).toContain(`  fix: cd ${broken} && npm install --include=optional sharp`);
+    expect(missing.stdout).toMatch(/^onnxruntime-node: loads/m);
+    expect(missing.exitCode).toBe(1);
   });
 
   it('a CommonJS module loads it with import() (and with require() where Node has require(esm): 20.19+)', async () => {

@@ -22,6 +22,7 @@ import {
   verdictKey,
   type GpuVerdict,
 } from '../../engine/gpu/gpu-verdict.js';
+import { checkOnnxruntime, checkSharp, type NativePart } from '../../platform/native-parts.js';
 import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
@@ -93,6 +94,8 @@ interface DoctorReport {
   allocator: { libc: string; thresholds: string; fix?: string };
   onnxruntime: string;
   providers: string[];
+  /** Each native part loaded for real: sharp, onnxruntime's binding, the SQLite driver. */
+  native: NativePart[];
   device: { value: string | undefined; source: string };
   /** The model runs use when none is named: RMBG_MODEL, else the manifest's default; `problem` when it cannot load. */
   model: { value: string | undefined; source: string; problem: string | undefined };
@@ -131,18 +134,23 @@ function onnxruntimeVersion(): string {
 }
 
 async function providers(): Promise<string[]> {
-  const ort = await import('onnxruntime-node');
-  return ort.listSupportedBackends().map((backend) => `${backend.name}${backend.bundled ? '' : ' (not bundled)'}`);
+  try {
+    const ort = await import('onnxruntime-node');
+    return ort.listSupportedBackends().map((backend) => `${backend.name}${backend.bundled ? '' : ' (not bundled)'}`);
+  } catch {
+    return []; // reported with its fix under native parts
+  }
 }
 
 export async function run(opts: Record<string, unknown>): Promise<number> {
   const config = loadConfig();
   const dataDir = dataDirOf(opts.dataDir as string | undefined);
   const target = storeTarget(opts.store as string | undefined, dataDir);
-  const [gpu, models, backends] = await Promise.all([
+  const [gpu, models, backends, native] = await Promise.all([
     gpuReport(config.model.value, dataDir),
     modelRows(dataDir),
     providers(),
+    Promise.all([checkSharp(), checkOnnxruntime()]),
   ]);
   const device = { value: config.device.value, source: config.device.source };
   const model = {
@@ -157,6 +165,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     allocator: allocatorReport(),
     onnxruntime: onnxruntimeVersion(),
     providers: backends,
+    native,
     device,
     model,
     gpu,
@@ -175,10 +184,11 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
         : { engine: 'postgres', at: redactedStoreUrl(target.url) },
     settingsFile: config.settingsPath,
   };
-  // Broken for what the settings ask: a device setting that is not one, the GPU asked for and not working, or
+  // Broken for what the settings ask: a native part that does not load, a device setting that is not one, the GPU asked for and not working, or
   // the model runs use (RMBG_MODEL, else the default) not usable. A wrong setting is shown, not thrown.
   const wanted = DEVICES.find((value) => value === device.value);
   const broken =
+    native.some((part) => !part.loads) ||
     wanted === undefined ||
     (wanted === 'gpu' && (!gpu.works || (gpu.software && process.env[SOFTWARE_GPU_OPT_IN] !== '1'))) ||
     (model.value === undefined
@@ -211,6 +221,11 @@ function text(report: DoctorReport): string {
     `onnxruntime-node ${report.onnxruntime}; providers: ${report.providers.join(', ')}`,
     `memory allocator: ${report.allocator.libc}, ${report.allocator.thresholds}`,
     ...(report.allocator.fix ? [`  fix: ${report.allocator.fix}`] : []),
+    ...report.native.flatMap((part) =>
+      part.loads
+        ? [`${part.name}: loads (${part.version})`]
+        : [`${part.name}: cannot load: ${part.error}`, `  fix: ${part.fix}`],
+    ),
     `model setting: ${modelSetting(report.model)}`,
     `device setting: ${deviceSetting(report.device)}`,
     '',
