@@ -4,7 +4,7 @@
 #   serves every Node; the store uses node:sqlite there);
 # - a fresh clone as a new user has it, Node 24 with npm 12: `npm ci` with strict allowScripts (a dependency's
 #   install script nobody reviewed fails it), then the README's quick start as written: the cutouts, the whole suite.
-# Node and npm come from the npm registry (test/ci/toolchain.sh); node-gyp gets that Node's headers (nodedir).
+# Node and npm come from the npm registry (test/ci/toolchain.sh); node-gyp gets that Node's headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 unit_lines=(22.23.5 24.22.3 26.12.1)
@@ -30,7 +30,9 @@ for tool in npm npx; do
 done
 git clone --quiet "$PWD" "$work/rmbg"
 cd "$work/rmbg"
-export PATH="$work/bin:$PATH" npm_config_nodedir="$node_dir" npm_config_strict_allow_scripts=true
+# node-gyp's own way to take an option (npm 12 warns of npm_config_ keys it does not know, such as nodedir).
+export npm_package_config_node_gyp_nodedir="$node_dir"
+export PATH="$work/bin:$PATH" npm_config_strict_allow_scripts=true
 unset ONNXRUNTIME_NODE_INSTALL # npm 12 skips onnxruntime-node's download by package.json's allowScripts alone
 echo "== a fresh clone under Node $(node --version), npm $(npm --version): the README's quick start"
 # The two commands of the README's "## Quick start" block, as written.
