@@ -3,7 +3,7 @@
 
 import { MAX_RESPONSE_BYTES, readBounded, warnIfKeyInClearText } from './client-safety.js';
 import { Blob } from 'node:buffer';
-import { FormData, request, type Dispatcher } from 'undici';
+import { FormData, request, Response, type Dispatcher } from 'undici';
 import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
 import { MIME_OF_INPUT, mediaTypeOf, supportedFormatOf } from '../api/media-types.js';
@@ -83,8 +83,7 @@ interface Call {
   method: 'GET' | 'POST';
   url: string;
   headers: Record<string, string>;
-  /** A fresh body per attempt: a FormData stream cannot be sent twice. */
-  body?: () => FormData;
+  body?: Buffer;
   repeatable: boolean;
   signal: AbortSignal | undefined;
   renewKey?: (error: RmbgError) => Promise<boolean>;
@@ -108,7 +107,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       const response = await request(call.url, {
         method: call.method,
         headers: call.headers,
-        body: call.body?.(),
+        body: call.body,
         signal,
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
       });
@@ -164,12 +163,14 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       // The part's Content-Type from the bytes: the file name may be missing or wrong (e.g. for stdin).
       const sniffed = supportedFormatOf(image);
       const fileType = sniffed ? MIME_OF_INPUT[sniffed] : 'application/octet-stream';
-      const body = () => {
-        const form = new FormData();
-        for (const [name, value] of Object.entries(fields)) form.append(name, value);
-        form.append('image_file', new Blob([image], { type: fileType }), call.filename ?? 'image');
-        return form;
-      };
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      form.append('image_file', new Blob([image], { type: fileType }), call.filename ?? 'image');
+      // Sent as bytes, not as the FormData: the global dispatcher may be Node's bundled undici (Node ≥22 installs
+      // it on `import 'node:http'` or a fetch()), and from Node 24 on it refuses a FormData of this undici.
+      const encoded = new Response(form);
+      const body = Buffer.from(await encoded.arrayBuffer());
+      headers['content-type'] = encoded.headers.get('content-type') ?? 'multipart/form-data';
       const answer = await send({
         method: 'POST',
         url: endpointUrl(base, 'removebg'),

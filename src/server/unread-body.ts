@@ -20,7 +20,8 @@ const DISCARD_MAX_MS = 10_000;
  * Closing at once would reset the connection while the client still sends: a broken pipe instead of the answer.
  */
 export function closeOrDiscardUnreadBody(raw: IncomingMessage, failure: RmbgError): boolean {
-  if (raw.complete) return false;
+  // readableEnded too: inject()'s stand-in request has no `complete`, and an 'end' already gone never comes again.
+  if (raw.complete || raw.readableEnded) return false;
   const declared = Number(raw.headers['content-length']);
   if (!raw.readableDidRead && !(declared <= SMALL_UNREAD_BYTES)) {
     holdUnread(raw);
