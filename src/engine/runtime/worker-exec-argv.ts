@@ -1,7 +1,8 @@
 // The inference worker's Node flags: a worker inheriting `--input-type` (node -e) exits, so it gets only the flags
 // a worker accepts (Worker refuses per-process options and V8 flags).
 
-// Node 20's options a Worker accepts (worker-exec-argv.test.ts tries each), less --eval, --print, --input-type.
+// Node 20's options a Worker accepts (worker-exec-argv.test.ts tries each, on every Node line CI runs), less --eval,
+// --print, --input-type.
 // `=` marks those taking a value.
 const WORKER_OPTIONS = `--addons --allow-addons --allow-child-process --allow-fs-read= --allow-fs-write= --allow-wasi
   --allow-worker --build-snapshot --build-snapshot-config= --check --conditions= --cpu-prof --cpu-prof-dir=
@@ -27,6 +28,25 @@ const WORKER_OPTIONS = `--addons --allow-addons --allow-child-process --allow-fs
   --tls-min-v1.2 --tls-min-v1.3 --trace-atomics-wait --trace-deprecation --trace-exit --trace-promises
   --trace-require-module= --trace-sync-io --trace-tls --trace-uncaught --trace-warnings --track-heap-objects
   --unhandled-rejections= --verify-base-objects --warnings --watch-preserve-output`.split(/\s+/);
+
+// Options of Node 22, 24 and 26 a Worker accepts (each absent from Node 20, so harmless there).
+const LATER_WORKER_OPTIONS = `--allow-ffi --allow-fs-vfs --allow-inspector --allow-net --allow-openssl-store
+  --async-context-frame --config-file= --disable-sigusr1 --entry-url --experimental-addon-modules
+  --experimental-async-context-frame --experimental-bench --experimental-config-file= --experimental-default-config-file
+  --experimental-dtls --experimental-ffi --experimental-global-navigator --experimental-import-text
+  --experimental-inspector-network-resource --experimental-package-map= --experimental-quic --experimental-sqlite
+  --experimental-storage-inspection --experimental-stream-iter --experimental-strip-types --experimental-test-isolation=
+  --experimental-test-snapshots --experimental-test-tag-filter= --experimental-transform-types --experimental-vfs
+  --experimental-web-worker --experimental-webstorage --experimental-worker-inspection --localstorage-file= --permission
+  --permission-audit --report-exclude-env --require-module --strip-types --test-coverage-branches=
+  --test-coverage-exclude= --test-coverage-functions= --test-coverage-include-all --test-coverage-include=
+  --test-coverage-lines= --test-global-setup= --test-isolation= --test-random-seed= --test-randomize
+  --test-rerun-failures= --test-skip-pattern= --test-update-snapshots --trace-env --trace-env-js-stack
+  --trace-env-native-stack --use-env-proxy --vfs-load= --watch-kill-signal= --worker-snapshot`.split(/\s+/);
+
+// Options Node 20 and 22 refuse in a Worker and Node 24 and later accept.
+const WORKER_OPTIONS_FROM_24 = ['--use-system-ca', '--watch', '--watch-path='];
+const nodeMajor = Number(process.versions.node.split('.')[0]);
 
 // The options left out above that take a value: the value goes with them when it is the next argument.
 const REFUSED_WITH_VALUE =
@@ -55,9 +75,10 @@ const ALIASES: Record<string, string> = {
   '--security-reverts': '--security-revert',
 };
 
-const TAKEN = new Set(WORKER_OPTIONS.map((option) => option.replace(/=$/, '')));
+const WORKER_TAKES = [...WORKER_OPTIONS, ...LATER_WORKER_OPTIONS, ...(nodeMajor >= 24 ? WORKER_OPTIONS_FROM_24 : [])];
+const TAKEN = new Set(WORKER_TAKES.map((option) => option.replace(/=$/, '')));
 const WITH_VALUE = new Set([
-  ...WORKER_OPTIONS.filter((option) => option.endsWith('=')).map((option) => option.slice(0, -1)),
+  ...WORKER_TAKES.filter((option) => option.endsWith('=')).map((option) => option.slice(0, -1)),
   ...REFUSED_WITH_VALUE,
 ]);
 
