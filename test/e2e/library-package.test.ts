@@ -88,8 +88,11 @@ beforeAll(async () => {
   fastModel = writeWarmKeyModel(path.join(work, 'warm-key.onnx'));
   cache = path.join(work, 'cache');
   // --ignore-scripts: dist/ is built already (prepare would build it again).
-  const packed = await execa('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT });
-  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+  // --silent prints just the tarball's name (npm 11 and 12 shape --json differently).
+  const packed = await execa('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], {
+    cwd: ROOT,
+  });
+  const filename = packed.stdout.trim().split('\n').at(-1) as string;
   project = path.join(work, 'consumer');
   const installed = path.join(project, 'node_modules', 'rmbg');
   mkdirSync(installed, { recursive: true });
