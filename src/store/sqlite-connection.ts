@@ -149,9 +149,7 @@ function driver(): Promise<Driver | string> {
         version: process.version,
       })
     : loadBetterSqlite3().then((better) =>
-        typeof better === 'string'
-          ? `${better} and this Node (${process.version}) has no node:sqlite (Node 22.13 or later has it)`
-          : better,
+        typeof better === 'string' ? `${better} and this Node has no node:sqlite (Node 22.13 or later has it)` : better,
       );
   return chosen;
 }
