@@ -5,7 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { RmbgError } from '../api/errors.js';
 
@@ -119,7 +120,8 @@ async function loadBetterSqlite3(): Promise<Driver | string> {
     Database = (await import('better-sqlite3')).default;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && betterSqlite3Folder() === undefined)
-      return 'better-sqlite3 is not installed';
+      // rmbg's own folder (this file is in dist/store/): where its optional dependency is missing.
+      return `better-sqlite3 is not installed in ${resolve(dirname(fileURLToPath(import.meta.url)), '../..')}`;
     return `better-sqlite3 cannot load (${firstLine(error)})`;
   }
   try {

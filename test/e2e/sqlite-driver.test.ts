@@ -13,17 +13,19 @@ import { type UnbuiltSqliteInstall, unbuiltSqliteInstall } from '../helpers/unbu
 const NODES = [...new Set([process.execPath, inject('maintainedNode')])].filter(Boolean);
 
 let install: UnbuiltSqliteInstall;
+let withoutIt: UnbuiltSqliteInstall;
 beforeAll(() => {
   ensureBuilt();
   install = unbuiltSqliteInstall();
+  withoutIt = unbuiltSqliteInstall({ absent: true });
 });
 afterAll(removeTempDirs);
 
 describe.each(NODES)('rmbg on %s, installed without better-sqlite3 built', (node) => {
   const version = execFileSync(node, ['-p', 'process.version']).toString().trim();
   const hasNodeSqlite = hasUnflaggedNodeSqlite(version.slice(1));
-  const run = (args: string[]) =>
-    execa(node, [install.bin, ...args], { env: cliEnv(), extendEnv: false, reject: false, timeout: 60_000 });
+  const run = (args: string[], bin = install.bin) =>
+    execa(node, [bin, ...args], { env: cliEnv(), extendEnv: false, reject: false, timeout: 60_000 });
 
   it('cannot load that better-sqlite3 (as npm 12 leaves it)', async () => {
     const load = await execa(node, ['-e', 'new (require(process.argv[1]))(":memory:")', install.betterSqlite3], {
@@ -59,5 +61,14 @@ describe.each(NODES)('rmbg on %s, installed without better-sqlite3 built', (node
       const result = await run(args);
       expect([result.exitCode, `${result.stderr}\n`], args.join(' ')).toEqual([1, line]);
     }
+  });
+
+  it.skipIf(hasNodeSqlite)('without better-sqlite3 installed at all, says where it is missing', async () => {
+    const result = await run(['keys', 'list', '--data-dir', tempDir()], withoutIt.bin);
+    expect([result.exitCode, result.stderr]).toEqual([
+      1,
+      `rmbg: SQLite is not available: better-sqlite3 is not installed in ${withoutIt.root} and this Node has no ` +
+        'node:sqlite (Node 22.13 or later has it) (io_error)',
+    ]);
   });
 });

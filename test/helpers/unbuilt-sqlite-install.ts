@@ -7,14 +7,17 @@ import path from 'node:path';
 import { ROOT, tempDir } from './cli.js';
 
 export interface UnbuiltSqliteInstall {
+  /** The install's folder. */
+  root: string;
   /** The install's bin/rmbg.js. */
   bin: string;
   /** Its better-sqlite3 folder (no build/). */
   betterSqlite3: string;
 }
 
-/** Made in a tempDir() (removed by removeTempDirs()). */
-export function unbuiltSqliteInstall(): UnbuiltSqliteInstall {
+/** Made in a tempDir() (removed by removeTempDirs()); `absent`: without better-sqlite3 at all (an optional
+ * dependency left out). */
+export function unbuiltSqliteInstall({ absent = false }: { absent?: boolean } = {}): UnbuiltSqliteInstall {
   const root = tempDir('rmbg-unbuilt-sqlite-');
   for (const part of ['bin', 'dist', 'package.json'])
     cpSync(path.join(ROOT, part), path.join(root, part), { recursive: true });
@@ -24,6 +27,7 @@ export function unbuiltSqliteInstall(): UnbuiltSqliteInstall {
     if (name !== 'better-sqlite3') symlinkSync(path.join(ROOT, 'node_modules', name), path.join(modules, name));
   const betterSqlite3 = path.join(modules, 'better-sqlite3');
   const source = path.join(ROOT, 'node_modules', 'better-sqlite3');
-  cpSync(source, betterSqlite3, { recursive: true, filter: (from) => from !== path.join(source, 'build') });
-  return { bin: path.join(root, 'bin', 'rmbg.js'), betterSqlite3 };
+  if (!absent)
+    cpSync(source, betterSqlite3, { recursive: true, filter: (from) => from !== path.join(source, 'build') });
+  return { root, bin: path.join(root, 'bin', 'rmbg.js'), betterSqlite3 };
 }
