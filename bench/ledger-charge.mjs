@@ -11,7 +11,6 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import Database from 'better-sqlite3';
 import pg from 'pg';
 import { median, ROOT } from './lib/inputs.mjs';
 import { ratio, table } from './lib/markdown.mjs';
@@ -34,6 +33,8 @@ const OLD_BALANCE =
   'SELECT pool, CAST(SUM(amount) AS BIGINT) AS sum FROM credit_ledger WHERE account_id = ? GROUP BY pool';
 
 const { openStore } = await import(pathToFileURL(join(ROOT, 'dist/store/index.js')).href);
+// The store's own connection (node:sqlite or better-sqlite3, whichever this Node uses) for the file beside it.
+const { openSqlite } = await import(pathToFileURL(join(ROOT, 'dist/store/sqlite-connection.js')).href);
 const admin = await postgresAdminUrl(work, cleanups);
 const results = [];
 for (const engine of ['sqlite', 'postgres']) {
@@ -59,7 +60,7 @@ for (const engine of ['sqlite', 'postgres']) {
   const fillStarted = performance.now();
   if (engine === 'sqlite') {
     await store.close();
-    const db = new Database(target.path);
+    const db = await openSqlite(target.path);
     db.prepare(FILL.sqlite(rows)).run(long);
     db.prepare('UPDATE accounts SET payg_credits = payg_credits - ? WHERE id = ?').run(rows - 1, long);
     db.close();
@@ -92,7 +93,7 @@ for (const engine of ['sqlite', 'postgres']) {
   }
   const ledgerRows = async (account) => {
     if (engine === 'sqlite') {
-      const db = new Database(target.path, { readonly: true });
+      const db = await openSqlite(target.path, { readonly: true });
       try {
         return db.prepare('SELECT COUNT(*) AS n FROM credit_ledger WHERE account_id = ?').get(account).n;
       } finally {
@@ -113,7 +114,7 @@ for (const engine of ['sqlite', 'postgres']) {
   const oldSum = async (account) => {
     const runs = [];
     if (engine === 'sqlite') {
-      const db = new Database(target.path, { readonly: true });
+      const db = await openSqlite(target.path, { readonly: true });
       const statement = db.prepare(OLD_BALANCE);
       for (let i = 0; i < 20; i++) {
         const started = performance.now();

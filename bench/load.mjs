@@ -10,7 +10,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import Database from 'better-sqlite3';
 import { rssOf } from './lib/memory-soak.mjs';
 import { listeningUrl } from './lib/serve-url.mjs';
 
@@ -120,7 +119,9 @@ try {
   await new Promise((resolve) => server.child.once('exit', resolve));
 }
 
-const db = new Database(join(dataDir, 'rmbg.sqlite'), { readonly: true });
+// The store's own connection (node:sqlite or better-sqlite3, whichever this Node uses).
+const { openSqlite } = await import(new URL('../dist/store/sqlite-connection.js', import.meta.url).href);
+const db = await openSqlite(join(dataDir, 'rmbg.sqlite'), { readonly: true });
 const ledger = db
   .prepare("SELECT kind, COUNT(*) AS n, SUM(amount) AS sum FROM credit_ledger WHERE kind != 'grant' GROUP BY kind")
   .all();

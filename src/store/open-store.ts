@@ -51,7 +51,10 @@ export async function openStore(target: StoreTarget | string): Promise<Store> {
   const where: StoreTarget =
     typeof target === 'string' ? { engine: 'sqlite', path: join(resolve(target), STORE_FILE), dataDir: true } : target;
   if (where.engine === 'sqlite')
-    return createStore(openSqliteDriver(where.path, { privateDir: where.dataDir === true }), LATEST_SCHEMA.sqlite);
+    return createStore(
+      await openSqliteDriver(where.path, { privateDir: where.dataDir === true }),
+      LATEST_SCHEMA.sqlite,
+    );
   // pg loads only when a PostgreSQL store is asked for.
   const { openPostgresDriver } = await import('./postgres-driver.js');
   return createStore(await openPostgresDriver(where.url), LATEST_SCHEMA.postgres);

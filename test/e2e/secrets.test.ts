@@ -3,11 +3,11 @@
 
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../../src/store/index.js';
 import { ensureBuilt, rmbg } from '../helpers/cli.js';
 import { createKey, tempDataDir } from '../helpers/serve-harness.js';
+import { sqliteRows } from '../helpers/sqlite-file.js';
 
 let dataDir: string;
 let settingsDir: string;
@@ -17,17 +17,13 @@ function rmbgWith(args: string[], input?: string, env: Record<string, string> = 
   return rmbg(args, { configDir: settingsDir, env, ...(input === undefined ? {} : { input }) });
 }
 
-function paygOf(accountId: string): number {
-  const db = new Database(path.join(dataDir, STORE_FILE), { readonly: true });
-  try {
-    return (
-      db
-        .prepare("SELECT COALESCE(SUM(amount), 0) AS sum FROM credit_ledger WHERE account_id = ? AND pool = 'payg'")
-        .get(accountId) as { sum: number }
-    ).sum;
-  } finally {
-    db.close();
-  }
+async function paygOf(accountId: string): Promise<number> {
+  const [row] = await sqliteRows<{ sum: number }>(
+    path.join(dataDir, STORE_FILE),
+    "SELECT COALESCE(SUM(amount), 0) AS sum FROM credit_ledger WHERE account_id = ? AND pool = 'payg'",
+    accountId,
+  );
+  return row?.sum ?? Number.NaN;
 }
 
 beforeAll(() => {
@@ -50,7 +46,7 @@ describe('keys never need to be on the command line', () => {
     expect(
       (await rmbgWith(['credits', 'add', '4', '--data-dir', dataDir], undefined, { RMBG_API_KEY: key })).exitCode,
     ).toBe(0);
-    expect(paygOf(account)).toBe(1 + 2 + 3 + 4);
+    expect(await paygOf(account)).toBe(1 + 2 + 3 + 4);
     const unknown = await rmbgWith(['credits', 'add', '1', '--key-id', 'no-such-id', '--data-dir', dataDir]);
     expect([unknown.exitCode, unknown.stderr]).toEqual([
       2,

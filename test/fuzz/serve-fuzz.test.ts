@@ -6,7 +6,6 @@
 import http from 'node:http';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode, wireErrorCodes } from '../../src/api/errors.js';
@@ -14,6 +13,7 @@ import { STORE_FILE } from '../../src/store/index.js';
 import { balance, createKey, ensureBuilt, startIdentityServe, tempDataDir } from '../helpers/serve-harness.js';
 import type { ServeProcess } from '../helpers/serve-harness.js';
 import { requestArbitrary, type FuzzRequest } from '../helpers/request-arbitraries.js';
+import { sqliteRows } from '../helpers/sqlite-file.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
@@ -107,12 +107,9 @@ describe(`fuzzing POST /v1.0/removebg (${RUNS} requests, seed ${SEED})`, () => {
     );
     for (const key of keys.slice(0, 1))
       expect(await balance(server.url, key)).toEqual({ total: 0, subscription: 0, payg: 0 });
-    const db = new Database(join(dataDir, STORE_FILE), { readonly: true });
-    try {
-      expect(db.prepare("SELECT COUNT(*) AS n FROM credit_ledger WHERE kind != 'grant'").get()).toEqual({ n: 0 });
-    } finally {
-      db.close();
-    }
+    expect(
+      await sqliteRows(join(dataDir, STORE_FILE), "SELECT COUNT(*) AS n FROM credit_ledger WHERE kind != 'grant'"),
+    ).toEqual([{ n: 0 }]);
     if (process.env.FUZZ_RUNS) {
       const show = (map: Map<unknown, number>) =>
         JSON.stringify(Object.fromEntries([...map].sort((a, b) => b[1] - a[1])));

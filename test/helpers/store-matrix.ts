@@ -2,13 +2,13 @@
 // run's real PostgreSQL (test/helpers/postgres.ts). One list, so every matrix test runs on the same two.
 
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe } from 'vitest';
 import { openPostgresDriver } from '../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../src/store/sql.js';
 import { openSqliteDriver } from '../../src/store/sqlite-driver.js';
 import { openStore, STORE_FILE, type Store, type StoreTarget } from '../../src/store/index.js';
 import { freshDatabase, pgRows } from './postgres.js';
+import { sqliteRows, withSqliteFile } from './sqlite-file.js';
 
 export interface StoreEngine {
   name: 'sqlite' | 'postgres';
@@ -33,23 +33,9 @@ export function storeEngines(folder: () => string): StoreEngine[] {
     {
       name: 'sqlite',
       fresh: async () => ({ engine: 'sqlite', path: join(folder(), `data-${++files}`, STORE_FILE) }),
-      driver: async (target) => openSqliteDriver(sqlitePath(target)),
-      exec: async (target, sql) => {
-        const db = new Database(sqlitePath(target));
-        try {
-          db.exec(sql);
-        } finally {
-          db.close();
-        }
-      },
-      rows: async <T>(target: StoreTarget, sql: string) => {
-        const db = new Database(sqlitePath(target), { readonly: true });
-        try {
-          return db.prepare(sql).all() as T[];
-        } finally {
-          db.close();
-        }
-      },
+      driver: (target) => openSqliteDriver(sqlitePath(target)),
+      exec: async (target, sql) => withSqliteFile(sqlitePath(target), (db) => db.exec(sql)),
+      rows: async <T>(target: StoreTarget, sql: string) => sqliteRows<T>(sqlitePath(target), sql),
     },
     {
       name: 'postgres',

@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
@@ -17,6 +16,7 @@ import type { RemoveRequest } from '../../../src/service/types.js';
 import { openStore, type ExpiryReport, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { sqliteRows } from '../../helpers/sqlite-file.js';
 import { testEngine, testImage, TEST_SERVICE_LIMITS, type TestEngine } from '../../helpers/sharp-test-engine.js';
 
 let image: Buffer;
@@ -130,17 +130,12 @@ describe("a SQLite server's start-up sweep", () => {
       (service) => cleanups.push(() => service.close()),
     );
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 5, total: 5 });
-    const db = new Database(store.path, { readonly: true });
-    try {
-      expect(db.prepare("SELECT created_at FROM credit_ledger WHERE kind = 'refund'").all()).toEqual([
-        { created_at: T },
-      ]);
-      expect(db.prepare('SELECT state, completed_at FROM idempotency_keys').all()).toEqual([
-        { state: 'failed', completed_at: T },
-      ]);
-    } finally {
-      db.close();
-    }
+    expect(await sqliteRows(store.path, "SELECT created_at FROM credit_ledger WHERE kind = 'refund'")).toEqual([
+      { created_at: T },
+    ]);
+    expect(await sqliteRows(store.path, 'SELECT state, completed_at FROM idempotency_keys')).toEqual([
+      { state: 'failed', completed_at: T },
+    ]);
   });
 });
 

@@ -7,13 +7,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { LIMITS } from '../../../src/api/limits.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
 import { openStore, STORE_FILE, storeTarget, type Lease, type Store } from '../../../src/store/index.js';
+import { ROOT } from '../../helpers/cli.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
+import { withSqliteFile } from '../../helpers/sqlite-file.js';
 import { onEachStore, storeEngines } from '../../helpers/store-matrix.js';
 
 const T0 = 1_700_000_000_000;
@@ -342,15 +344,15 @@ describe('the SQLite file', () => {
     store = await openStore(data);
   });
   afterEach(() => store.close());
-  const raw = () => new Database(join(data, STORE_FILE));
+  const file = () => join(data, STORE_FILE);
 
   it('is in WAL mode at the latest user_version, and holds neither the key nor its secret part', async () => {
     const created = await store.createAccountWithKey({ plan: 'pro', now: T0 });
     await store.close();
-    const db = raw();
-    expect(db.pragma('user_version', { simple: true })).toBe(SQLITE_MIGRATIONS.length);
-    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-    db.close();
+    await withSqliteFile(file(), (db) => {
+      expect(db.userVersion()).toBe(SQLITE_MIGRATIONS.length);
+      expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    });
     const bytes = Buffer.concat(
       ['', '-wal', '-shm']
         .map((suffix) => join(data, STORE_FILE + suffix))
@@ -363,9 +365,7 @@ describe('the SQLite file', () => {
 
   it('refuses a data directory written by a newer schema', async () => {
     await store.close();
-    const db = raw();
-    db.pragma(`user_version = ${SQLITE_MIGRATIONS.length + 1}`);
-    db.close();
+    await withSqliteFile(file(), (db) => db.exec(`PRAGMA user_version = ${SQLITE_MIGRATIONS.length + 1}`));
     await expect(openStore(data)).rejects.toThrow(/newer rmbg/);
     store = await openStore(join(dir, `other-${++files}`));
   });
@@ -375,15 +375,14 @@ describe('the SQLite file', () => {
     const old = join(dir, `v1-${++files}`);
     const { mkdirSync } = await import('node:fs');
     mkdirSync(old);
-    const db = new Database(join(old, STORE_FILE));
-    db.exec(SQLITE_MIGRATIONS[0] as string);
-    db.pragma('user_version = 1');
-    db.exec(`INSERT INTO accounts VALUES ('acct_1', 'pro', 1);
+    await withSqliteFile(join(old, STORE_FILE), (db) =>
+      db.exec(`${SQLITE_MIGRATIONS[0]} PRAGMA user_version = 1;
+      INSERT INTO accounts VALUES ('acct_1', 'pro', 1);
       INSERT INTO credit_ledger (account_id, kind, pool, amount, request_id, created_at) VALUES ('acct_1', 'grant', 'payg', 10, NULL, 1),
         ('acct_1', 'charge', 'payg', -2, 'crashed', 2), ('acct_1', 'charge', 'payg', -1, 'done', 2);
       INSERT INTO usage_records (request_id, endpoint, status, credits, replayed, duration_ms, created_at) VALUES ('done', 'removebg', 200, 1, 0, 1, 3);
-      INSERT INTO idempotency_keys (account_id, key, fingerprint, state, request_id, created_at) VALUES ('acct_1', 'k', 'fp', 'in_progress', 'crashed', 2);`);
-    db.close();
+      INSERT INTO idempotency_keys (account_id, key, fingerprint, state, request_id, created_at) VALUES ('acct_1', 'k', 'fp', 'in_progress', 'crashed', 2);`),
+    );
     store = await openStore(old);
     expect(await store.expireLeases(T0)).toEqual({ expiredLeases: 1, refundedRequests: 1, failedIdempotencyKeys: 1 });
     expect((await store.balance('acct_1')).total).toBe(9);
@@ -394,12 +393,15 @@ describe('the SQLite file', () => {
     const holder = spawn(
       process.execPath,
       [
+        '--input-type=module',
         '-e',
-        `const D = require('better-sqlite3'); const db = new D(process.argv[1]);
+        // The store's own connection module (built by the run's set-up), as a second rmbg process would use it.
+        `const { openSqlite } = await import(process.argv[2]); const db = await openSqlite(process.argv[1]);
          db.exec('BEGIN IMMEDIATE'); process.stdout.write('locked\\n');
          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
          db.exec('COMMIT'); db.close();`,
         join(data, STORE_FILE),
+        pathToFileURL(join(ROOT, 'dist/store/sqlite-connection.js')).href,
       ],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
     );

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RmbgError } from '../../../src/api/errors.js';
@@ -23,6 +22,7 @@ import {
   TEST_SERVICE_LIMITS,
 } from '../../helpers/sharp-test-engine.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { sqliteRows, withSqliteFile } from '../../helpers/sqlite-file.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -58,13 +58,12 @@ function request(overrides: Partial<RemoveRequest> = {}, options: Partial<Remove
   };
 }
 
-function ledgerRows(requestId: string): unknown[] {
-  const db = new Database(store.path, { readonly: true });
-  try {
-    return db.prepare('SELECT kind, pool, amount FROM credit_ledger WHERE request_id = ? ORDER BY id').all(requestId);
-  } finally {
-    db.close();
-  }
+function ledgerRows(requestId: string): Promise<unknown[]> {
+  return sqliteRows(
+    store.path,
+    'SELECT kind, pool, amount FROM credit_ledger WHERE request_id = ? ORDER BY id',
+    requestId,
+  );
 }
 
 beforeEach(async () => {
@@ -103,7 +102,7 @@ describe('a processed image', () => {
     const meta = await sharp(outcome.image.data).metadata();
     expect([meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual(['png', 64, 48, true]);
     expect(await store.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
-    expect(ledgerRows(req.requestId)).toEqual([{ kind: 'charge', pool: 'payg', amount: -1 }]);
+    expect(await ledgerRows(req.requestId)).toEqual([{ kind: 'charge', pool: 'payg', amount: -1 }]);
     expect(await store.usage({ requestId: req.requestId })).toEqual([
       expect.objectContaining({
         accountId,
@@ -234,7 +233,7 @@ describe('failures after the charge are refunded', () => {
     expect([error.status, error.code, error.message]).toEqual([502, 'processing_failed', 'onnx exploded']);
     expect(error.rateLimit?.remaining).toBe(59);
     expect((await store.balance(accountId)).total).toBe(5);
-    expect(ledgerRows(req.requestId)).toEqual([
+    expect(await ledgerRows(req.requestId)).toEqual([
       { kind: 'charge', pool: 'payg', amount: -1 },
       { kind: 'refund', pool: 'payg', amount: 1 },
     ]);
@@ -269,7 +268,7 @@ describe('failures after the charge are refunded', () => {
     expect([error.status, error.code]).toEqual([400, 'invalid_image_url']);
     expect(engine.calls).toBe(0);
     expect((await store.balance(accountId)).total).toBe(5);
-    expect(ledgerRows(req.requestId)).toHaveLength(0);
+    expect(await ledgerRows(req.requestId)).toHaveLength(0);
     // Nothing was charged: the same key may be used again.
     expect((await rejectionOf(service.handleRemoveRequest(req))).code).toBe('invalid_image_url');
   });
@@ -392,13 +391,12 @@ describe('idempotent replay', () => {
 
       clock = T0 + LIMITS.replayWindowMs;
       await vi.advanceTimersByTimeAsync(60_000);
-      await vi.waitFor(() => {
-        const db = new Database(store.path, { readonly: true });
-        const row = db
-          .prepare("SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'")
-          .get();
-        db.close();
-        expect(row).toEqual({ state: 'succeeded', purged: 1, request_id: first.requestId });
+      await vi.waitFor(async () => {
+        const rows = await sqliteRows(
+          store.path,
+          "SELECT state, payload IS NULL AS purged, request_id FROM idempotency_keys WHERE key = 'old'",
+        );
+        expect(rows).toEqual([{ state: 'succeeded', purged: 1, request_id: first.requestId }]);
       });
 
       const error = await rejectionOf(service.handleRemoveRequest(request({ idempotencyKey: 'old' })));
@@ -520,9 +518,11 @@ describe('start-up recovery', () => {
     const req = request({ idempotencyKey: 'delivered' });
     await service.handleRemoveRequest(req);
     await service.close();
-    const db = new Database(store.path);
-    expect(db.prepare('DELETE FROM usage_records WHERE request_id = ?').run(req.requestId).changes).toBe(1);
-    db.close();
+    expect(
+      await withSqliteFile(store.path, (db) =>
+        db.prepare('DELETE FROM usage_records WHERE request_id = ?').run(req.requestId),
+      ),
+    ).toBe(1);
     await start({ soleServer: true });
     expect((await store.balance(accountId)).total).toBe(4);
     expect((await service.handleRemoveRequest(request({ idempotencyKey: 'delivered' }))).replayed).toBe(true);
@@ -542,11 +542,10 @@ it('keeps the sqlite file free of API keys after serving requests', async () => 
   await start();
   await service.handleRemoveRequest(request({ idempotencyKey: 'k' }));
   await service.getAccount(key);
-  const db = new Database(join(dir, STORE_FILE), { readonly: true });
+  const file = join(dir, STORE_FILE);
   const dump =
-    JSON.stringify(db.prepare('SELECT * FROM api_keys').all()) +
-    JSON.stringify(db.prepare('SELECT * FROM usage_records').all());
-  db.close();
+    JSON.stringify(await sqliteRows(file, 'SELECT * FROM api_keys')) +
+    JSON.stringify(await sqliteRows(file, 'SELECT * FROM usage_records'));
   expect(dump).not.toContain(key);
   expect(dump).not.toContain(key.slice(11));
 });
