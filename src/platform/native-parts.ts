@@ -1,7 +1,9 @@
-// Whether each native part rmbg runs on loads here (`rmbg doctor`): sharp (libvips) and onnxruntime's binding. Each
-// is loaded for real, since an installed package whose binary is missing or built for another Node only fails then.
+// Whether each native part rmbg runs on loads here (`rmbg doctor`): sharp (libvips), onnxruntime's binding and the
+// SQLite driver. Each is loaded for real, since an installed package whose binary is missing or built for another
+// Node only fails then.
 
 import { createRequire } from 'node:module';
+import { sqliteSupport } from '../store/sqlite-connection.js';
 
 export interface NativePart {
   name: string;
@@ -10,7 +12,7 @@ export interface NativePart {
   version?: string;
   /** Why it does not load: the first line of the error. */
   error?: string;
-  /** The command that fixes it. */
+  /** The command that fixes it, where the error does not already say. */
   fix?: string;
 }
 
@@ -53,4 +55,18 @@ export async function checkOnnxruntime(): Promise<NativePart> {
       fix: `cd ${installFolder('onnxruntime-node')} && npm rebuild onnxruntime-node`,
     };
   }
+}
+
+export async function checkSqlite(): Promise<NativePart> {
+  const support = await sqliteSupport().catch((error: unknown) => ({
+    available: false as const,
+    reason: firstLine(error),
+  }));
+  return support.available
+    ? {
+        name: 'SQLite',
+        loads: true,
+        version: `${support.driver} ${support.driverVersion}, SQLite ${support.sqliteVersion}`,
+      }
+    : { name: 'SQLite', loads: false, error: support.reason };
 }

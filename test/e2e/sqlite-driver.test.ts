@@ -46,6 +46,10 @@ describe.each(NODES)('rmbg on %s, installed without better-sqlite3 built', (node
     expect(JSON.parse(listed.stdout)).toEqual([
       expect.objectContaining({ prefix: created.stdout.trim().slice(0, 11) }),
     ]);
+    const doctor = await run(['doctor', '--data-dir', dataDir]);
+    expect(doctor.stdout).toMatch(
+      new RegExp(`^SQLite: loads \\(node:sqlite ${version.replaceAll('.', '\\.')}, SQLite 3\\.\\d+\\.\\d+\\)$`, 'm'),
+    );
   });
 
   it.skipIf(hasNodeSqlite)('fails every store command in one line that names the fix, exit 1', async () => {
@@ -61,6 +65,14 @@ describe.each(NODES)('rmbg on %s, installed without better-sqlite3 built', (node
       const result = await run(args);
       expect([result.exitCode, `${result.stderr}\n`], args.join(' ')).toEqual([1, line]);
     }
+    // rmbg doctor says the same and exits 1, unless the store is PostgreSQL, which needs no SQLite.
+    const doctor = await run(['doctor', '--data-dir', dataDir]);
+    expect([doctor.exitCode, doctor.stdout]).toEqual([
+      1,
+      expect.stringContaining(`\nSQLite: cannot load: ${line.slice(6, -12)}\n`),
+    ]);
+    const onPostgres = await run(['doctor', '--data-dir', dataDir, '--store', 'postgres://rmbg@127.0.0.1:1/rmbg']);
+    expect([onPostgres.exitCode, onPostgres.stdout]).toEqual([0, expect.stringContaining('\nSQLite: cannot load: ')]);
   });
 
   it.skipIf(hasNodeSqlite)('without better-sqlite3 installed at all, says where it is missing', async () => {

@@ -1,5 +1,5 @@
 // rmbg installed as npm 12 installs it without allowScripts: better-sqlite3's package is there, its native addon never
-// built. A temp folder with this checkout's bin/, dist/ and package.json, whose node_modules links every other package
+// built. A temp folder with what the tarball packs of this checkout (bin/, dist/, …), whose node_modules links every other package
 // to this checkout's and holds a copy of better-sqlite3 without build/. The checkout's own node_modules is untouched.
 
 import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
@@ -19,7 +19,8 @@ export interface UnbuiltSqliteInstall {
  * dependency left out). */
 export function unbuiltSqliteInstall({ absent = false }: { absent?: boolean } = {}): UnbuiltSqliteInstall {
   const root = tempDir('rmbg-unbuilt-sqlite-');
-  for (const part of ['bin', 'dist', 'package.json'])
+  // What the packed tarball holds (package.json `files`).
+  for (const part of ['bin', 'dist', 'package.json', 'models/manifest.json', 'web'])
     cpSync(path.join(ROOT, part), path.join(root, part), { recursive: true });
   const modules = path.join(root, 'node_modules');
   mkdirSync(modules);

@@ -22,7 +22,7 @@ import {
   verdictKey,
   type GpuVerdict,
 } from '../../engine/gpu/gpu-verdict.js';
-import { checkOnnxruntime, checkSharp, type NativePart } from '../../platform/native-parts.js';
+import { checkOnnxruntime, checkSharp, checkSqlite, type NativePart } from '../../platform/native-parts.js';
 import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
@@ -150,7 +150,7 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
     gpuReport(config.model.value, dataDir),
     modelRows(dataDir),
     providers(),
-    Promise.all([checkSharp(), checkOnnxruntime()]),
+    Promise.all([checkSharp(), checkOnnxruntime(), checkSqlite()]),
   ]);
   const device = { value: config.device.value, source: config.device.source };
   const model = {
@@ -188,7 +188,8 @@ export async function run(opts: Record<string, unknown>): Promise<number> {
   // the model runs use (RMBG_MODEL, else the default) not usable. A wrong setting is shown, not thrown.
   const wanted = DEVICES.find((value) => value === device.value);
   const broken =
-    native.some((part) => !part.loads) ||
+    // SQLite only where the store is a SQLite file.
+    native.some((part) => !part.loads && (part.name !== 'SQLite' || target.engine === 'sqlite')) ||
     wanted === undefined ||
     (wanted === 'gpu' && (!gpu.works || (gpu.software && process.env[SOFTWARE_GPU_OPT_IN] !== '1'))) ||
     (model.value === undefined
@@ -224,7 +225,7 @@ function text(report: DoctorReport): string {
     ...report.native.flatMap((part) =>
       part.loads
         ? [`${part.name}: loads (${part.version})`]
-        : [`${part.name}: cannot load: ${part.error}`, `  fix: ${part.fix}`],
+        : [`${part.name}: cannot load: ${part.error}`, ...(part.fix ? [`  fix: ${part.fix}`] : [])],
     ),
     `model setting: ${modelSetting(report.model)}`,
     `device setting: ${deviceSetting(report.device)}`,
