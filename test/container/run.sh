@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container image, built and run for real (issue #30): the Dockerfile built with podman on a local stand-in
-# for node:20-bookworm-slim (base-image.sh: no image registry is reachable here), then what a deployment relies
+# for node:24-bookworm-slim (base-image.sh: no image registry is reachable here), then what a deployment relies
 # on: the server runs as non-root and is healthy, a key created in the container cuts a sample out through the
 # API, SIGTERM while an image is in flight answers it and exits 0, a new container on the same data volume
 # still knows the key and its balance, and a second one beside it refuses to start. Skipped, with a line saying why, where containers cannot run.
