@@ -3,7 +3,8 @@
 # - the unit project under Node 22, 24 and 26, in this checkout (sharp and onnxruntime are N-API, so one install
 #   serves every Node; the store uses node:sqlite there);
 # - a fresh clone as a new user has it, Node 24 with npm 12: `npm ci` with strict allowScripts (a dependency's
-#   install script nobody reviewed fails it), then the README's quick start as written: the cutouts, the whole suite.
+#   install script nobody reviewed fails it), then the README's quick start as written: the cutouts, the whole suite;
+#   then its packed tarball installed as people do, with no flags (test/ci/installs.sh).
 # Node and npm come from the npm registry (test/ci/toolchain.sh); node-gyp gets that Node's headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,3 +42,6 @@ quick_start="$(awk '/^## Quick start/ { found = 1 } found && /^```sh/ { inside =
 bash -euo pipefail -c "$quick_start"
 cutouts=(out/samples/*.png)
 [ "${#cutouts[@]}" -eq 4 ] || { echo "the quick start wrote ${#cutouts[@]} cutouts, not 4" >&2; exit 1; }
+echo "== the packed tarball installed as people do, under Node $(node --version), npm $(npm --version)"
+mkdir "$work/installs"
+bash test/ci/installs.sh "$work/installs"
