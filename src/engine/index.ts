@@ -2,7 +2,8 @@
 // pipeline, as an Engine. The session runs on a worker thread (runtime/inference-worker.ts), so an inference never
 // holds the main thread.
 
-import { toRmbgError } from '../api/errors.js';
+import { RmbgError, toRmbgError } from '../api/errors.js';
+import { checkSharp } from '../platform/native-parts.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import type { DeviceReport } from '../api/device.js';
 import { placeSession, type JobSize, type PlacementOptions } from './gpu/placement.js';
@@ -30,12 +31,21 @@ async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void
   await runPipeline(session, photo, CALLER_DEFAULT_OPTIONS);
 }
 
+/** sharp loaded first, through a dynamic import, so an install without its binary fails in one line with the fix
+ * (a static import of a throwing sharp escapes every catch on Node 20). */
+async function loadSharp(): Promise<void> {
+  const sharp = await checkSharp();
+  if (!sharp.loads)
+    throw new RmbgError('model_unavailable', `the engine cannot load sharp: ${sharp.error}; fix: ${sharp.fix}`);
+}
+
 /** `job`: what the caller knows of the job, which auto weighs (gpu/placement.ts); not one of the engine's options. */
 export async function createEngine(
   options: EngineOptions = {},
   job: JobSize = {},
 ): Promise<Engine & { session: WorkerSession; device: DeviceReport; options: EngineOptions }> {
   const model = resolveModel(options.model, options.userModelsDir);
+  await loadSharp();
   await provideWeights(model);
   // Checking the weights (a stamp read, or a hash on the first use) overlaps the session's creation; its
   // verdict wins, so a corrupt file reports "does not match its sha256", not ORT's parse error.

@@ -216,7 +216,7 @@ describe('the packed tarball', () => {
     }
   });
 
-  it('rmbg doctor loads each native part: where sharp lacks its platform binary it says so, with the fix, exit 1', async () => {
+  it('where sharp lacks its platform binary, doctor, remove and serve say so in one line with the fix, exit 1', async () => {
     // A second project as an install that left out sharp's optional platform package (@img/sharp-<platform>)
     // leaves it: sharp itself copied there, everything else the same.
     const broken = path.join(tempDir(), 'no-sharp-binary');
@@ -249,6 +249,24 @@ describe('the packed tarball', () => {
     expect(missing.stdout).toContain(`  fix: cd ${broken} && npm install --include=optional sharp`);
     expect(missing.stdout).toMatch(/^onnxruntime-node: loads/m);
     expect(missing.exitCode).toBe(1);
+    // And a command that needs it says so in one line, with the same fix, whatever Node 20 does with a static import.
+    copyFileSync(path.join(project, 'cat.png'), path.join(broken, 'cat.png'));
+    const env = cliEnv({ env: { RMBG_DATA_DIR: tempDir(), XDG_CACHE_HOME: cache } });
+    const bin = path.join(broken, 'node_modules/rmbg/bin/rmbg.js');
+    for (const args of [
+      ['remove', 'cat.png', '--local', '-o', 'out'],
+      ['serve', '--port', '0'],
+    ]) {
+      const run = await execa(process.execPath, [bin, ...args], { cwd: broken, env, extendEnv: false, reject: false });
+      expect([run.exitCode, run.stderr.split('\n').at(-1)], args[0]).toEqual([
+        1,
+        expect.stringMatching(
+          new RegExp(
+            `^rmbg: the engine cannot load sharp: Could not load the "sharp" module .*; fix: cd ${broken} && npm install --include=optional sharp \\(model_unavailable\\)$`,
+          ),
+        ),
+      ]);
+    }
   });
 
   it('a CommonJS module loads it with import() (and with require() where Node has require(esm): 20.19+)', async () => {
