@@ -18,6 +18,7 @@ import { RateLimiter } from './rate-limiter.js';
 import { Refunder } from './refunder.js';
 import { accountRequest, removeRequest } from './request-steps.js';
 import { Slots } from './slots.js';
+import { ValidKeys } from './valid-keys.js';
 import { StoreClock } from './store-clock.js';
 import type { ServiceContext } from './service-context.js';
 import type {
@@ -110,13 +111,16 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
     onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
   });
+  // Loaded before the first request, so a valid key from a throttled address is known from the start.
+  const validKeys = new ValidKeys(deps.store);
+  await validKeys.start();
   const ctx: ServiceContext = {
     store: deps.store,
     engine: deps.engine,
     scheduler: new EngineScheduler(settings.maxQueue, settings.processingTimeoutMs, engineSlots(deps.engine)),
     limiter: new RateLimiter(settings.rateLimit, deps.store),
     authThrottle: new AuthThrottle(settings.maxAuthFailures),
-    keyLookups: new KeyLookups(deps.store),
+    keyLookups: new KeyLookups(deps.store, validKeys),
     refunder: new Refunder(deps.store, now),
     inFlight: new KeyInFlight(settings.maxInFlightPerKey),
     urlFetches: new Slots(settings.maxUrlFetches),
@@ -201,6 +205,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     }),
     async close() {
       clearInterval(timer);
+      validKeys.stop();
       leases.stop();
       shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
       await Promise.allSettled([...inFlight]);

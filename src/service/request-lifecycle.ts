@@ -6,6 +6,7 @@ import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
+import { KEY_SET_KNOWN_WITHIN_S } from './valid-keys.js';
 
 export interface RequestFrame {
   apiKey: string | undefined;
@@ -46,14 +47,21 @@ export async function handleRequest<T>(
   // usage row; the throttle counts these instead.
   let anonymous = true;
   try {
-    // An address over its failures still has the keys that were valid lately looked up: the throttle must not
-    // lock out the customers behind one address (a proxy, a NAT). Any other key gets 429 without a lookup, so a
-    // flood of bad keys costs the store nothing.
-    const refusal = ctx.authThrottle.refusal(frame.clientAddress, startedAt);
-    if (refusal && !ctx.keyLookups.recentlyValid(frame.apiKey, startedAt)) throw refusal;
+    // An address over its failures still has every valid key looked up (the set of valid keys says which, with
+    // no lookup): the throttle must not lock out the customers behind one address (a proxy, a NAT). Any other key
+    // gets 429 without a lookup, so a flood of bad keys costs the store nothing.
+    // A key sent but not known may be one created elsewhere since the last reload of the valid keys: its 429 says
+    // to retry once the set knows it, not at the end of the throttle's minute.
+    const keySent = frame.apiKey !== undefined && frame.apiKey.trim() !== '';
+    const refusal = ctx.authThrottle.refusal(
+      frame.clientAddress,
+      startedAt,
+      keySent ? KEY_SET_KNOWN_WITHIN_S : Number.POSITIVE_INFINITY,
+    );
+    if (refusal && !ctx.keyLookups.known(frame.apiKey)) throw refusal;
     let caller: KeyOwner;
     try {
-      caller = await ctx.keyLookups.authenticate(frame.apiKey, startedAt);
+      caller = await ctx.keyLookups.authenticate(frame.apiKey);
     } catch (error) {
       if (!isAuthFailure(error)) anonymous = false;
       else if (refusal) throw refusal;

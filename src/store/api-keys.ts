@@ -73,3 +73,23 @@ export async function keyOwner(db: SqlExecutor, apiKey: string): Promise<KeyOwne
   );
   return row && { keyId: row.key_id, accountId: row.account_id, plan: row.plan };
 }
+
+/**
+ * What changes whenever a key is created or revoked, whoever did it: the keys' count and the revoked ones'. Keys
+ * are never deleted and a revocation is never undone, so both only grow; counts, unlike the latest created_at,
+ * cannot miss a key written with a clock behind another server's.
+ */
+export async function keyChangeMarker(db: SqlExecutor): Promise<string> {
+  const row = await one<{ created: number | string; revoked: number | string }>(
+    db,
+    'SELECT count(*) AS created, count(revoked_at) AS revoked FROM api_keys',
+  );
+  return `${row?.created ?? 0}/${row?.revoked ?? 0}`;
+}
+
+/** The sha256 (hex) of every unrevoked key. */
+export async function activeKeyHashes(db: SqlExecutor): Promise<string[]> {
+  return (await db.all<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE revoked_at IS NULL')).map(
+    (row) => row.key_hash,
+  );
+}

@@ -4,7 +4,7 @@
 import { RmbgError } from '../api/errors.js';
 import { AccountTurns } from './account-turns.js';
 import { createAccount, lockAccount } from './accounts.js';
-import { createKey, keyOwner, listKeys, revokeKey } from './api-keys.js';
+import { activeKeyHashes, createKey, keyChangeMarker, keyOwner, listKeys, revokeKey } from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refundCharge } from './credit-ledger.js';
 import {
   beginIdempotent,
@@ -73,6 +73,8 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     listKeys: () => listKeys(driver),
     revokeKey: (id, now = Date.now()) => tx((db) => revokeKey(db, id, now)),
     accountForKey: (apiKey) => keyOwner(driver, apiKey),
+    keyChangeMarker: () => keyChangeMarker(driver),
+    activeKeyHashes: () => activeKeyHashes(driver),
 
     addCredits: (target, amount, pool, now = Date.now()) =>
       tx(async (db) => {

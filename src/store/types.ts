@@ -166,6 +166,10 @@ export interface Store {
   /** Revokes a key; undefined when no key has that id. Revoking twice keeps the first time. */
   revokeKey(id: string, now?: number): Promise<KeyInfo | undefined>;
   accountForKey(apiKey: string): Promise<KeyOwner | undefined>;
+  /** A value that changes whenever any key is created or revoked (by any process): cheap to compare, opaque. */
+  keyChangeMarker(): Promise<string>;
+  /** The sha256 (hex) of every unrevoked key, as accountForKey hashes them. */
+  activeKeyHashes(): Promise<string[]>;
 
   addCredits(target: CreditTarget, amount: number, pool: CreditPool, now?: number): Promise<Balance>;
   /** The account's kept balance: one row read, whatever the size of its ledger. */
