@@ -12,6 +12,7 @@ import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { LeaseKeeper } from '../../../src/service/lease-keeper.js';
+import { StoreClock } from '../../../src/service/store-clock.js';
 import type { RemoveRequest } from '../../../src/service/types.js';
 import { openStore, type ExpiryReport, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
@@ -266,5 +267,46 @@ describe('servers whose clocks disagree, on one PostgreSQL', () => {
     // A's request opened the key's window; B counts into it rather than starting a new one a minute later.
     const account = await b.getAccount(key);
     expect(account.rateLimit.remaining).toBe(TEST_SERVICE_LIMITS.rateLimit - 2);
+  });
+
+  it("a server whose every round trip to the database takes over 250 ms corrects a 60 s step of its clock: it refunds nothing of another's live work", async () => {
+    const url = await freshDatabase();
+    const stores = await Promise.all([0, 1].map(() => openStore({ engine: 'postgres', url })));
+    cleanups.push(() => Promise.all(stores.map((s) => s.close())));
+    const [storeA, storeB] = stores as [Store, Store];
+    // B's database is far away: 150 ms each way on every call.
+    const far = new Proxy(storeB, {
+      get(target, name) {
+        const value = Reflect.get(target, name) as unknown;
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          return result;
+        };
+      },
+    });
+    let step = 0;
+    const clockB = new StoreClock(far, () => Date.now() + step);
+    const sweeperB = new LeaseKeeper({ store: far, leaseTimeMs: 2000, clock: clockB });
+    await sweeperB.sweep();
+
+    const { key, accountId } = await storeA.createAccountWithKey({ plan: 'pro', credits: 5 });
+    const engineA = testEngine({ kind: 'gated' });
+    const a = await serve(storeA, engineA);
+    const running = a.handleRemoveRequest(request(key, 'order-1'));
+    await engineA.started(1);
+
+    // B's clock steps a minute ahead; its next sweep measures again, over a round trip as slow as ever.
+    step = 60_000;
+    const report = await sweeperB.sweep();
+    expect(report.expiredLeases).toBe(0);
+    expect(Math.abs(clockB.now() - Date.now())).toBeLessThan(1000);
+    engineA.release();
+    const outcome = await running;
+    expect([outcome.creditsCharged, outcome.replayed]).toEqual([1, false]);
+    expect(await storeA.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await pgRows(url, "SELECT kind FROM credit_ledger WHERE kind = 'refund'")).toEqual([]);
   });
 });
