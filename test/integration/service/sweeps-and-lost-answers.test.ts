@@ -145,10 +145,19 @@ describe('a deliver whose answer is lost', () => {
   let store: Store;
   let key: string;
   let accountId: string;
-  /** awayMs: after the lost answer, every call of the store fails for this long (the database away). */
-  async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread', awayMs = 0) {
+  let postgresUrl: string | undefined;
+  /**
+   * awayMs: after the lost answer, every call of the store fails for this long (the database away).
+   * postgres: a fresh real PostgreSQL database instead of a SQLite file.
+   */
+  async function start(
+    deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread',
+    awayMs = 0,
+    options: { leaseTimeMs?: number; postgres?: boolean } = {},
+  ) {
     dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
-    store = await openStore(dir);
+    postgresUrl = options.postgres ? await freshDatabase() : undefined;
+    store = await openStore(postgresUrl ? { engine: 'postgres', url: postgresUrl } : dir);
     cleanups.push(
       () => rmSync(dir, { recursive: true, force: true }),
       () => store.close(),
@@ -194,7 +203,7 @@ describe('a deliver whose answer is lost', () => {
           Date.now() < awayUntil ? Promise.reject(lost()) : (value as (...a: unknown[]) => unknown)(...args);
       },
     });
-    return serve(away, testEngine(), undefined, awayMs > 0 ? 30_000 : undefined);
+    return serve(away, testEngine(), undefined, options.leaseTimeMs ?? (awayMs > 0 ? 30_000 : undefined));
   }
 
   it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
@@ -233,6 +242,26 @@ describe('a deliver whose answer is lost', () => {
     const again = await rejectionOf(service.handleRemoveRequest(request(key, 'away-1')));
     expect([again.status, again.code]).toEqual([409, 'idempotency_key_failed']);
   });
+
+  it('after its COMMIT, on PostgreSQL, the database then away past the lease: 503 without a key, and the charge back once the database is back', async () => {
+    // Away 3 s, the lease 1 s: the settlement is still unknown when the held result is given up.
+    const service = await start('after-commit', 3000, { leaseTimeMs: 1000, postgres: true });
+    const error = await rejectionOf(service.handleRemoveRequest(request(key)));
+    expect([error.status, error.code]).toEqual([503, 'service_unavailable']);
+    // Nobody can collect the delivered result without a key: the background refund (every 5 s) gives it back.
+    await expect
+      .poll(() => store.balance(accountId), { timeout: 20_000, interval: 200 })
+      .toEqual({ subscription: 0, payg: 5, total: 5 });
+    expect(
+      await pgRows(
+        postgresUrl as string,
+        'SELECT kind, CAST(amount AS INTEGER) AS amount FROM credit_ledger WHERE request_id IS NOT NULL ORDER BY id',
+      ),
+    ).toEqual([
+      { kind: 'charge', amount: -1 },
+      { kind: 'refund', amount: 1 },
+    ]);
+  }, 30_000);
 
   it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {
     const service = await start('before-commit');
