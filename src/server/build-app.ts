@@ -21,7 +21,8 @@ import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import { metricsOpenToLoopback, type ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
-import { trustedProxies } from './trusted-proxies.js';
+import { shareConnections, shareRequests } from './fair-connections.js';
+import { type TrustedProxies, trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
 
@@ -69,7 +70,7 @@ export const KEEP_ALIVE_MS = 5000;
 const REQUEST_TIMEOUT_SLACK_MS = 2000;
 
 /** Node's server with its timeouts (fastify's default is none) and at most maxConnections sockets. */
-function serverFactory(options: Omit<AppSettings, 'ui'>) {
+function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies) {
   return (handler: RequestListener) => {
     const server = createServer(
       {
@@ -81,6 +82,7 @@ function serverFactory(options: Omit<AppSettings, 'ui'>) {
       handler,
     );
     server.maxConnections = options.maxConnections;
+    shareConnections(server, { ...options, proxies });
     closeIdleConnectionsAfterPendingReads(server);
     // Expect: 100-continue is answered by the route once the caller is authenticated (Node would send
     // 100 Continue at once, inviting the body before anyone checked the key).
@@ -89,8 +91,11 @@ function serverFactory(options: Omit<AppSettings, 'ui'>) {
   };
 }
 
-/** What buildApp gave the routes of each app (the rest of its settings are read back from Node's server). */
-const routeSettings = new WeakMap<FastifyInstance, Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads'>>();
+/** What buildApp gave the routes and hooks of each app (the rest of its settings are read back from Node's server). */
+const routeSettings = new WeakMap<
+  FastifyInstance,
+  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress'>
+>();
 
 /** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
 export function appSettingsOf(app: FastifyInstance): Partial<AppSettings> {
@@ -117,7 +122,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
     return503OnClosing: false,
     clientErrorHandler: writeClientError,
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
-    serverFactory: serverFactory(options),
+    serverFactory: serverFactory(options, proxies),
   });
 
   // The route reads bodies itself (src/api/request-parsing.ts), streamed and within our limits; fastify's
@@ -143,6 +148,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
+  app.addHook('onRequest', shareRequests(options.maxConnectionsPerAddress, proxies));
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   const { metrics } = options;
   if (metrics) {
@@ -157,7 +163,11 @@ export function buildApp(given: AppOptions): FastifyInstance {
   }
 
   const uploads = new Slots(options.maxUploads);
-  routeSettings.set(app, { bodyTimeoutMs: options.bodyTimeoutMs, maxUploads: uploads.size });
+  routeSettings.set(app, {
+    bodyTimeoutMs: options.bodyTimeoutMs,
+    maxUploads: uploads.size,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+  });
   const routes = [
     ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads }),
     ...(options.ui === true ? webPageRoutes() : []),

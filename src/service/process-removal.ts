@@ -188,7 +188,9 @@ export async function processRemoval(
       // The result is held and its settlement may be unknown (the deliver's answer lost): settle for certain.
       const settled = await settleHeldResult(ctx, req.requestId, idempotency);
       if (settled === 'delivered') return answer(delivering);
-      if (settled === 'unknown') await refund(ctx, req.requestId, idempotency);
+      // Unknown past the lease time: the client gets the error. Without a key nobody can collect the result,
+      // so a delivery whose COMMIT landed unseen is refunded too, once the database answers.
+      if (settled === 'unknown') await refund(ctx, req.requestId, idempotency, !idempotency);
     } else if (charged) {
       await refund(ctx, req.requestId, idempotency);
     } else if (idempotency) {
@@ -202,8 +204,13 @@ export async function processRemoval(
 }
 
 /** The refund of a failure after the charge: at once, else from the background (refunder.ts). */
-async function refund(ctx: ServiceContext, requestId: string, idempotency: IdempotencyRef | undefined): Promise<void> {
-  const outcome = await ctx.refunder.refund(requestId, idempotency);
+async function refund(
+  ctx: ServiceContext,
+  requestId: string,
+  idempotency: IdempotencyRef | undefined,
+  unreceived = false,
+): Promise<void> {
+  const outcome = await ctx.refunder.refund(requestId, idempotency, unreceived);
   if (outcome?.settled) ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
 }
 

@@ -11,6 +11,8 @@ const BACKGROUND_RETRY_MS = 5000;
 interface Pending {
   requestId: string;
   idempotency: IdempotencyRef | undefined;
+  /** Nobody received the result (no Idempotency-Key, answered an error): a delivered charge is refunded too. */
+  unreceived: boolean;
 }
 
 export class Refunder {
@@ -20,23 +22,29 @@ export class Refunder {
   #retrying: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'refund'>,
+    private readonly store: Pick<Store, 'refund' | 'refundUnreceived'>,
     private readonly now: () => number,
     private readonly warn: (message: string) => void = (message) => process.emitWarning(message),
   ) {}
 
   /**
    * Refunds the charge and fails the key; never throws. A refusing store is tried again at once, then in the
-   * background (undefined is returned then). `settled` false: the request was settled already.
+   * background (undefined is returned then). `settled` false: the request was settled already. `unreceived`:
+   * the store's refundUnreceived (a result nobody received, its settlement unknown), else its refund.
    */
-  async refund(requestId: string, idempotency: IdempotencyRef | undefined): Promise<RefundOutcome | undefined> {
+  async refund(
+    requestId: string,
+    idempotency: IdempotencyRef | undefined,
+    unreceived = false,
+  ): Promise<RefundOutcome | undefined> {
+    const pending = { requestId, idempotency, unreceived };
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.store.refund(requestId, idempotency, this.now());
+        return await this.#attempt(pending);
       } catch (error) {
         const wait = IMMEDIATE_RETRY_MS[attempt];
         if (wait === undefined) {
-          this.#defer({ requestId, idempotency }, error);
+          this.#defer(pending, error);
           return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, wait));
@@ -53,13 +61,19 @@ export class Refunder {
   async #retryRound(): Promise<void> {
     for (const pending of [...this.#pending.values()]) {
       try {
-        await this.store.refund(pending.requestId, pending.idempotency, this.now());
+        await this.#attempt(pending);
         this.#pending.delete(pending.requestId);
       } catch {
         // Still failing: the next round tries again, and the lease sweep of any server settles it too.
       }
     }
     if (this.#pending.size === 0) this.stop();
+  }
+
+  #attempt(pending: Pending): Promise<RefundOutcome> {
+    return pending.unreceived
+      ? this.store.refundUnreceived(pending.requestId, this.now())
+      : this.store.refund(pending.requestId, pending.idempotency, this.now());
   }
 
   stop(): void {

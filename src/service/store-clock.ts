@@ -4,22 +4,26 @@
 
 import type { Store } from '../store/index.js';
 
-/** A reading whose round trip took longer than this is discarded (it waited for a pool connection, or a slow network). */
-export const MAX_ROUND_TRIP_MS = 250;
-/** Nor one slower than this many times the best round trip seen lately (with a floor for timer jitter). */
-const ROUND_TRIP_FACTOR = 4;
-const ROUND_TRIP_FLOOR_MS = 50;
 /**
- * "Lately": the best of the last this many readings, not of all time, so after a move to a farther database the
- * new round trips become the measure within as many syncs, and a later step of this server's clock is corrected.
+ * The readings kept: the best (quickest) of the last this many is the offset, so a reading that waited (for a
+ * pool connection) does not replace a quick one, and after a move to a farther database its round trips become
+ * the measure within as many syncs. No round trip is too slow to count: a database always far away still
+ * measures the offset, within half its round trip.
  */
-const ROUND_TRIP_WINDOW = 8;
+const READINGS_KEPT = 8;
+/** The database's clock and ours are read in whole milliseconds. */
+const RESOLUTION_MS = 1;
+
+/** One reading: the offset lies between `low` and `high` (the database read its clock during the round trip). */
+interface Reading {
+  low: number;
+  high: number;
+}
 
 export class StoreClock {
   #offsetMs = 0;
-  #measured = false;
-  /** The round trips of the last readings, the newest last. */
-  readonly #roundTrips: number[] = [];
+  /** The last readings, the newest last. */
+  #readings: Reading[] = [];
 
   constructor(
     private readonly store: Pick<Store, 'engine' | 'clock'>,
@@ -33,23 +37,23 @@ export class StoreClock {
   }
 
   /**
-   * Measures the offset again (at start, before each sweep; not on SQLite, which has one server). A reading is off
-   * by up to half its round trip, so a slow one keeps the last offset, unless there is none yet.
+   * Measures the offset again (at start, before each sweep; not on SQLite, which has one server) and takes the
+   * middle of the quickest recent reading. A reading whose range of offsets does not overlap an older one's
+   * proves a clock stepped between them: the older ones are dropped, so the step is corrected at once.
    */
   async sync(): Promise<void> {
     if (this.store.engine !== 'postgres') return;
     const before = this.serverNow();
     const database = await this.store.clock();
     const after = this.serverNow();
-    const roundTrip = after - before;
-    this.#roundTrips.push(roundTrip);
-    if (this.#roundTrips.length > ROUND_TRIP_WINDOW) this.#roundTrips.shift();
-    const slow =
-      roundTrip > MAX_ROUND_TRIP_MS ||
-      roundTrip > Math.max(ROUND_TRIP_FACTOR * Math.min(...this.#roundTrips), ROUND_TRIP_FLOOR_MS);
-    if (slow && this.#measured) return;
-    // About halfway through the round trip; whole milliseconds, as the columns are.
-    this.#offsetMs = Math.round(database - (before + after) / 2);
-    this.#measured = true;
+    const reading = { low: database - after - RESOLUTION_MS, high: database - before + RESOLUTION_MS };
+    this.#readings = this.#readings.filter((older) => older.low <= reading.high && reading.low <= older.high);
+    this.#readings.push(reading);
+    if (this.#readings.length > READINGS_KEPT) this.#readings.shift();
+    const best = this.#readings.reduce((quickest, each) =>
+      each.high - each.low <= quickest.high - quickest.low ? each : quickest,
+    );
+    // Whole milliseconds, as the columns are.
+    this.#offsetMs = Math.round((best.low + best.high) / 2);
   }
 }

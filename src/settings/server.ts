@@ -88,6 +88,14 @@ export const SERVER_SETTINGS = {
     default: 512,
     help: 'open connections at once; more are closed on arrival',
   },
+  maxConnectionsPerAddress: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: 1_000_000,
+    default: 64,
+    help: 'open connections of one client address; more are closed on arrival (behind --trust-proxy: requests in progress per forwarded address, past it 429)',
+  },
   maxUploads: {
     type: 'whole',
     to: 'app',

@@ -117,6 +117,14 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
         const { settled, refunded } = await refundIn(db, requestId, ref, now);
         return { settled, refunded };
       }),
+    refundUnreceived: (requestId, now = Date.now()): Promise<RefundOutcome> =>
+      tx(async (db) => {
+        const leased = await refundIn(db, requestId, undefined, now);
+        if (leased.settled) return { settled: true, refunded: leased.refunded };
+        // Closed: delivered (refundCharge gives the charge back) or refunded already (it gives nothing).
+        const refunded = await refundCharge(db, requestId, now);
+        return { settled: refunded.subscription + refunded.payg > 0, refunded };
+      }),
     releaseIdempotent: (ref) =>
       tx(async (db) => {
         if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);

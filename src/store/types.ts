@@ -202,6 +202,12 @@ export interface Store {
    * transaction; once. `settled` false: the lease was closed already (delivered, or refunded), nothing changed.
    */
   refund(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<RefundOutcome>;
+  /**
+   * Refunds a request without an Idempotency-Key whose client was answered an error while its settlement was
+   * unknown: as refund() while the lease is open, and a delivered charge too, since nobody received the result
+   * (a lost delivery's COMMIT that landed). Once: a request with a refund already is left as it is.
+   */
+  refundUnreceived(requestId: string, now?: number): Promise<RefundOutcome>;
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
   releaseIdempotent(ref: IdempotencyRef): Promise<void>;
   /**

@@ -37,6 +37,9 @@ beforeAll(async () => {
     String(HEADERS_TIMEOUT_S),
     '--body-timeout',
     String(BODY_TIMEOUT_S),
+    // The slow-client attack is 200 connections from 127.0.0.1 (serve-fair-connections tests the per-address cap).
+    '--max-connections-per-address',
+    '1000',
   ]);
 });
 

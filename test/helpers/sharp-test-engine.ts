@@ -123,5 +123,6 @@ export const TEST_APP_LIMITS = {
   bodyTimeoutMs: 5000,
   headersTimeoutMs: 5000,
   maxConnections: 100,
+  maxConnectionsPerAddress: 100,
   maxUploads: 16,
 };

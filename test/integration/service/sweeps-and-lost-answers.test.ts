@@ -12,6 +12,7 @@ import { RmbgError } from '../../../src/api/errors.js';
 import { DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { createService, type Service } from '../../../src/service/index.js';
 import { LeaseKeeper } from '../../../src/service/lease-keeper.js';
+import { StoreClock } from '../../../src/service/store-clock.js';
 import type { RemoveRequest } from '../../../src/service/types.js';
 import { openStore, type ExpiryReport, type Store } from '../../../src/store/index.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
@@ -144,10 +145,19 @@ describe('a deliver whose answer is lost', () => {
   let store: Store;
   let key: string;
   let accountId: string;
-  /** awayMs: after the lost answer, every call of the store fails for this long (the database away). */
-  async function start(deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread', awayMs = 0) {
+  let postgresUrl: string | undefined;
+  /**
+   * awayMs: after the lost answer, every call of the store fails for this long (the database away).
+   * postgres: a fresh real PostgreSQL database instead of a SQLite file.
+   */
+  async function start(
+    deliverFails: 'after-commit' | 'before-commit' | 'commit-after-reread',
+    awayMs = 0,
+    options: { leaseTimeMs?: number; postgres?: boolean } = {},
+  ) {
     dir = mkdtempSync(join(tmpdir(), 'rmbg-lost-reply-'));
-    store = await openStore(dir);
+    postgresUrl = options.postgres ? await freshDatabase() : undefined;
+    store = await openStore(postgresUrl ? { engine: 'postgres', url: postgresUrl } : dir);
     cleanups.push(
       () => rmSync(dir, { recursive: true, force: true }),
       () => store.close(),
@@ -193,7 +203,7 @@ describe('a deliver whose answer is lost', () => {
           Date.now() < awayUntil ? Promise.reject(lost()) : (value as (...a: unknown[]) => unknown)(...args);
       },
     });
-    return serve(away, testEngine(), undefined, awayMs > 0 ? 30_000 : undefined);
+    return serve(away, testEngine(), undefined, options.leaseTimeMs ?? (awayMs > 0 ? 30_000 : undefined));
   }
 
   it('after its COMMIT: the request was delivered, so the caller gets the result, charged once', async () => {
@@ -233,6 +243,26 @@ describe('a deliver whose answer is lost', () => {
     expect([again.status, again.code]).toEqual([409, 'idempotency_key_failed']);
   });
 
+  it('after its COMMIT, on PostgreSQL, the database then away past the lease: 503 without a key, and the charge back once the database is back', async () => {
+    // Away 3 s, the lease 1 s: the settlement is still unknown when the held result is given up.
+    const service = await start('after-commit', 3000, { leaseTimeMs: 1000, postgres: true });
+    const error = await rejectionOf(service.handleRemoveRequest(request(key)));
+    expect([error.status, error.code]).toEqual([503, 'service_unavailable']);
+    // Nobody can collect the delivered result without a key: the background refund (every 5 s) gives it back.
+    await expect
+      .poll(() => store.balance(accountId), { timeout: 20_000, interval: 200 })
+      .toEqual({ subscription: 0, payg: 5, total: 5 });
+    expect(
+      await pgRows(
+        postgresUrl as string,
+        'SELECT kind, CAST(amount AS INTEGER) AS amount FROM credit_ledger WHERE request_id IS NOT NULL ORDER BY id',
+      ),
+    ).toEqual([
+      { kind: 'charge', amount: -1 },
+      { kind: 'refund', amount: 1 },
+    ]);
+  }, 30_000);
+
   it('before its COMMIT: nothing was delivered, so the caller gets 503 and the charge back', async () => {
     const service = await start('before-commit');
     const error = await rejectionOf(service.handleRemoveRequest(request(key)));
@@ -266,5 +296,46 @@ describe('servers whose clocks disagree, on one PostgreSQL', () => {
     // A's request opened the key's window; B counts into it rather than starting a new one a minute later.
     const account = await b.getAccount(key);
     expect(account.rateLimit.remaining).toBe(TEST_SERVICE_LIMITS.rateLimit - 2);
+  });
+
+  it("a server whose every round trip to the database takes over 250 ms corrects a 60 s step of its clock: it refunds nothing of another's live work", async () => {
+    const url = await freshDatabase();
+    const stores = await Promise.all([0, 1].map(() => openStore({ engine: 'postgres', url })));
+    cleanups.push(() => Promise.all(stores.map((s) => s.close())));
+    const [storeA, storeB] = stores as [Store, Store];
+    // B's database is far away: 150 ms each way on every call.
+    const far = new Proxy(storeB, {
+      get(target, name) {
+        const value = Reflect.get(target, name) as unknown;
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          return result;
+        };
+      },
+    });
+    let step = 0;
+    const clockB = new StoreClock(far, () => Date.now() + step);
+    const sweeperB = new LeaseKeeper({ store: far, leaseTimeMs: 2000, clock: clockB });
+    await sweeperB.sweep();
+
+    const { key, accountId } = await storeA.createAccountWithKey({ plan: 'pro', credits: 5 });
+    const engineA = testEngine({ kind: 'gated' });
+    const a = await serve(storeA, engineA);
+    const running = a.handleRemoveRequest(request(key, 'order-1'));
+    await engineA.started(1);
+
+    // B's clock steps a minute ahead; its next sweep measures again, over a round trip as slow as ever.
+    step = 60_000;
+    const report = await sweeperB.sweep();
+    expect(report.expiredLeases).toBe(0);
+    expect(Math.abs(clockB.now() - Date.now())).toBeLessThan(1000);
+    engineA.release();
+    const outcome = await running;
+    expect([outcome.creditsCharged, outcome.replayed]).toEqual([1, false]);
+    expect(await storeA.balance(accountId)).toEqual({ subscription: 0, payg: 4, total: 4 });
+    expect(await pgRows(url, "SELECT kind FROM credit_ledger WHERE kind = 'refund'")).toEqual([]);
   });
 });

@@ -31,7 +31,8 @@ it('a background round still waiting for the store makes the next ticks wait for
   let refusing = true;
   let answer: (() => void) | undefined;
   let sent = 0;
-  const slowStore: Pick<Store, 'refund'> = {
+  const slowStore: Pick<Store, 'refund' | 'refundUnreceived'> = {
+    refundUnreceived: store.refundUnreceived,
     refund: async (...args) => {
       sent += 1;
       if (refusing) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });

@@ -1,6 +1,6 @@
 // The service's clock is this server's corrected by its offset from the database's, measured from one reading
 // of the database's clock halfway through the round trip. A reading that waited (for a connection of a busy
-// pool, say) is off by up to half its round trip: it is discarded and the last offset kept.
+// pool, say) is off by up to half its round trip: the quickest recent reading that agrees with it is kept.
 
 import { describe, expect, it } from 'vitest';
 import { StoreClock } from '../../../src/service/store-clock.js';

@@ -1,0 +1,133 @@
+// Keeps one address from taking every connection of the server (issue #38):
+// - a TCP peer may hold at most --max-connections-per-address sockets; more are closed on arrival. A trusted
+//   proxy (--trust-proxy) is exempt, since its connections carry everyone behind it: there the cap applies per
+//   request, to the client address of X-Forwarded-For (requests in progress at once, past it 429);
+// - once the server holds BUSY_SHARE of --max-connections, a connection still waiting for a request's headers
+//   (half-open, or idle between kept-alive requests) is cut after BUSY_HEADERS_TIMEOUT_MS instead of
+//   --headers-timeout, so that slow or silent connections make room for those that send requests.
+
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RmbgError } from '../api/errors.js';
+import { writeClientError } from './client-error.js';
+import type { TrustedProxies } from './trusted-proxies.js';
+
+/** Share of --max-connections from which connections waiting for headers are cut sooner. */
+export const BUSY_SHARE = 0.75;
+/** Time to send complete request headers (from connecting, or from the previous answer) while the server is busy. */
+export const BUSY_HEADERS_TIMEOUT_MS = 2000;
+/** How often the busy server looks for connections past that time (as often as Node checks its own timeouts). */
+const CHECK_INTERVAL_MS = 1000;
+/** Retry-After of the 429 for a client address over its requests in progress behind a proxy. */
+const RETRY_AFTER_SECONDS = 2;
+
+interface Waiting {
+  /** When the connection began waiting for a request's headers. */
+  since: number;
+  /** Bytes read from it by then: more now means a request has begun (half-open), none means idle. */
+  readBefore: number;
+}
+
+/** The TCP half: per-peer cap and the busy server's shorter headers timeout, on Node's server. */
+export function shareConnections(
+  server: Server,
+  options: { maxConnectionsPerAddress: number; headersTimeoutMs: number; proxies: TrustedProxies },
+): void {
+  const perPeer = new Map<string, number>();
+  const waiting = new Map<Socket, Waiting>();
+  const busyTimeoutMs = Math.min(BUSY_HEADERS_TIMEOUT_MS, options.headersTimeoutMs);
+  const startWaiting = (socket: Socket) =>
+    waiting.set(socket, { since: performance.now(), readBefore: socket.bytesRead });
+
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? '';
+    if (!options.proxies.trusts(peer)) {
+      const held = perPeer.get(peer) ?? 0;
+      if (held >= options.maxConnectionsPerAddress) {
+        socket.destroy();
+        return;
+      }
+      perPeer.set(peer, held + 1);
+      socket.once('close', () => {
+        const left = (perPeer.get(peer) ?? 1) - 1;
+        if (left === 0) perPeer.delete(peer);
+        else perPeer.set(peer, left);
+      });
+    }
+    startWaiting(socket);
+    socket.once('close', () => waiting.delete(socket));
+  });
+  // 'checkContinue' stands for 'request' when the client sends Expect: 100-continue.
+  // Requests in progress per socket: pipelined ones overlap, and the socket waits again only when none is left.
+  const requests = new WeakMap<Socket, number>();
+  const requestBegan = (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    waiting.delete(socket);
+    requests.set(socket, (requests.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (requests.get(socket) ?? 1) - 1;
+      requests.set(socket, left);
+      if (left === 0 && !socket.destroyed) startWaiting(socket);
+    });
+  };
+  server.on('request', requestBegan);
+  server.on('checkContinue', requestBegan);
+
+  const cutOverdue = () => {
+    if (waiting.size === 0 || openConnections(server) < BUSY_SHARE * server.maxConnections) return;
+    const now = performance.now();
+    for (const [socket, state] of waiting) {
+      if (now - state.since < busyTimeoutMs) continue;
+      // One turn of the loop later, and only if still waiting: headers read meanwhile (after the loop was held)
+      // become a request first, since libuv reads sockets before setImmediate callbacks run.
+      setImmediate(() => {
+        if (waiting.get(socket) !== state || socket.destroyed) return;
+        if (socket.bytesRead > state.readBefore) {
+          const timeout = Object.assign(new Error('headers not received in time'), {
+            code: 'ERR_HTTP_REQUEST_TIMEOUT',
+          });
+          writeClientError(timeout, socket);
+        } else socket.destroy();
+      });
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  server.on('listening', () => {
+    timer = setInterval(cutOverdue, CHECK_INTERVAL_MS);
+    timer.unref();
+  });
+  server.on('close', () => clearInterval(timer));
+}
+
+function openConnections(server: Server): number {
+  // _connections: net.Server's own count, the one maxConnections is checked against.
+  return (server as Server & { _connections: number })._connections;
+}
+
+/**
+ * The request half: behind a trusted proxy, requests in progress at once per client address (the peer is the
+ * proxy, so the TCP cap cannot tell clients apart). Past the cap: 429 rate_limited. A fastify onRequest hook.
+ */
+export function shareRequests(maxPerAddress: number, proxies: TrustedProxies) {
+  const inProgress = new Map<string, number>();
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!proxies.trusts(request.socket.remoteAddress)) return;
+    const client = request.ip;
+    const held = inProgress.get(client) ?? 0;
+    if (held >= maxPerAddress) {
+      throw new RmbgError(
+        'rate_limited',
+        `too many requests in progress from this address (at most ${maxPerAddress} at once); retry in ${RETRY_AFTER_SECONDS} s`,
+        { retryAfterSeconds: RETRY_AFTER_SECONDS },
+      );
+    }
+    inProgress.set(client, held + 1);
+    // 'close' comes once the answer is sent or the client went away, whichever.
+    reply.raw.once('close', () => {
+      const left = (inProgress.get(client) ?? 1) - 1;
+      if (left === 0) inProgress.delete(client);
+      else inProgress.set(client, left);
+    });
+  };
+}
