@@ -9,6 +9,7 @@ import { HEADERS } from '../api/response-headers.js';
 import type { AccountRecord, RemoveResultJson } from '../api/wire-types.js';
 import type { RemoveOutcome, RequestBody, Service } from '../service/index.js';
 import type { Slots } from '../service/slots.js';
+import type { AnswerSends } from './answer-sends.js';
 import { contentLengthOf, headerValue, rateLimitHeaders } from './headers.js';
 
 export interface ApiRouteOptions {
@@ -17,6 +18,8 @@ export interface ApiRouteOptions {
   bodyTimeoutMs: number;
   /** The upload places: request bodies being read at once. */
   uploads: Slots;
+  /** Answers being sent: no new body is read while they hold the server's budget. */
+  answers: Pick<AnswerSends, 'checkRoom'>;
 }
 
 export function apiRoutes(options: ApiRouteOptions) {
@@ -33,7 +36,7 @@ export function apiRoutes(options: ApiRouteOptions) {
  * The service gets the request with its body unread and asks for the body once the key is authenticated and
  * within its limits (readBodyInPlace); the answer's signal fires when the client goes away.
  */
-function removeBgHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
+function removeBgHandler({ service, bodyTimeoutMs, uploads, answers }: ApiRouteOptions) {
   return async function handleRemoveBg(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
     // The content type is a header: refused (415) before the key is looked at, like the query string.
@@ -41,10 +44,14 @@ function removeBgHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
     const outcome = await service.handleRemoveRequest({
       apiKey: headerValue(request.headers, HEADERS.apiKey),
       idempotencyKey: headerValue(request.headers, HEADERS.idempotencyKey),
-      readBody: () => readBodyInPlace(request, reply, uploads, bodyTimeoutMs),
+      readBody: () => {
+        answers.checkRoom();
+        return readBodyInPlace(request, reply, uploads, bodyTimeoutMs);
+      },
       requestId: request.id,
       clientAddress: request.ip,
       signal: clientGoneSignal(reply),
+      answered: answeredPromise(reply),
     });
     reply.headers(resultHeaders(outcome));
     if (wantsJson(headerValue(request.headers, 'accept'))) {
@@ -125,6 +132,11 @@ function clientGoneSignal(reply: FastifyReply): AbortSignal {
       gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
   });
   return gone.signal;
+}
+
+/** Settles once the answer was handed to the kernel or the connection closed (the send timeout bounds both). */
+function answeredPromise(reply: FastifyReply): Promise<void> {
+  return new Promise((resolve) => reply.raw.once('close', () => resolve()));
 }
 
 /** Every header value is a string, as the spec asks; X-Idempotent-Replayed only on replays. */

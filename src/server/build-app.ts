@@ -24,6 +24,7 @@ import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { Slots } from '../service/slots.js';
+import { AnswerSends, payloadBytes } from './answer-sends.js';
 
 /**
  * The app's rows of src/settings (`to: 'app'`: body and headers timeouts, connections, uploads, the web page), by
@@ -90,7 +91,10 @@ function serverFactory(options: Omit<AppSettings, 'ui'>) {
 }
 
 /** What buildApp gave the routes of each app (the rest of its settings are read back from Node's server). */
-const routeSettings = new WeakMap<FastifyInstance, Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads'>>();
+const routeSettings = new WeakMap<
+  FastifyInstance,
+  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'sendTimeoutMs'>
+>();
 
 /** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
 export function appSettingsOf(app: FastifyInstance): Partial<AppSettings> {
@@ -143,6 +147,13 @@ export function buildApp(given: AppOptions): FastifyInstance {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
+  // Every answer, errors included, is sent within the send timeout or its connection is cut (Node bounds only
+  // the receiving of a request); the bytes of answers being sent are counted against the server's budget.
+  const answers = new AnswerSends(options.sendTimeoutMs);
+  app.addHook('onSend', async (_request, reply, payload) => {
+    answers.track(reply.raw, payloadBytes(payload));
+    return payload;
+  });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   const { metrics } = options;
   if (metrics) {
@@ -157,9 +168,13 @@ export function buildApp(given: AppOptions): FastifyInstance {
   }
 
   const uploads = new Slots(options.maxUploads);
-  routeSettings.set(app, { bodyTimeoutMs: options.bodyTimeoutMs, maxUploads: uploads.size });
+  routeSettings.set(app, {
+    bodyTimeoutMs: options.bodyTimeoutMs,
+    maxUploads: uploads.size,
+    sendTimeoutMs: answers.sendTimeoutMs,
+  });
   const routes = [
-    ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads }),
+    ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads, answers }),
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },

@@ -27,6 +27,11 @@ export interface RemoveRequest {
   requestId: string;
   /** Aborted when the client goes away or the server shuts down. */
   signal?: AbortSignal;
+  /**
+   * Settles when the transport has sent the answer or lost its client: the key's request counts as in progress
+   * until then, so unread answers cannot pile up (replays cost nothing). Without it, until the outcome is returned.
+   */
+  answered?: Promise<unknown>;
   /** The client's address: failed authentications are throttled by it. */
   clientAddress?: string;
 }

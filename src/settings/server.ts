@@ -71,6 +71,15 @@ export const SERVER_SETTINGS = {
     unit: 'seconds',
     help: 'time to receive the request headers before 408 and a closed connection',
   },
+  sendTimeout: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: MAX_TIMER_SECONDS,
+    default: 120,
+    unit: 'seconds',
+    help: "time to send an answer (a client that reads it slower is cut off); the key's request counts as in progress until then",
+  },
   leaseTime: {
     type: 'whole',
     to: 'service',
