@@ -8,16 +8,17 @@ import { parseRemoveRequest, requestEncodingOf, type ParsedRemoveRequest } from 
 import { HEADERS } from '../api/response-headers.js';
 import type { AccountRecord, RemoveResultJson } from '../api/wire-types.js';
 import type { RemoveOutcome, RequestBody, Service } from '../service/index.js';
-import type { Slots } from '../service/slots.js';
+import type { UploadPlaces } from '../service/upload-places.js';
 import type { AnswerSends } from './answer-sends.js';
+import { watchBodyPace } from './body-pace.js';
 import { contentLengthOf, headerValue, rateLimitHeaders } from './headers.js';
 
 export interface ApiRouteOptions {
   service: Pick<Service, 'handleRemoveRequest' | 'getAccount'>;
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
-  /** The upload places: request bodies being read at once. */
-  uploads: Slots;
+  /** The upload places: request bodies being read at once, a share per key. */
+  uploads: UploadPlaces;
   /** Answers being sent: no new body is read while they hold the server's budget. */
   answers: Pick<AnswerSends, 'checkRoom'>;
 }
@@ -44,9 +45,9 @@ function removeBgHandler({ service, bodyTimeoutMs, uploads, answers }: ApiRouteO
     const outcome = await service.handleRemoveRequest({
       apiKey: headerValue(request.headers, HEADERS.apiKey),
       idempotencyKey: headerValue(request.headers, HEADERS.idempotencyKey),
-      readBody: () => {
+      readBody: (keyId) => {
         answers.checkRoom();
-        return readBodyInPlace(request, reply, uploads, bodyTimeoutMs);
+        return readBodyInPlace(request, reply, uploads.take(keyId), bodyTimeoutMs);
       },
       requestId: request.id,
       clientAddress: request.ip,
@@ -73,24 +74,13 @@ function refuseQueryString(url: string): void {
   );
 }
 
-/** Retry-After when every upload place is taken: an upload takes a second or two on a fast link. */
-const UPLOADS_RETRY_SECONDS = 2;
-
-/** Reads the body in one of the upload places, or refuses at once (503) when all are taken. */
+/** Reads the body in the upload place taken for it (uploads.take refuses at once when none is free). */
 async function readBodyInPlace(
   request: FastifyRequest,
   reply: FastifyReply,
-  uploads: Slots,
+  release: () => void,
   bodyTimeoutMs: number,
 ): Promise<RequestBody> {
-  const release = uploads.tryTake();
-  if (!release) {
-    throw new RmbgError(
-      'service_busy',
-      `${uploads.size} request bodies are being received (the most at once); retry shortly`,
-      { retryAfterSeconds: UPLOADS_RETRY_SECONDS },
-    );
-  }
   try {
     // The client waits for this before sending its body (build-app.ts lets it wait until now).
     if (headerValue(request.headers, 'expect')?.toLowerCase() === '100-continue') reply.raw.writeContinue();
@@ -112,6 +102,8 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
       ),
     bodyTimeoutMs,
   );
+  // A body dripping slower than the floor is cut before the timeout: it holds an upload place meanwhile.
+  const stopPace = watchBodyPace(request.raw, (reason) => deadline.abort(reason));
   try {
     return await parseRemoveRequest({
       contentType: headerValue(request.headers, 'content-type'),
@@ -121,6 +113,7 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
     });
   } finally {
     clearTimeout(timer);
+    stopPace();
   }
 }
 

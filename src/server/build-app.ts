@@ -23,7 +23,7 @@ import { metricsOpenToLoopback, type ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
-import { Slots } from '../service/slots.js';
+import { UploadPlaces } from '../service/upload-places.js';
 import { AnswerSends, payloadBytes } from './answer-sends.js';
 
 /**
@@ -167,7 +167,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
     });
   }
 
-  const uploads = new Slots(options.maxUploads);
+  const uploads = new UploadPlaces(options.maxUploads);
   routeSettings.set(app, {
     bodyTimeoutMs: options.bodyTimeoutMs,
     maxUploads: uploads.size,

@@ -23,7 +23,7 @@ export function removeRequest(ctx: ServiceContext, req: RemoveRequest | Deferred
   return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
     const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
     try {
-      const body = 'readBody' in req ? await req.readBody() : req;
+      const body = 'readBody' in req ? await req.readBody(caller.keyId) : req;
       record.size = body.options.size;
       record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
       return await processRemoval(

@@ -42,9 +42,10 @@ export interface RequestBody {
   options: RemoveOptions;
 }
 
-/** A request whose body is still unread: the service calls readBody() once the caller may send one. */
+/** A request whose body is still unread: the service calls readBody(keyId) once the caller may send one. */
 export interface DeferredRemoveRequest extends Omit<RemoveRequest, 'source' | 'options'> {
-  readBody(): Promise<RequestBody>;
+  /** `keyId`: the authenticated caller's key, whose share of the upload places the body takes. */
+  readBody(keyId: string): Promise<RequestBody>;
 }
 
 /** What the service keeps of an engine result (and replays): everything but the stage timings. */

@@ -102,7 +102,7 @@ export const SERVER_SETTINGS = {
     to: 'app',
     min: 1,
     default: 16,
-    help: 'request bodies received at once before 503 service_busy',
+    help: 'request bodies received at once before 503 service_busy (one API key: a quarter of them, at least 1, before 429)',
   },
   maxUrlFetches: {
     type: 'whole',
