@@ -43,7 +43,8 @@ export class AnswerSends {
   track(response: ServerResponse, bytes: number): void {
     if (response.writableFinished || response.destroyed) return;
     this.#unsentBytes += bytes;
-    const timer = setTimeout(() => response.socket?.destroy(), this.sendTimeoutMs);
+    // destroy?.(): fastify's inject() hands in a socket stand-in without it.
+    const timer = setTimeout(() => response.socket?.destroy?.(), this.sendTimeoutMs);
     timer.unref();
     response.once('close', () => {
       clearTimeout(timer);
