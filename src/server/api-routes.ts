@@ -8,15 +8,19 @@ import { parseRemoveRequest, requestEncodingOf, type ParsedRemoveRequest } from 
 import { HEADERS } from '../api/response-headers.js';
 import type { AccountRecord, RemoveResultJson } from '../api/wire-types.js';
 import type { RemoveOutcome, RequestBody, Service } from '../service/index.js';
-import type { Slots } from '../service/slots.js';
+import type { UploadPlaces } from '../service/upload-places.js';
+import type { AnswerSends } from './answer-sends.js';
+import { watchBodyPace } from './body-pace.js';
 import { contentLengthOf, headerValue, rateLimitHeaders } from './headers.js';
 
 export interface ApiRouteOptions {
   service: Pick<Service, 'handleRemoveRequest' | 'getAccount'>;
   /** Time a client has to send the whole request body before 408 request_timeout. */
   bodyTimeoutMs: number;
-  /** The upload places: request bodies being read at once. */
-  uploads: Slots;
+  /** The upload places: request bodies being read at once, a share per key. */
+  uploads: UploadPlaces;
+  /** Answers being sent: no new body is read while they hold the server's budget. */
+  answers: Pick<AnswerSends, 'checkRoom'>;
 }
 
 export function apiRoutes(options: ApiRouteOptions) {
@@ -33,7 +37,7 @@ export function apiRoutes(options: ApiRouteOptions) {
  * The service gets the request with its body unread and asks for the body once the key is authenticated and
  * within its limits (readBodyInPlace); the answer's signal fires when the client goes away.
  */
-function removeBgHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
+function removeBgHandler({ service, bodyTimeoutMs, uploads, answers }: ApiRouteOptions) {
   return async function handleRemoveBg(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     refuseQueryString(request.url);
     // The content type is a header: refused (415) before the key is looked at, like the query string.
@@ -41,10 +45,14 @@ function removeBgHandler({ service, bodyTimeoutMs, uploads }: ApiRouteOptions) {
     const outcome = await service.handleRemoveRequest({
       apiKey: headerValue(request.headers, HEADERS.apiKey),
       idempotencyKey: headerValue(request.headers, HEADERS.idempotencyKey),
-      readBody: () => readBodyInPlace(request, reply, uploads, bodyTimeoutMs),
+      readBody: (keyId) => {
+        answers.checkRoom();
+        return readBodyInPlace(request, reply, uploads.take(keyId), bodyTimeoutMs);
+      },
       requestId: request.id,
       clientAddress: request.ip,
       signal: clientGoneSignal(reply),
+      answered: answeredPromise(reply),
     });
     reply.headers(resultHeaders(outcome));
     if (wantsJson(headerValue(request.headers, 'accept'))) {
@@ -66,24 +74,13 @@ function refuseQueryString(url: string): void {
   );
 }
 
-/** Retry-After when every upload place is taken: an upload takes a second or two on a fast link. */
-const UPLOADS_RETRY_SECONDS = 2;
-
-/** Reads the body in one of the upload places, or refuses at once (503) when all are taken. */
+/** Reads the body in the upload place taken for it (uploads.take refuses at once when none is free). */
 async function readBodyInPlace(
   request: FastifyRequest,
   reply: FastifyReply,
-  uploads: Slots,
+  release: () => void,
   bodyTimeoutMs: number,
 ): Promise<RequestBody> {
-  const release = uploads.tryTake();
-  if (!release) {
-    throw new RmbgError(
-      'service_busy',
-      `${uploads.size} request bodies are being received (the most at once); retry shortly`,
-      { retryAfterSeconds: UPLOADS_RETRY_SECONDS },
-    );
-  }
   try {
     // The client waits for this before sending its body (build-app.ts lets it wait until now).
     if (headerValue(request.headers, 'expect')?.toLowerCase() === '100-continue') reply.raw.writeContinue();
@@ -105,6 +102,8 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
       ),
     bodyTimeoutMs,
   );
+  // A body dripping slower than the floor is cut before the timeout: it holds an upload place meanwhile.
+  const stopPace = watchBodyPace(request.raw, (reason) => deadline.abort(reason));
   try {
     return await parseRemoveRequest({
       contentType: headerValue(request.headers, 'content-type'),
@@ -114,6 +113,7 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
     });
   } finally {
     clearTimeout(timer);
+    stopPace();
   }
 }
 
@@ -125,6 +125,11 @@ function clientGoneSignal(reply: FastifyReply): AbortSignal {
       gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
   });
   return gone.signal;
+}
+
+/** Settles once the answer was handed to the kernel or the connection closed (the send timeout bounds both). */
+function answeredPromise(reply: FastifyReply): Promise<void> {
+  return new Promise((resolve) => reply.raw.once('close', () => resolve()));
 }
 
 /** Every header value is a string, as the spec asks; X-Idempotent-Replayed only on replays. */

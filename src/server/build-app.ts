@@ -24,7 +24,8 @@ import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
 import { shareConnections, shareRequests } from './fair-connections.js';
 import { type TrustedProxies, trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
-import { Slots } from '../service/slots.js';
+import { UploadPlaces } from '../service/upload-places.js';
+import { AnswerSends, payloadBytes } from './answer-sends.js';
 
 /**
  * The app's rows of src/settings (`to: 'app'`: body and headers timeouts, connections, uploads, the web page), by
@@ -94,7 +95,7 @@ function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies
 /** What buildApp gave the routes and hooks of each app (the rest of its settings are read back from Node's server). */
 const routeSettings = new WeakMap<
   FastifyInstance,
-  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress'>
+  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress' | 'sendTimeoutMs'>
 >();
 
 /** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
@@ -149,6 +150,13 @@ export function buildApp(given: AppOptions): FastifyInstance {
     if (closing) reply.header('Connection', 'close');
   });
   app.addHook('onRequest', shareRequests(options.maxConnectionsPerAddress, proxies));
+  // Every answer, errors included, is sent within the send timeout or its connection is cut (Node bounds only
+  // the receiving of a request); the bytes of answers being sent are counted against the server's budget.
+  const answers = new AnswerSends(options.sendTimeoutMs);
+  app.addHook('onSend', async (_request, reply, payload) => {
+    answers.track(reply.raw, payloadBytes(payload));
+    return payload;
+  });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   const { metrics } = options;
   if (metrics) {
@@ -162,14 +170,15 @@ export function buildApp(given: AppOptions): FastifyInstance {
     });
   }
 
-  const uploads = new Slots(options.maxUploads);
+  const uploads = new UploadPlaces(options.maxUploads);
   routeSettings.set(app, {
     bodyTimeoutMs: options.bodyTimeoutMs,
     maxUploads: uploads.size,
     maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+    sendTimeoutMs: answers.sendTimeoutMs,
   });
   const routes = [
-    ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads }),
+    ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads, answers }),
     ...(options.ui === true ? webPageRoutes() : []),
     { method: 'GET' as const, url: '/healthz', handler: healthHandler() },
     { method: 'GET' as const, url: '/readyz', handler: readyHandler(options.service, options.device) },

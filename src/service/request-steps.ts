@@ -10,7 +10,8 @@ import type { AccountOutcome, DeferredRemoveRequest, RemoveOutcome, RemoveReques
 
 /**
  * POST /removebg: the frame, the key's in-flight cap, and only then the body (a refused caller costs no body
- * read); then the removal itself (idempotency, charge, engine, delivery or refund).
+ * read); then the removal itself (idempotency, charge, engine, delivery or refund). The key's place is held until
+ * the answer is sent, when the transport says when that is (req.answered).
  */
 export function removeRequest(ctx: ServiceContext, req: RemoveRequest | DeferredRemoveRequest): Promise<RemoveOutcome> {
   const frame = {
@@ -22,7 +23,7 @@ export function removeRequest(ctx: ServiceContext, req: RemoveRequest | Deferred
   return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
     const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
     try {
-      const body = 'readBody' in req ? await req.readBody() : req;
+      const body = 'readBody' in req ? await req.readBody(caller.keyId) : req;
       record.size = body.options.size;
       record.inputBytes = body.source.kind === 'url' ? null : body.source.data.length;
       return await processRemoval(
@@ -33,7 +34,10 @@ export function removeRequest(ctx: ServiceContext, req: RemoveRequest | Deferred
         record,
       );
     } finally {
-      leave();
+      // The answer is still to be sent: the key's place is held until it is (a client that never reads
+      // would otherwise take free replays without end).
+      if (req.answered) void req.answered.then(leave, leave);
+      else leave();
     }
   });
 }

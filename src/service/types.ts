@@ -27,6 +27,11 @@ export interface RemoveRequest {
   requestId: string;
   /** Aborted when the client goes away or the server shuts down. */
   signal?: AbortSignal;
+  /**
+   * Settles when the transport has sent the answer or lost its client: the key's request counts as in progress
+   * until then, so unread answers cannot pile up (replays cost nothing). Without it, until the outcome is returned.
+   */
+  answered?: Promise<unknown>;
   /** The client's address: failed authentications are throttled by it. */
   clientAddress?: string;
 }
@@ -37,9 +42,10 @@ export interface RequestBody {
   options: RemoveOptions;
 }
 
-/** A request whose body is still unread: the service calls readBody() once the caller may send one. */
+/** A request whose body is still unread: the service calls readBody(keyId) once the caller may send one. */
 export interface DeferredRemoveRequest extends Omit<RemoveRequest, 'source' | 'options'> {
-  readBody(): Promise<RequestBody>;
+  /** `keyId`: the authenticated caller's key, whose share of the upload places the body takes. */
+  readBody(keyId: string): Promise<RequestBody>;
 }
 
 /** What the service keeps of an engine result (and replays): everything but the stage timings. */

@@ -71,6 +71,15 @@ export const SERVER_SETTINGS = {
     unit: 'seconds',
     help: 'time to receive the request headers before 408 and a closed connection',
   },
+  sendTimeout: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: MAX_TIMER_SECONDS,
+    default: 120,
+    unit: 'seconds',
+    help: "time to send an answer (a client that reads it slower is cut off); the key's request counts as in progress until then",
+  },
   leaseTime: {
     type: 'whole',
     to: 'service',
@@ -101,7 +110,7 @@ export const SERVER_SETTINGS = {
     to: 'app',
     min: 1,
     default: 16,
-    help: 'request bodies received at once before 503 service_busy',
+    help: 'request bodies received at once before 503 service_busy (one API key: a quarter of them, at least 1, before 429)',
   },
   maxUrlFetches: {
     type: 'whole',

@@ -10,7 +10,7 @@ import type { DeferredRemoveRequest, RemoveRequest } from '../../../src/service/
 /** Reads the whole request, then fails the way a run past its time limit does. */
 const service = {
   handleRemoveRequest: async (request: RemoveRequest | DeferredRemoveRequest) => {
-    if ('readBody' in request) await request.readBody();
+    if ('readBody' in request) await request.readBody('key');
     throw new RmbgError('processing_timeout', 'the image took longer than 1 s');
   },
   getAccount: () => Promise.reject(new Error('not called')),
