@@ -12,6 +12,8 @@ export interface InputItem {
   path: string;
   /** Path relative to the output folder, without extension handling: `sub/photo.jpg`. */
   relativePath: string;
+  /** Named on the command line, so read through a link; one found in a folder is not (read-input.ts). */
+  named?: true;
 }
 
 function extensionOf(name: string): string {
@@ -69,7 +71,7 @@ export async function discoverInputs(
     if (info.isDirectory()) {
       await walk(path, path, options.recursive, outputDir, found);
     } else if (info.isFile()) {
-      found.push({ path, relativePath: basename(path) });
+      found.push({ path, relativePath: basename(path), named: true });
     } else {
       throw new RmbgError('usage_error', `input ${input} is neither a file nor a folder`);
     }

@@ -1,7 +1,7 @@
 // A folder run: plan, send, write and journal each input under adaptive concurrency; it prints and exits nothing.
 
 import { createHash } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { policyOf, RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
@@ -9,6 +9,7 @@ import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { InputItem } from './discover-inputs.js';
+import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
 import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
 import { planItem } from './plan-item.js';
@@ -298,7 +299,7 @@ async function processOne(
   let image: Buffer | undefined;
   if (plan.action === 'skip') {
     // Failed before for a reason a retry will not fix, unless the photo was replaced since: then it is new.
-    image = await readFile(item.path).catch(() => undefined);
+    image = await readInput(item).catch(() => undefined);
     if (!image || sha256(image) === previous?.contentHash)
       return event({ output: null, status: 'skipped', reason: plan.reason, error: plan.error });
   }
@@ -348,12 +349,6 @@ async function processOne(
 }
 
 const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
-
-function readInput(item: InputItem): Promise<Buffer> {
-  return readFile(item.path).catch((error: Error) => {
-    throw new RmbgError('io_error', `cannot read ${item.path}: ${error.message}`, { cause: error });
-  });
-}
 
 /** The same content and options as an earlier run: its token goes back to the remover, so a charge is replayed. */
 function earlierRequest(previous: JournalRecord | undefined, contentHash: string, optionsKey: string): EarlierRequest {

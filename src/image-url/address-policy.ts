@@ -129,10 +129,18 @@ export function nonPublicAddressClass(address: string): string | undefined {
   return inRange(v6, 128, GLOBAL_UNICAST) ? undefined : 'non-global IPv6 address (outside 2000::/3)';
 }
 
-/** What the caller is told of any image_url refused for its address; the address and why go to the log. */
+/**
+ * What the caller is told of any image_url refused for its address, or whose name resolves to none: the same words
+ * for both, so the answer does not tell which names exist inside the server's network. The details go to the log.
+ */
 export const REFUSED_ADDRESS_MESSAGE =
-  'image_url points to an address that is not public. Only public internet addresses are allowed ' +
-  '(private networks, loopback, link-local and cloud metadata addresses are refused)';
+  'image_url does not resolve to a public address. Only public internet addresses are allowed ' +
+  '(names that do not resolve, private networks, loopback, link-local and cloud metadata addresses are refused)';
+
+/** The refusal of a host, with why it was refused for the server's log only. */
+export function refusedAddress(logReason: string): RmbgError {
+  return new RmbgError('invalid_image_url', REFUSED_ADDRESS_MESSAGE, { cause: new LogOnlyReason(logReason) });
+}
 
 /**
  * The addresses a host resolved to, as the only ones the connection may use; ANY non-public one refuses the host
@@ -144,7 +152,8 @@ export function checkResolvedAddresses(
   { allowPrivate = false }: { allowPrivate?: boolean } = {},
 ): readonly ResolvedAddress[] {
   if (addresses.length === 0) {
-    throw new RmbgError('image_url_unreachable', `image_url host ${host} resolved to no address`);
+    const reason = `image_url host ${host} resolved to no address`;
+    throw allowPrivate ? new RmbgError('image_url_unreachable', reason) : refusedAddress(reason);
   }
   if (allowPrivate) return addresses;
   for (const { address } of addresses) {
@@ -153,9 +162,7 @@ export function checkResolvedAddresses(
     const what =
       address === host ? `image_url address ${host}` : `image_url host ${host} resolves to ${address}, which`;
     // One message for every refused address: naming it would map private DNS through the server for the caller.
-    throw new RmbgError('invalid_image_url', REFUSED_ADDRESS_MESSAGE, {
-      cause: new LogOnlyReason(`${what} is not public: ${refused}`),
-    });
+    throw refusedAddress(`${what} is not public: ${refused}`);
   }
   return addresses;
 }

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import { RmbgError } from '../api/errors.js';
 import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
-import { checkResolvedAddresses, type ResolvedAddress } from './address-policy.js';
+import { checkResolvedAddresses, refusedAddress, type ResolvedAddress } from './address-policy.js';
 import { resolveHost } from './resolve-host.js';
 import type { ImageFetcher } from '../service/types.js';
 
@@ -70,10 +70,11 @@ async function resolveOnce(host: string, options: FetchImageUrlOptions): Promise
       const lookup = options.lookup ?? resolveHost;
       addresses = await lookup(host);
     } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new RmbgError('image_url_unreachable', `image_url host ${host} could not be resolved (${reason})`, {
-        cause: error,
-      });
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      const reason = `image_url host ${host} could not be resolved (${code})`;
+      // Refused like a private name unless private ones are allowed: the answer must not show which names exist.
+      if (!options.allowPrivate) throw refusedAddress(reason);
+      throw new RmbgError('image_url_unreachable', reason, { cause: error });
     }
   }
   return checkResolvedAddresses(host, addresses, { allowPrivate: options.allowPrivate });

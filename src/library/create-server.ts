@@ -2,6 +2,7 @@
 // database shared with other servers), the model, the service, the metrics and the HTTP server, started
 // together and closed in reverse order. The command and createServer() both run it.
 
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { RmbgError } from '../api/errors.js';
 import { acquirePidLock } from '../platform/pid-lock.js';
@@ -35,6 +36,8 @@ export interface LocalService {
   settings(): Record<string, unknown>;
   /** Stops accepting, lets requests in flight finish, then closes the service, the model and the store. */
   close(): Promise<void>;
+  /** Resolves, with why, once the server has closed itself as its SQLite store's lock was lost; never on PostgreSQL. */
+  lost: Promise<string>;
 }
 
 export async function startLocalService(options: ServerOptions = {}): Promise<LocalService> {
@@ -52,30 +55,43 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
     warmUp: true,
     runTimeoutMs: serviceSettings.processingTimeoutMs,
   });
-  const store = await openStore(storeTarget(options.store, dataDir));
-  const closers: Array<() => unknown> = [() => store.close()];
-  const closeAll = async () => {
-    for (const close of closers.splice(0).reverse()) await close();
-  };
+  const target = storeTarget(options.store, dataDir);
+  const closers: Array<() => unknown> = [];
+  let closing: Promise<void> | undefined;
+  const closeAll = () =>
+    (closing ??= (async () => {
+      for (const close of closers.splice(0).reverse()) await close();
+    })());
+  let stoppedBy: (why: string) => void = () => undefined;
+  const lost = new Promise<string>((resolve) => (stoppedBy = resolve));
   try {
     // A SQLite file has one server: its lock lets that server settle every lease left behind at once when it
     // starts. Servers on PostgreSQL share the database and settle each other's leases only once they expire.
-    const soleServer = store.engine === 'sqlite';
+    const soleServer = target.engine === 'sqlite';
     if (soleServer) {
-      // Beside the file, wherever --store put it (for the default store: in the data directory, as always).
-      const folder = dirname(store.path);
+      // Beside the file, wherever --store put it (for the default store: in the data directory, as always); taken
+      // before the store is opened, so a refused server never migrates the store another one is serving.
+      const folder = dirname(target.path);
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
       closers.push(
         acquirePidLock(
           join(folder, 'serve.lock'),
           (holder) =>
             `another rmbg serve (${holder}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
-          (holder) =>
-            process.stderr.write(
-              `rmbg: error: another rmbg serve (${holder}) took over the SQLite store in ${folder} while this one was stalled; stop one of them\n`,
-            ),
+          (holder) => {
+            // Serving on would let two servers settle one store's leases: this one stops, as if asked to.
+            const why =
+              holder === undefined
+                ? `the lock of the SQLite store in ${folder} (serve.lock) was removed`
+                : `another rmbg serve (${holder}) took over the SQLite store in ${folder}`;
+            process.stderr.write(`rmbg: error: ${why}; this server stops serving\n`);
+            void closeAll().finally(() => stoppedBy(why));
+          },
         ),
       );
     }
+    const store = await openStore(target);
+    closers.push(() => store.close());
     // Loaded and warmed before the server listens (on the GPU, the warm-up compiles the shaders); a CPU run
     // that has not answered when its request timed out has its worker set aside (inference-worker.ts).
     const engine = await createEngine(engineOptions);
@@ -122,7 +138,7 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
       trustProxy,
       allowPrivateUrls: settings.allowPrivateUrls,
     });
-    return { url: server.url, dataDir, store, device: engine.device, settings: inForce, close: closeAll };
+    return { url: server.url, dataDir, store, device: engine.device, settings: inForce, close: closeAll, lost };
   } catch (error) {
     await closeAll();
     throw error;

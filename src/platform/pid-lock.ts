@@ -127,11 +127,12 @@ function describeHolder(lockPath: string, content: string): string {
 
 /** Takes the lock or throws usage_error with `busyMessage(holder)` (describeHolder); returns the function that
  * releases it. While held, the lock's time is renewed (RENEW_MS); `onLost` hears once if another process has
- * taken it meanwhile (this one stalled past STALE_ELSEWHERE_MS: paused, or its clock far off). */
+ * taken it meanwhile (this one stalled past STALE_ELSEWHERE_MS: paused, or its clock far off), with its holder,
+ * or if the lock file was removed (by hand: nothing then keeps a second process out), with undefined. */
 export function acquirePidLock(
   lockPath: string,
   busyMessage: (holder: string) => string,
-  onLost: (holder: string) => void = () => undefined,
+  onLost: (holder: string | undefined) => void = () => undefined,
 ): () => void {
   const temp = `${lockPath}.${process.pid}.tmp`;
   const ours = `${process.pid} ${HERE}`;
@@ -143,10 +144,8 @@ export function acquirePidLock(
       try {
         if (isOurs()) return utimesSync(lockPath, new Date(), new Date());
         const content = contentOf(lockPath);
-        if (content !== undefined && content !== ours) {
-          clearInterval(renew);
-          onLost(describeHolder(lockPath, content));
-        }
+        clearInterval(renew);
+        onLost(content === undefined ? undefined : describeHolder(lockPath, content));
       } catch {} // a folder gone or read-only: the next beat tries again
     }, RENEW_MS);
     renew.unref();

@@ -86,7 +86,7 @@ export const BATCH_SETTINGS = {
     unit: 'milliseconds',
     flag: '--run-timeout',
     flagInSeconds: true,
-    help: "on this computer: time limit of one model run (a hung GPU or kernel); past it the photo fails and the model's worker is set aside",
+    help: "on this computer: time limit of one model run (a hung GPU or kernel), the GPU's first run (shader compilation) included; past it the photo fails and the model's worker is set aside",
   },
   retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
   json: {

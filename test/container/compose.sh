@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # compose.yaml run for real with podman-compose (after run.sh built the image): PostgreSQL, the first-key step and
-# the two servers; each server cuts out a sample for the first key, and both read the same balance.
+# the two servers; each server cuts out a sample for the first key, and both read the same balance. The first key is
+# in a 0600 file in the volume and not in the log; the servers are published on 127.0.0.1 only, read-only and
+# without capabilities.
 # podman-compose 1.0.3 (Debian bookworm) starts services without waiting for depends_on's conditions, so this
 # script starts them in compose.yaml's order and waits for each condition itself.
 # Usage: test/container/compose.sh IMAGE BASE   (IMAGE: the rmbg image; BASE: a Debian image with apt)
@@ -40,20 +42,37 @@ until podman healthcheck run "${project}_db_1" >/dev/null 2>&1; do
 done
 echo "compose: PostgreSQL healthy"
 
-# first-key, until it exits 0: it prints the key.
+# first-key, until it exits 0: it writes the key to a file in the volume.
 compose up -d --no-build --no-deps first-key
 [ "$(podman wait "${project}_first-key_1")" = 0 ] || { podman logs "${project}_first-key_1" >&2; exit 1; }
-key="$(podman logs "${project}_first-key_1" 2>/dev/null | grep '^rmbg_')" || {
-  echo "compose check FAILED: first-key printed no key:" >&2
-  podman logs "${project}_first-key_1" >&2
-  exit 1
-}
-echo "compose: first-key created a key with 100 credits"
 
 compose up -d --no-build --no-deps rmbg-1 rmbg-2
 for server in rmbg-1:5001 rmbg-2:5002; do
   node test/container/serve-checks.mjs ready "http://127.0.0.1:${server#*:}" "${project}_${server%:*}_1"
 done
+key="$(podman exec "${project}_rmbg-1_1" cat /data/first-api-key.txt | grep '^rmbg_')" || {
+  echo "compose check FAILED: no key in /data/first-api-key.txt; first-key said:" >&2
+  podman logs "${project}_first-key_1" >&2
+  exit 1
+}
+mode="$(podman exec "${project}_rmbg-1_1" stat -c %a /data/first-api-key.txt)"
+[ "$mode" = 600 ] || { echo "compose check FAILED: /data/first-api-key.txt has mode $mode" >&2; exit 1; }
+if podman logs "${project}_first-key_1" 2>&1 | grep -qF "$key"; then
+  echo "compose check FAILED: the first key is in first-key's log" >&2
+  exit 1
+fi
+echo "compose: first-key created a key with 100 credits, in a 0600 file and not in its log"
+for server in rmbg-1:5001 rmbg-2:5002; do
+  name="${project}_${server%:*}_1"
+  published="$(podman port "$name" 5000/tcp)"
+  locked="$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}}' "$name")"
+  if [ "$published" != "127.0.0.1:${server#*:}" ] || [[ "$locked" != "true "*ALL* && "$locked" != "true "*CAP_* ]] ||
+    podman exec "$name" touch /app/written 2>/dev/null; then
+    echo "compose check FAILED: $name published on $published, read-only and capabilities dropped: $locked" >&2
+    exit 1
+  fi
+done
+echo "compose: both servers on 127.0.0.1 only, with a read-only root file system and no capabilities"
 for port in 5001 5002; do node test/container/serve-checks.mjs cutout "http://127.0.0.1:$port" "$key"; done
 for port in 5001 5002; do node test/container/serve-checks.mjs balance "http://127.0.0.1:$port" "$key" 98; done
 

@@ -191,8 +191,8 @@ describe('without --allow-private-urls', () => {
       if (/scheme|port|credentials/.test(reason.source)) expect(detail(answer), url).toMatch(reason);
       else {
         expect(detail(answer), url).toBe(
-          'image_url points to an address that is not public. Only public internet addresses are allowed ' +
-            '(private networks, loopback, link-local and cloud metadata addresses are refused)',
+          'image_url does not resolve to a public address. Only public internet addresses are allowed ' +
+            '(names that do not resolve, private networks, loopback, link-local and cloud metadata addresses are refused)',
         );
         await expect.poll(() => strict.stderr().slice(logged), { message: url }).toMatch(reason);
       }

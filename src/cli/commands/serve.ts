@@ -1,5 +1,6 @@
 // `rmbg serve`: the API on this machine. Opens the store and the model, listens, prints the URL, and on
-// SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0.
+// SIGINT/SIGTERM stops accepting, lets requests in flight finish, closes everything and exits 0; a server that
+// lost its SQLite store's lock has done the same by itself, and exits 1.
 
 import { describeDevice } from '../../engine/runtime/device-report.js';
 import type { Command } from 'commander';
@@ -52,8 +53,10 @@ export async function run(_opts: Record<string, unknown>, _args: string[], comma
     process.stdout.write(`rmbg: listening on ${service.url} (the model is ${describeDevice(service.device)})\n`);
     if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);
 
-    const signal = await untilSignal();
-    process.stderr.write(`rmbg: ${signal}: finishing requests in flight, then exiting\n`);
+    const ended = await Promise.race([untilSignal(), service.lost.then(() => 'lost' as const)]);
+    // Its store's lock lost, the server has closed itself and said why (create-server.ts): a failure, exit 1.
+    if (ended === 'lost') return EXIT.failed;
+    process.stderr.write(`rmbg: ${ended}: finishing requests in flight, then exiting\n`);
   } finally {
     await service.close();
   }

@@ -3,6 +3,7 @@
 
 import { RmbgError } from '../../api/errors.js';
 import { DEFAULT_DEVICE, SOFTWARE_GPU_OPT_IN, type Device, type DeviceReport } from '../../api/device.js';
+import { LIMITS } from '../../api/limits.js';
 import type { ResolvedModel } from '../model/model-registry.js';
 import type { SessionOptions } from '../model/model-session.js';
 import { WorkerSession, type WorkerLimits } from '../runtime/inference-worker.js';
@@ -53,8 +54,14 @@ export interface PlacedSession {
   device: DeviceReport;
 }
 
-/** The GPU's first run may take this long before the GPU is given up on (shader compilation takes ~1 s). */
-const FIRST_GPU_RUN_LIMIT_MS = 60_000;
+/**
+ * How long the GPU's first run may take before the GPU is given up on: the run time limit itself (--run-timeout,
+ * rmbg serve's --processing-timeout), as that run is a run, which the worker's own limit holds it to anyway.
+ * Compiling the shaders takes ~1 s on hardware, but a big model's first run on a slow adapter may take minutes.
+ */
+function firstGpuRunLimitMs(options: PlacementOptions): number {
+  return options.runTimeoutMs ?? LIMITS.runTimeoutMs;
+}
 
 /**
  * The model on the GPU (WebGPU), with one run on a blank tensor: that run compiles the shaders (so the first
@@ -71,7 +78,10 @@ async function gpuSession(
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`the first run on the GPU did not finish in ${firstRunLimitMs / 1000} s`)),
+      () =>
+        reject(
+          new Error(`the first run on the GPU did not finish within the run time limit (${firstRunLimitMs / 1000} s)`),
+        ),
       firstRunLimitMs,
     );
   });
@@ -169,7 +179,7 @@ async function placeOnGpu(
         );
       throw new RmbgError('device_unavailable', softwareAdapterOnly(model, adapters, environment));
     }
-    const load = () => gpuSession(model, options, verified, FIRST_GPU_RUN_LIMIT_MS);
+    const load = () => gpuSession(model, options, verified, firstGpuRunLimitMs(options));
     // Measuring: the weights' first check (a hash) is not counted in the GPU's start, as later starts skip it.
     if (verdictAt !== undefined && !known) await verified.catch(() => undefined);
     const loadStarted = performance.now();

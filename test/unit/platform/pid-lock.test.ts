@@ -103,7 +103,7 @@ describe('acquirePidLock', () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
       const lock = lockIn();
-      const lost: string[] = [];
+      const lost: Array<string | undefined> = [];
       const release = acquirePidLock(
         lock,
         () => 'busy',
@@ -114,6 +114,25 @@ describe('acquirePidLock', () => {
       expect(lost).toEqual([expect.stringMatching(/^pid 1 in other-container \(another machine or container; /)]);
       release();
       expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('says once when its lock file was removed', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const lock = lockIn();
+      const lost: Array<string | undefined> = [];
+      const release = acquirePidLock(
+        lock,
+        () => 'busy',
+        (holder) => lost.push(holder),
+      );
+      rmSync(lock);
+      vi.advanceTimersByTime(15_000);
+      expect(lost).toEqual([undefined]);
+      release();
     } finally {
       vi.useRealTimers();
     }

@@ -147,12 +147,12 @@ describe('checkResolvedAddresses', () => {
     expect(checkResolvedAddresses('localhost', addresses, { allowPrivate: true })).toEqual(addresses);
   });
 
-  it('treats a host with no address as unreachable, even with allowPrivate', () => {
+  it('refuses a host with no address like a private one, and calls it unreachable with allowPrivate', () => {
     expect(refusal(() => checkResolvedAddresses('images.example', [], { allowPrivate: true })).code).toBe(
       'image_url_unreachable',
     );
     const error = refusal(() => checkResolvedAddresses('images.example', []));
-    expect(error.code).toBe('image_url_unreachable');
-    expect(error.message).toContain('resolved to no address');
+    expect([error.code, error.message]).toEqual(['invalid_image_url', REFUSED_ADDRESS_MESSAGE]);
+    expect((error.cause as Error).message).toContain('resolved to no address');
   });
 });

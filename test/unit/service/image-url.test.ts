@@ -273,12 +273,31 @@ describe('fetchImageUrl: private networks are refused by default', () => {
     expect(seen).toEqual([]);
   });
 
-  it('reports a name that does not resolve as unreachable', async () => {
+  it('answers a name that does not resolve exactly as a name that resolves to a private address', async () => {
+    // Different answers would tell the caller which names exist inside the server's network.
+    const missing = async (): Promise<never> => {
+      throw Object.assign(new Error('queryA ENOTFOUND nowhere.rmbg.test'), { code: 'ENOTFOUND' });
+    };
+    const answer = async (host: string, lookup: FetchImageUrlOptions['lookup']) => {
+      const error = await fetchImageUrl(`https://${host}/image.png`, local({ allowPrivate: false, lookup })).then(
+        () => undefined,
+        (e: unknown) => e as RmbgError,
+      );
+      return { code: error?.code, message: error?.message };
+    };
+    const unresolved = await answer('nowhere.rmbg.test', missing);
+    expect(unresolved).toEqual(await answer('intranet.rmbg.test', scriptedLookup(['10.0.0.5'])));
+    expect(unresolved).toEqual(await answer('empty.rmbg.test', async () => []));
+    expect(unresolved).toEqual({ code: 'invalid_image_url', message: REFUSED_ADDRESS_MESSAGE });
+    expect(seen).toEqual([]);
+  });
+
+  it('still says a name could not be resolved with allowPrivate (the operator allowed its own network)', async () => {
     const lookup = async (): Promise<never> => {
-      throw Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.rmbg.test'), { code: 'ENOTFOUND' });
+      throw Object.assign(new Error('queryA ENOTFOUND nowhere.rmbg.test'), { code: 'ENOTFOUND' });
     };
     const error = await refusal(
-      fetchImageUrl('https://nowhere.rmbg.test/image.png', local({ allowPrivate: false, lookup })),
+      fetchImageUrl('https://nowhere.rmbg.test/image.png', local({ allowPrivate: true, lookup })),
       'image_url_unreachable',
     );
     expect(error.message).toBe('image_url host nowhere.rmbg.test could not be resolved (ENOTFOUND)');
