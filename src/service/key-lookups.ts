@@ -1,9 +1,12 @@
 // The store's key lookups, guarded: at most a few at once (a flood of keys must not take the connection pool
 // from the requests already running), and told which keys are valid without one (ValidKeys), so an address the
 // throttle refuses has only valid keys looked up: its unknown keys get 429 without costing the store anything.
+// A lookup waits for its place and its answer within the request's database budget (answer-bound.ts): past it,
+// 503 service_unavailable, while a lookup already sent keeps its place until the store answers or gives it up.
 
 import { hashApiKey, type KeyOwner, type Store } from '../store/index.js';
 import { RmbgError } from '../api/errors.js';
+import { DatabaseBudget } from './answer-bound.js';
 import { authenticate } from './authenticate.js';
 import type { ValidKeys } from './valid-keys.js';
 
@@ -29,28 +32,51 @@ export class KeyLookups {
   }
 
   /** authenticate() in turn with the other lookups; what it finds about the key corrects the set of valid keys. */
-  async authenticate(apiKey: string | undefined): Promise<KeyOwner> {
-    await this.#take();
-    try {
-      const owner = await authenticate(this.store, apiKey);
-      this.validKeys.add(digest(apiKey as string));
-      return owner;
-    } catch (error) {
-      if (error instanceof RmbgError && error.code === 'invalid_api_key')
-        this.validKeys.delete(digest(apiKey as string));
-      throw error;
-    } finally {
-      this.#release();
-    }
+  async authenticate(apiKey: string | undefined, budget: DatabaseBudget = new DatabaseBudget()): Promise<KeyOwner> {
+    await this.#take(budget);
+    const lookup = authenticate(this.store, apiKey).then(
+      (owner) => {
+        this.validKeys.add(digest(apiKey as string));
+        return owner;
+      },
+      (error: unknown) => {
+        if (error instanceof RmbgError && error.code === 'invalid_api_key')
+          this.validKeys.delete(digest(apiKey as string));
+        throw error;
+      },
+    );
+    // The place is held until the store answers (or the driver gives the query up), even past the budget: the
+    // lookups stuck on a database that stopped answering must not let more of them take the pool.
+    void lookup.then(
+      () => this.#release(),
+      () => this.#release(),
+    );
+    return budget.bound(lookup);
   }
 
-  async #take(): Promise<void> {
+  async #take(budget: DatabaseBudget): Promise<void> {
     if (this.#running < this.maxConcurrent) {
       this.#running += 1;
       return;
     }
     // The place is handed over by #release, so #running stays counted.
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let granted = false;
+    let turn: (() => void) | undefined;
+    const given = new Promise<void>((resolve) => {
+      turn = () => {
+        granted = true;
+        resolve();
+      };
+      this.#waiting.push(turn);
+    });
+    try {
+      await budget.bound(given);
+    } catch (error) {
+      // Out of time while waiting: the turn is given up, or handed on if it came meanwhile.
+      if (granted) this.#release();
+      else this.#waiting.splice(this.#waiting.indexOf(turn as () => void), 1);
+      throw error;
+    }
   }
 
   #release(): void {

@@ -1,10 +1,13 @@
 // One removal after authentication and rate limiting: idempotency, image fetch, engine place, charge, engine,
 // then delivered (with the key's replay) or, on a failure after the charge, refunded (src/service/refunder.ts).
+// Every store call waits within the request's database budget (answer-bound.ts): past it the client gets 503 and
+// what the call leaves unsettled is settled by the refunder's background rounds or the lease sweep.
 
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
 import { validateIdempotencyKey } from '../api/options.js';
 import type { Balance, IdempotencyBegin, IdempotencyRef, KeyOwner, UsageRecord } from '../store/index.js';
+import type { DatabaseBudget } from './answer-bound.js';
 import type { SchedulerTicket } from './engine-scheduler.js';
 import { fromStoredReplay, toStoredReplay } from './replay-record.js';
 import { requestFingerprint } from './request-fingerprint.js';
@@ -79,8 +82,13 @@ function insufficientCredits(price: number, balance: Balance): RmbgError {
 }
 
 /** Before a download: a caller who could not pay for the image gets 402 without making us fetch it. */
-async function assertCanPay(ctx: ServiceContext, caller: KeyOwner, price: number): Promise<void> {
-  const balance = await ctx.store.balance(caller.accountId);
+async function assertCanPay(
+  ctx: ServiceContext,
+  caller: KeyOwner,
+  price: number,
+  budget: DatabaseBudget,
+): Promise<void> {
+  const balance = await budget.bound(ctx.store.balance(caller.accountId));
   if (balance.total < price) throw insufficientCredits(price, balance);
 }
 
@@ -90,14 +98,15 @@ export async function processRemoval(
   caller: KeyOwner,
   rateLimit: RateLimitInfo,
   usage: UsageRecord,
+  budget: DatabaseBudget,
 ): Promise<RemoveOutcome> {
   const price = ctx.creditsPerImage;
   let idempotency: IdempotencyRef | undefined;
   if (req.idempotencyKey !== undefined) {
     const key = validateIdempotencyKey(req.idempotencyKey);
     const fingerprint = requestFingerprint(req.source, req.options);
-    const begun = await ctx.store
-      .beginIdempotent(caller.accountId, key, fingerprint, ctx.leases.lease(req.requestId), ctx.now())
+    const begun = await budget
+      .bound(ctx.store.beginIdempotent(caller.accountId, key, fingerprint, ctx.leases.lease(req.requestId), ctx.now()))
       .catch((error: unknown) => {
         ctx.leases.end(req.requestId);
         throw error;
@@ -129,14 +138,16 @@ export async function processRemoval(
   try {
     // An image_url is downloaded before the request takes an engine place (a slow URL must not hold one),
     // in its own bounded pool, and before the charge, so a refusal afterwards charges nothing.
-    if (req.source.kind === 'url') await assertCanPay(ctx, caller, price);
+    if (req.source.kind === 'url') await assertCanPay(ctx, caller, price, budget);
     const input = await loadImage(ctx, req.source, signal);
     if (req.source.kind === 'url') usage.inputBytes = input.length;
     ticket = ctx.scheduler.admit();
     // Until the store answers, the charge may have been committed (an answer lost with the connection): a
     // failure then refunds whatever was charged instead of giving the key back.
     charged = true;
-    const charge = await ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now());
+    const charge = await budget.bound(
+      ctx.store.charge(caller.accountId, price, ctx.leases.lease(req.requestId), ctx.now()),
+    );
     charged = charge.ok;
     if (!charge.ok) throw insufficientCredits(price, charge.balance);
     ctx.observer.charged?.(price);
@@ -161,10 +172,12 @@ export async function processRemoval(
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.
     delivering = image;
-    const delivered = await ctx.store.deliver(
-      req.requestId,
-      idempotency && { ref: idempotency, replay: toStoredReplay(image, price) },
-      ctx.now(),
+    const delivered = await budget.bound(
+      ctx.store.deliver(
+        req.requestId,
+        idempotency && { ref: idempotency, replay: toStoredReplay(image, price) },
+        ctx.now(),
+      ),
     );
     if (!delivered) {
       throw new RmbgError(
@@ -186,15 +199,15 @@ export async function processRemoval(
     // Nothing was charged (queue full, too few credits): the key is given back, so the same request may be repeated.
     if (charged && delivering) {
       // The result is held and its settlement may be unknown (the deliver's answer lost): settle for certain.
-      const settled = await settleHeldResult(ctx, req.requestId, idempotency);
+      const settled = await settleHeldResult(ctx, req.requestId, idempotency, budget);
       if (settled === 'delivered') return answer(delivering);
       // Unknown past the lease time: the client gets the error. Without a key nobody can collect the result,
       // so a delivery whose COMMIT landed unseen is refunded too, once the database answers.
-      if (settled === 'unknown') await refund(ctx, req.requestId, idempotency, !idempotency);
+      if (settled === 'unknown') await refund(ctx, req.requestId, idempotency, budget, !idempotency);
     } else if (charged) {
-      await refund(ctx, req.requestId, idempotency);
+      await refund(ctx, req.requestId, idempotency, budget);
     } else if (idempotency) {
-      await ctx.store.releaseIdempotent(idempotency);
+      await budget.bound(ctx.store.releaseIdempotent(idempotency));
     }
     throw failure;
   } finally {
@@ -203,14 +216,15 @@ export async function processRemoval(
   }
 }
 
-/** The refund of a failure after the charge: at once, else from the background (refunder.ts). */
+/** The refund of a failure after the charge: at once, within the budget, else from the background (refunder.ts). */
 async function refund(
   ctx: ServiceContext,
   requestId: string,
   idempotency: IdempotencyRef | undefined,
+  budget: DatabaseBudget,
   unreceived = false,
 ): Promise<void> {
-  const outcome = await ctx.refunder.refund(requestId, idempotency, unreceived);
+  const outcome = await ctx.refunder.refund(requestId, idempotency, unreceived, budget);
   if (outcome?.settled) ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
 }
 
@@ -219,21 +233,23 @@ const MAX_REREAD_WAIT_MS = 1000;
 
 /**
  * What became of a request whose result is held while its settlement is unknown (the deliver's answer lost with
- * its connection, or the database away): read again until it is known, bounded by the lease time (past it, the
- * sweep of any server settles it). Still leased means the deliver did not commit: refunded here, for certain,
- * before the caller is answered. 'unknown' once the bound is reached.
+ * its connection, or the database away): read again until it is known, bounded by the lease time and by the
+ * request's database budget (past them, the refunder or the sweep of any server settles it). Still leased means
+ * the deliver did not commit: refunded here, for certain, before the caller is answered. 'unknown' once a bound
+ * is reached.
  */
 async function settleHeldResult(
   ctx: ServiceContext,
   requestId: string,
   idempotency: IdempotencyRef | undefined,
+  budget: DatabaseBudget,
 ): Promise<'delivered' | 'refunded' | 'unknown'> {
-  const deadline = performance.now() + ctx.leases.leaseTimeMs;
+  const deadline = performance.now() + Math.min(ctx.leases.leaseTimeMs, budget.remainingMs());
   for (let wait = 50; ; wait = Math.min(wait * 2, MAX_REREAD_WAIT_MS)) {
-    const state = await ctx.store.settlementOf(requestId).catch(() => undefined);
+    const state = await budget.bound(ctx.store.settlementOf(requestId)).catch(() => undefined);
     if (state === 'delivered' || state === 'refunded') return state;
     if (state === 'leased') {
-      const outcome = await ctx.store.refund(requestId, idempotency, ctx.now()).catch(() => undefined);
+      const outcome = await budget.bound(ctx.store.refund(requestId, idempotency, ctx.now())).catch(() => undefined);
       if (outcome?.settled) {
         ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
         return 'refunded';
@@ -242,7 +258,13 @@ async function settleHeldResult(
       if (outcome) continue;
     }
     if (performance.now() + wait > deadline) return 'unknown';
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    if (
+      !(await budget.pause(wait).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return 'unknown';
   }
 }
 

@@ -2,6 +2,7 @@
 // answer into a 500, so the refund is retried, and meanwhile any server's lease sweep may settle it instead.
 
 import type { IdempotencyRef, RefundOutcome, Store } from '../store/index.js';
+import type { DatabaseBudget } from './answer-bound.js';
 
 /** Waits between the immediate attempts: a busy database is usually free again within milliseconds. */
 const IMMEDIATE_RETRY_MS = [25, 100, 400] as const;
@@ -31,23 +32,29 @@ export class Refunder {
    * Refunds the charge and fails the key; never throws. A refusing store is tried again at once, then in the
    * background (undefined is returned then). `settled` false: the request was settled already. `unreceived`:
    * the store's refundUnreceived (a result nobody received, its settlement unknown), else its refund.
+   * `budget`: the request's time left to wait on the database (answer-bound.ts); the immediate attempts stop
+   * when it is spent, and the refund goes to the background (an attempt still in flight may yet land: a second
+   * one then finds it settled).
    */
   async refund(
     requestId: string,
     idempotency: IdempotencyRef | undefined,
     unreceived = false,
+    budget?: DatabaseBudget,
   ): Promise<RefundOutcome | undefined> {
     const pending = { requestId, idempotency, unreceived };
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.#attempt(pending);
+        const trying = this.#attempt(pending);
+        return await (budget ? budget.bound(trying) : trying);
       } catch (error) {
         const wait = IMMEDIATE_RETRY_MS[attempt];
-        if (wait === undefined) {
+        if (wait === undefined || (budget && budget.remainingMs() <= wait)) {
           this.#defer(pending, error);
           return undefined;
         }
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        if (budget) await budget.pause(wait).catch(() => {});
+        else await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
   }

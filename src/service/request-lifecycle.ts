@@ -1,12 +1,14 @@
 // The frame of every API request: authenticate (an address that keeps failing gets 429 unless its key is valid),
 // count it against the key's rate limit, run the use case, attach the rate-limit window to any error, and
-// write the request's usage record whatever happens (a failed authentication is counted instead).
+// write the request's usage record whatever happens (a failed authentication is counted instead). Every wait on
+// the store is counted against the request's database budget (answer-bound.ts), the usage record's included.
 
 import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
 import { KEY_SET_KNOWN_WITHIN_S } from './valid-keys.js';
+import { DatabaseBudget } from './answer-bound.js';
 
 export interface RequestFrame {
   apiKey: string | undefined;
@@ -21,9 +23,10 @@ export interface RequestFrame {
 export async function handleRequest<T>(
   ctx: ServiceContext,
   frame: RequestFrame,
-  run: (caller: KeyOwner, rateLimit: RateLimitInfo, usage: UsageRecord) => Promise<T>,
+  run: (caller: KeyOwner, rateLimit: RateLimitInfo, usage: UsageRecord, budget: DatabaseBudget) => Promise<T>,
 ): Promise<T> {
   const startedAt = ctx.now();
+  const budget = new DatabaseBudget();
   const usage: UsageRecord = {
     requestId: frame.requestId,
     accountId: null,
@@ -61,7 +64,7 @@ export async function handleRequest<T>(
     if (refusal && !ctx.keyLookups.known(frame.apiKey)) throw refusal;
     let caller: KeyOwner;
     try {
-      caller = await ctx.keyLookups.authenticate(frame.apiKey);
+      caller = await ctx.keyLookups.authenticate(frame.apiKey, budget);
     } catch (error) {
       if (!isAuthFailure(error)) anonymous = false;
       else if (refusal) throw refusal;
@@ -71,8 +74,8 @@ export async function handleRequest<T>(
     anonymous = false;
     usage.accountId = caller.accountId;
     usage.keyId = caller.keyId;
-    rateLimit = await ctx.limiter.take(caller.keyId, startedAt);
-    return await run(caller, rateLimit, usage);
+    rateLimit = await budget.bound(ctx.limiter.take(caller.keyId, startedAt));
+    return await run(caller, rateLimit, usage, budget);
   } catch (error) {
     // Authentication errors come before any key is known, so only they go without the rate-limit window.
     const thrown = toRmbgError(error);
@@ -81,7 +84,8 @@ export async function handleRequest<T>(
     usage.code = failure.code;
     throw failure;
   } finally {
-    if (!anonymous) await writeUsage(ctx, usage, startedAt);
+    // Awaited while the budget lasts, then left to finish in the background: the answer does not wait for it.
+    if (!anonymous) await budget.bound(writeUsage(ctx, usage, startedAt)).catch(() => {});
   }
 }
 
@@ -95,7 +99,8 @@ async function writeUsage(ctx: ServiceContext, usage: UsageRecord, startedAt: nu
     await ctx.store.recordUsage(usage);
   } catch (error) {
     // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
-    // failed write must not turn an answered request into an error.
+    // failed write must not turn an answered request into an error. Written after the answer (the budget spent),
+    // its failure is reported the same way.
     process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
   }
 }

@@ -20,7 +20,7 @@ export function removeRequest(ctx: ServiceContext, req: RemoveRequest | Deferred
     endpoint: 'removebg' as const,
     clientAddress: req.clientAddress,
   };
-  return handleRequest(ctx, frame, async (caller, rateLimit, record) => {
+  return handleRequest(ctx, frame, async (caller, rateLimit, record, budget) => {
     const leave = ctx.inFlight.enter(caller.keyId, rateLimit);
     try {
       const body = 'readBody' in req ? await req.readBody(caller.keyId) : req;
@@ -32,6 +32,7 @@ export function removeRequest(ctx: ServiceContext, req: RemoveRequest | Deferred
         caller,
         rateLimit,
         record,
+        budget,
       );
     } finally {
       // The answer is still to be sent: the key's place is held until it is (a client that never reads
@@ -49,8 +50,12 @@ export function accountRequest(
   requestId: string,
   clientAddress: string | undefined,
 ): Promise<AccountOutcome> {
-  return handleRequest(ctx, { apiKey, requestId, endpoint: 'account', clientAddress }, async (caller, rateLimit) => ({
-    account: await accountRecord(ctx, caller),
-    rateLimit,
-  }));
+  return handleRequest(
+    ctx,
+    { apiKey, requestId, endpoint: 'account', clientAddress },
+    async (caller, rateLimit, _record, budget) => ({
+      account: await budget.bound(accountRecord(ctx, caller)),
+      rateLimit,
+    }),
+  );
 }

@@ -32,6 +32,11 @@ export const POSTGRES_SETTINGS = {
   keepalives_idle: { default: 30, min: 1 },
   /** Connections of this server's pool. */
   pool_size: { default: 10, min: 1 },
+  /**
+   * Milliseconds a migration waits for another server's (the advisory lock) and each of its statements may run;
+   * past it, opening the store fails with a message that says which.
+   */
+  migration_timeout: { default: 60_000, min: 0 },
 } as const;
 
 export type PostgresSettings = { -readonly [name in keyof typeof POSTGRES_SETTINGS]: number };
@@ -153,18 +158,34 @@ function executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
   };
 }
 
-async function migrate(config: pg.ClientConfig): Promise<void> {
-  // A client of its own, without the pool's bound on each query: see the timeouts below.
-  const client = new pg.Client({ ...config, query_timeout: undefined });
+async function migrate(config: pg.ClientConfig, settings: PostgresSettings): Promise<void> {
+  const bound = settings.migration_timeout;
+  // A client of its own, bounded by migration_timeout rather than by the requests' statement_timeout (a backfill
+  // may take longer than a request's statement may): past it plus the margin, a silent connection is given up.
+  const client = new pg.Client({ ...config, query_timeout: bound > 0 ? bound + QUERY_BOUND_MARGIN_MS : undefined });
   client.on('error', () => {}); // the failing query rejects as well; see transaction()
   try {
     await client.connect();
-    // Session-level lock: a second instance waits here until the first has migrated, then finds nothing to do.
-    // No timeouts while migrating: waiting for another server's migration, or backfilling a large table, may
-    // take longer than a request's statement or lock may. The client is destroyed afterwards (its SETs go with it).
-    await client.query('SET statement_timeout = 0; SET lock_timeout = 0; SET idle_in_transaction_session_timeout = 0');
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    // The whole migration is one transaction holding a transaction-level advisory lock: a second server waits
+    // for it (at most migration_timeout, then fails saying so) and then finds nothing to do. A server that stops
+    // or freezes while migrating leaves its session idle inside that transaction: PostgreSQL ends it after
+    // idle_in_transaction_session_timeout, which rolls the migration back and frees the lock for the others.
+    await client.query(
+      `SET statement_timeout = ${bound}; SET lock_timeout = ${bound}; ` +
+        `SET idle_in_transaction_session_timeout = ${settings.idle_in_transaction_session_timeout}`,
+    );
+    await client.query('BEGIN');
     try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]).catch((error: unknown) => {
+        // lock_timeout or statement_timeout, whichever PostgreSQL checks first: both are migration_timeout.
+        const code = (error as { code?: unknown }).code;
+        if (code !== '55P03' && code !== '57014') throw error;
+        throw new RmbgError(
+          'io_error',
+          `another server has held the store's migration lock for over ${bound} ms (migration_timeout): it is migrating the schema, or stopped or froze while migrating (PostgreSQL ends its session after idle_in_transaction_session_timeout); retry once it has finished, or raise migration_timeout in the store URL`,
+          { cause: error },
+        );
+      });
       await client.query('CREATE TABLE IF NOT EXISTS rmbg_schema (version INTEGER NOT NULL)');
       const rows = (await client.query<{ version: number }>('SELECT version FROM rmbg_schema')).rows;
       const current = rows[0]?.version ?? 0;
@@ -175,19 +196,24 @@ async function migrate(config: pg.ClientConfig): Promise<void> {
         );
       }
       for (let version = current; version < POSTGRES_MIGRATIONS.length; version++) {
-        await client.query('BEGIN');
-        try {
-          await client.query(POSTGRES_MIGRATIONS[version] as string);
-          await client.query('DELETE FROM rmbg_schema');
-          await client.query('INSERT INTO rmbg_schema (version) VALUES ($1)', [version + 1]);
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw error;
-        }
+        await client.query(POSTGRES_MIGRATIONS[version] as string).catch((error: unknown) => {
+          const code = (error as { code?: unknown }).code;
+          if (code !== '55P03' && code !== '57014') throw error;
+          throw new RmbgError(
+            'io_error',
+            `migrating the schema to version ${version + 1} took over ${bound} ms (migration_timeout: ${(error as Error).message}); nothing was changed; raise migration_timeout in the store URL for a large database, or stop what holds its tables`,
+            { cause: error },
+          );
+        });
       }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      if (current < POSTGRES_MIGRATIONS.length) {
+        await client.query('DELETE FROM rmbg_schema');
+        await client.query('INSERT INTO rmbg_schema (version) VALUES ($1)', [POSTGRES_MIGRATIONS.length]);
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
     }
   } finally {
     await client.end().catch(() => {});
@@ -217,7 +243,7 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
   // An idle client whose server went away emits 'error' on the pool; unhandled, it would end the process.
   pool.on('error', () => {});
   try {
-    await migrate(config);
+    await migrate(config, settings);
   } catch (error) {
     await pool.end();
     if (error instanceof RmbgError) throw error;
