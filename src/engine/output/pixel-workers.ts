@@ -31,7 +31,13 @@ interface Pending {
 interface PixelWorker {
   worker: Worker;
   pending: Map<number, Pending>;
+  /** Takes no new job; ends once its pending jobs are answered. */
+  retiring?: boolean;
 }
+
+/** Jobs whose worker ends after them: libheif's WebAssembly heap grows to the largest HEIC decoded (about 200 MB for
+ * 12 MP) and never shrinks, so the worker that decoded one goes and its memory with it; starting another costs ms. */
+const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic']);
 
 const workers: PixelWorker[] = [];
 let nextId = 0;
@@ -69,6 +75,7 @@ function startWorker(): PixelWorker {
     if (!job) return;
     entry.pending.delete(reply.id);
     if (entry.pending.size === 0) worker.unref();
+    if (entry.retiring && entry.pending.size === 0) void worker.terminate();
     if (reply.error === undefined) job.resolve(reply.result);
     else job.reject(new Error(reply.error));
   });
@@ -81,6 +88,13 @@ function startWorker(): PixelWorker {
   worker.on('error', fail);
   worker.on('exit', (code) => fail(new Error(`the pixel worker exited with code ${code}`)));
   return entry;
+}
+
+/** No new job goes to `entry`; it ends after the jobs it has (the message handler terminates it). */
+function retire(entry: PixelWorker): void {
+  entry.retiring = true;
+  const index = workers.indexOf(entry);
+  if (index !== -1) workers.splice(index, 1);
 }
 
 /** The least busy worker, a new one while fewer than PIXEL_WORKERS run. */
@@ -103,6 +117,7 @@ export const onPixelWorker: PixelWork = <Name extends PixelJobName>(
   transfer: ArrayBuffer[] = [],
 ) => {
   const target = pickWorker();
+  if (RETIRES_WORKER.has(name)) retire(target);
   const id = nextId++;
   return new Promise<PixelJobOutput<Name>>((resolve, reject) => {
     target.pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
