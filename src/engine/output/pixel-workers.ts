@@ -3,6 +3,7 @@
 
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { RmbgError } from '../../api/errors.js';
 import type { PixelJobName, PixelJobOutput, PixelWork } from './pixel-jobs.js';
 import { workerExecArgv } from '../runtime/worker-exec-argv.js';
 
@@ -34,6 +35,10 @@ interface PixelWorker {
   /** Takes no new job; ends once its pending jobs are answered. */
   retiring?: boolean;
 }
+
+/** The longest one job may run (a 12 MP HEIC decodes in about 1.5 s, a 10 MP PNG encodes in less): past it the job
+ * fails and its worker is stopped, which is safe here (JavaScript, WebAssembly and zlib only: no sharp, no ORT). */
+export const PIXEL_JOB_LIMIT_MS = 60_000;
 
 /** Jobs whose worker ends after them: libheif's WebAssembly heap grows to the largest HEIC decoded (about 200 MB for
  * 12 MP) and never shrinks, so the worker that decoded one goes and its memory with it; starting another costs ms. */
@@ -120,7 +125,25 @@ export const onPixelWorker: PixelWork = <Name extends PixelJobName>(
   if (RETIRES_WORKER.has(name)) retire(target);
   const id = nextId++;
   return new Promise<PixelJobOutput<Name>>((resolve, reject) => {
-    target.pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
+    const timer = setTimeout(() => {
+      if (!target.pending.delete(id)) return;
+      reject(
+        new RmbgError(
+          'processing_failed',
+          `the image's pixel work (${name}) ran over ${PIXEL_JOB_LIMIT_MS / 1000} s; its worker was stopped`,
+        ),
+      );
+      retire(target);
+      void target.worker.terminate(); // its other jobs fail with it ('exit')
+    }, PIXEL_JOB_LIMIT_MS);
+    timer.unref();
+    const settle =
+      <T>(done: (value: T) => void) =>
+      (value: T) => {
+        clearTimeout(timer);
+        done(value);
+      };
+    target.pending.set(id, { resolve: settle(resolve as (result: unknown) => void), reject: settle(reject) });
     target.worker.ref();
     target.worker.postMessage({ id, name, input }, transfer);
   });

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_OPTIONS, parseRemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
 import {
@@ -16,11 +16,13 @@ import {
   type PixelWork,
   runPixelJob,
 } from '../../../src/engine/output/pixel-jobs.js';
-import { onPixelWorker, PIXEL_WORKERS } from '../../../src/engine/output/pixel-workers.js';
+import { onPixelWorker, PIXEL_JOB_LIMIT_MS, PIXEL_WORKERS } from '../../../src/engine/output/pixel-workers.js';
 import { type ModelRunner, runPipeline } from '../../../src/engine/pipeline.js';
 import type { Engine } from '../../../src/engine/types.js';
 import type { WorkerSession } from '../../../src/engine/runtime/inference-worker.js';
+import { removeTempDirs, tempDir } from '../../helpers/cli.js';
 import { warmKeyModel } from '../../helpers/fast-models.js';
+import { heicFromJpeg } from '../../helpers/photo-formats.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
 
 const SAMPLES = path.join(import.meta.dirname, '..', '..', '..', 'samples');
@@ -55,6 +57,36 @@ function digestOf(output: object): Record<string, unknown> {
 }
 
 describe('onPixelWorker', () => {
+  afterAll(removeTempDirs);
+
+  it('fails a job still running at the time limit (processing_failed) and stops its worker; the next job runs', async () => {
+    const work = tempDir();
+    const jpeg = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: '#88aacc' } })
+      .jpeg()
+      .toBuffer();
+    const heic = new Uint8Array(heicFromJpeg(jpeg, work, 'big'));
+    // The clock of the limit moved on while the decode (about 1.5 s of WebAssembly) is really running.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let decoding: Promise<unknown>;
+    try {
+      decoding = onPixelWorker('heic', { heic, width: 4000, height: 3000 });
+      vi.advanceTimersByTime(PIXEL_JOB_LIMIT_MS);
+    } finally {
+      vi.useRealTimers();
+    }
+    // (the outcome, not the 48 MB of pixels a finished decode would give)
+    const outcome = await decoding.then(
+      () => 'finished',
+      (error: { code: string; message: string }) => ({ code: error.code, message: error.message }),
+    );
+    expect(outcome).toEqual({
+      code: 'processing_failed',
+      message: `the image's pixel work (heic) ran over ${PIXEL_JOB_LIMIT_MS / 1000} s; its worker was stopped`,
+    });
+    const job = randomFinishJob(7, 30, 20, 4);
+    expect(digestOf(await onPixelWorker('finish', job))).toEqual(digestOf(await runPixelJob('finish', job)));
+  });
+
   it('finishes a result as in process: PNG, JPG and WebP, RGB and RGBA, with and without a background', async () => {
     for (const [seed, channels] of [
       [1, 3],
