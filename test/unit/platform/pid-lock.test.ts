@@ -99,7 +99,8 @@ describe('acquirePidLock', () => {
     }
   });
 
-  it('says once when another process has taken its lock over (this one stalled), and leaves that lock alone', () => {
+  /** A lock held 15 s (its renewals) after `change` was done to its file: what the lock's owner was told, once released. */
+  function lostAfter(change: (lock: string) => void): { lock: string; lost: Array<string | undefined> } {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
       const lock = lockIn();
@@ -109,33 +110,24 @@ describe('acquirePidLock', () => {
         () => 'busy',
         (holder) => lost.push(holder),
       );
-      writeFileSync(lock, '1 other-container:4026532999'); // as a takeover leaves it
+      change(lock);
       vi.advanceTimersByTime(15_000);
-      expect(lost).toEqual([expect.stringMatching(/^pid 1 in other-container \(another machine or container; /)]);
       release();
-      expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
+      return { lock, lost };
     } finally {
       vi.useRealTimers();
     }
+  }
+
+  it('says once when another process has taken its lock over (this one stalled), and leaves that lock alone', () => {
+    const { lock, lost } = lostAfter((file) => writeFileSync(file, '1 other-container:4026532999')); // as a takeover leaves it
+    expect(lost).toEqual([expect.stringMatching(/^pid 1 in other-container \(another machine or container; /)]);
+    expect(readFileSync(lock, 'utf8')).toBe('1 other-container:4026532999');
   });
 
   it('says once when its lock file was removed', () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    try {
-      const lock = lockIn();
-      const lost: Array<string | undefined> = [];
-      const release = acquirePidLock(
-        lock,
-        () => 'busy',
-        (holder) => lost.push(holder),
-      );
-      rmSync(lock);
-      vi.advanceTimersByTime(15_000);
-      expect(lost).toEqual([undefined]);
-      release();
-    } finally {
-      vi.useRealTimers();
-    }
+    const { lost } = lostAfter((file) => rmSync(file));
+    expect(lost).toEqual([undefined]);
   });
 
   it('takes over a lock left by a process that is gone, or an empty one', () => {
