@@ -72,6 +72,13 @@ export const DOC_TABLES: Record<string, () => string> = {
   'batch-options': () => optionRows(BATCH_SETTINGS),
 };
 
+/** The files that hold generated tables, and the tables each holds in order (`npm run docs` writes them). */
+export const TABLES_BY_FILE: Record<string, string[]> = {
+  'docs/cli.md': ['remove-flags'],
+  'docs/api.md': ['serve-flags'],
+  'docs/library.md': ['call-options', 'batch-options', 'server-options'],
+};
+
 const BLOCK = /(<!-- settings: ([\w-]+) -->)[\s\S]*?(<!-- \/settings -->)/g;
 
 /** `text` with every marked table made anew; an unknown name is an error. */
