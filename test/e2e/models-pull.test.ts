@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogueModel } from '../../src/engine/model/catalogue.js';
 import { createRmbg } from '../../src/library/rmbg.js';
-import { ensureBuilt, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { ensureBuilt, HAS_SCRIPT, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
 import { type ConnectProxy, startConnectProxy } from '../helpers/connect-proxy.js';
 import { writeRedChannelModel } from '../helpers/onnx-writer.js';
 import { type ReleaseServer, startReleaseServer } from '../helpers/release-server.js';
@@ -230,6 +230,32 @@ describe('rmbg models pull', () => {
     const row = (JSON.parse(list.stdout) as Record<string, unknown>[]).find((r) => r.name === 'tiny');
     expect(row?.status).toBe('not-pulled');
   });
+
+  it.runIf(HAS_SCRIPT)(
+    'at a terminal, `remove --model NAME` asks to pull a model not pulled yet, and pulls it on yes',
+    async () => {
+      const { modelsDir, env } = freshData();
+      const out = path.join(work, 'asked-out');
+      const declined = await rmbgOnTerminal(['remove', photo, '--local', '--model', 'tiny', '-o', out], {
+        env,
+        input: 'n\n',
+      });
+      expect(declined.stdout).toContain(
+        `model tiny is not pulled yet: pull it now? (about 0 MB, MIT (a test model)) [y/N]`,
+      );
+      expect(declined.stdout).toContain('run: rmbg models pull tiny (model_not_pulled)');
+      expect(declined.exitCode).toBe(2);
+
+      const accepted = await rmbgOnTerminal(['remove', photo, '--local', '--model', 'tiny', '-o', out], {
+        env,
+        input: 'y\n',
+      });
+      expect(accepted.stdout).toContain('rmbg: pulled tiny');
+      expect(accepted.exitCode).toBe(0);
+      expect(registry(modelsDir).map((m) => m.name)).toEqual(['tiny']);
+      expect(await halvesAlpha(path.join(out, 'halves.png'))).toEqual([255, 0]);
+    },
+  );
 
   it('refuses a file whose hash is not the pinned one: nothing installed, the partial removed', async () => {
     const { modelsDir, env } = freshData();

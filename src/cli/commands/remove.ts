@@ -20,6 +20,7 @@ import { settingFlags } from '../settings-flags.js';
 import { REMOVE_TABLE } from '../../settings/index.js';
 import { describeDevice } from '../../engine/runtime/device-report.js';
 import { planBatch } from '../plan-batch.js';
+import { offerToPull } from '../offer-pull.js';
 import { engineOptionsOf } from '../../library/engine-settings.js';
 import { recordTiming } from '../../engine/model/model-timings.js';
 import { dataDirOf } from '../../config/setting-rules.js';
@@ -246,6 +247,7 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
   const flags: RemoveFlags = { ...given, local };
   const options = optionsFrom(command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
+  if (local && !flags.dryRun) await offerToPull(engineOptionsOf(flags).model);
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.
