@@ -171,6 +171,11 @@ describe('rmbg models pull', () => {
     expect(registry(life.modelsDir)).toEqual([
       expect.objectContaining({ name: 'tiny', sha256: sha256(modelBytes), bytes: modelBytes.length }),
     ]);
+
+    const again = await rmbg(['models', 'pull', 'tiny'], { env: life.env });
+    expect(again.exitCode).toBe(0);
+    expect(again.stderr).toContain('rmbg: tiny is already pulled and verified');
+    expect(release.requests.length).toBe(seen + 1);
   });
 
   it('cuts out a photo by name through `rmbg remove --local`, and records its time per photo', async () => {

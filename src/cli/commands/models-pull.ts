@@ -1,11 +1,14 @@
 // `rmbg models pull NAME`: downloads a model of rmbg's catalogue (catalogue.ts) into the user models folder,
 // where `--model NAME` then finds it. Weights under a non-commercial licence need `--accept-licence`.
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
 import { dataDirOf } from '../../config/setting-rules.js';
 import { CATALOGUE_ENV, type CatalogueModel, catalogue, catalogueModel } from '../../engine/model/catalogue.js';
+import { fileMatches } from '../../engine/model/weight-check.js';
 import { pullModel } from '../../engine/model/pull-model.js';
-import { userModelsDirOf } from '../../engine/model/user-models.js';
+import { readUserModels, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
 import { downloadRenderer } from '../render-download.js';
 
@@ -36,19 +39,28 @@ export async function pullByName(
   if (process.env[CATALOGUE_ENV])
     process.stderr.write(`rmbg: using the catalogue in ${CATALOGUE_ENV}=${process.env[CATALOGUE_ENV]}\n`);
   const dir = userModelsDirOf(dataDirOf(options.dataDir));
+  const pulled = readUserModels(dir).find((m) => m.name === name && m.pulled);
+  if (
+    pulled &&
+    existsSync(join(dir, pulled.file)) &&
+    (await fileMatches(join(dir, pulled.file), pulled.bytes, pulled.sha256))
+  ) {
+    process.stderr.write(`rmbg: ${name} is already pulled and verified (${join(dir, pulled.file)})\n`);
+    return;
+  }
   const progress = downloadRenderer(name);
   const stop = new AbortController();
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
   try {
-    const pulled = await pullModel(model, dir, {
+    const installed = await pullModel(model, dir, {
       ...(options.from ? { from: options.from } : {}),
       onProgress: progress.update,
       signal: stop.signal,
     });
     progress.stop();
     process.stderr.write(
-      `rmbg: pulled ${name} (${(pulled.bytes / 1e6).toFixed(1)} MB, ${model.pin.algorithm} ${model.pin.hex} as pinned, sha256 ${pulled.sha256}) into ${dir}\n`,
+      `rmbg: pulled ${name} (${(installed.bytes / 1e6).toFixed(1)} MB, ${model.pin.algorithm} ${model.pin.hex} as pinned, sha256 ${installed.sha256}) into ${dir}\n`,
     );
   } catch (error) {
     progress.stop();
