@@ -1,5 +1,6 @@
 // A download's progress: a cli-progress bar with size, speed and time left on a terminal; without one, a line at
-// each tenth of the file (a log or CI keeps a readable record, not a stream of redraws).
+// each tenth of the file, or every 10 MB when its size is unknown (a log or CI keeps a readable record, not a
+// stream of redraws).
 
 import cliProgress from 'cli-progress';
 import type { PullProgress } from '../engine/model/pull-model.js';
@@ -40,7 +41,10 @@ export function downloadRenderer(name: string, stream: NodeJS.WriteStream = proc
       else bar.update(progress.received, { got: mb(progress.received), size: mb(total), ...pace(progress) });
       return;
     }
-    const tenth = progress.total ? Math.floor((progress.received / progress.total) * 10) : 0;
+    // Without a size from the server: a line every 10 MB.
+    const tenth = progress.total
+      ? Math.floor((progress.received / progress.total) * 10)
+      : Math.floor(progress.received / 1e7);
     if (tenth === lastTenth) return;
     lastTenth = tenth;
     const { speed, left } = pace(progress);

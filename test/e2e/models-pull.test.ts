@@ -255,6 +255,7 @@ describe('rmbg models pull', () => {
         env,
         input: 'y\n',
       });
+      expect(accepted.stdout).toMatch(/ tiny .+ 100% \| [\d.]+ of [\d.]+ MB \| [\d.]+ MB\/s \| /); // the bar
       expect(accepted.stdout).toContain('rmbg: pulled tiny');
       expect(accepted.exitCode).toBe(0);
       expect(registry(modelsDir).map((m) => m.name)).toEqual(['tiny']);
