@@ -332,6 +332,14 @@ export const ERRORS = {
     transient: yes, waitsForFirst: no, needsNewKey: no, newKeyPaysAgain: no,
     slowsDown: no, retryNextRun: yes, stopsBatch: yes, reportsBalance: no,
   },
+  // A catalogue model asked for by name that `rmbg models pull` has not brought yet: the message gives the command.
+  model_not_pulled: {
+    status: 500, title: 'Model not pulled', wire: 'service_unavailable', exit: 'usage',
+    detail: 'the server cannot run its model right now; retry shortly',
+    retryAfter: no, closesConnection: no, authFailure: no,
+    transient: no, waitsForFirst: no, needsNewKey: no, newKeyPaysAgain: no,
+    slowsDown: no, retryNextRun: yes, stopsBatch: yes, reportsBalance: no,
+  },
   // An explicit GPU that is missing or broken: never answered by running on the CPU instead.
   device_unavailable: {
     status: 500, title: 'The GPU is not available', wire: 'service_unavailable', exit: 'failed',

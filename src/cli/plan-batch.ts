@@ -42,7 +42,8 @@ async function conversionOf(path: string): Promise<ConvertibleFormat | undefined
   }
 }
 
-async function ask(question: string): Promise<boolean> {
+/** A yes/no question on the terminal; only "y" or "yes" is a yes. */
+export async function ask(question: string): Promise<boolean> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     return /^y(es)?$/i.test((await rl.question(question)).trim());

@@ -215,8 +215,32 @@ Examples:
   $ rmbg remove photo.jpg --local --model birefnet-general`,
       ),
   );
+  storeCommand(models, 'pull', 'models-pull', (command) =>
+    command
+      .description("download a model of rmbg's catalogue (BiRefNet, U²-Net, ISNet, BRIA…) for --model NAME")
+      .argument('<name>', 'catalogue name, as `rmbg models list` shows it')
+      .option(
+        '--from <url|dir>',
+        "a mirror's base URL or a local folder holding the model's file, instead of its publisher",
+      )
+      .option('--accept-licence <licence>', 'accept the licence of non-commercial weights (e.g. CC-BY-NC-4.0)')
+      .addHelpText(
+        'after',
+        `
+The download resumes where it stopped when run again, and the file is installed only once it matches the hash its
+publisher pins. HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply. Catalogue and sources: docs/models.md.
+
+Examples:
+  $ rmbg models pull birefnet-general-lite
+  $ rmbg models pull birefnet-general --from https://mirror.example.com/rmbg-models
+  $ rmbg models pull u2net --from /mnt/usb/models
+  $ rmbg models pull bria-rmbg --accept-licence CC-BY-NC-4.0`,
+      ),
+  );
   storeCommand(models, 'remove', 'models-remove', (command) =>
-    command.description('forget a model added with models add and delete its copy').argument('<name>', 'model name'),
+    command
+      .description('forget a model added with models add or pulled with models pull, and delete its file')
+      .argument('<name>', 'model name'),
   );
 
   return program;

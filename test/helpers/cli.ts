@@ -88,7 +88,11 @@ const shellQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
  * Runs the CLI with stdout and stderr on a pseudo-terminal (util-linux `script`), as a person at a terminal
  * sees it: progress bar and human summary rather than JSON lines. Both streams arrive merged in stdout.
  */
-export function rmbgOnTerminal(args: string[], options: Pick<RunOptions, 'cwd' | 'env' | 'configDir'> = {}) {
+export function rmbgOnTerminal(
+  args: string[],
+  /** `input`: what the person types (an answer to a question), else nothing. */
+  options: Pick<RunOptions, 'cwd' | 'env' | 'configDir'> & { input?: string } = {},
+) {
   const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ');
   return execa('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
     cwd: options.cwd ?? ROOT,
@@ -96,7 +100,7 @@ export function rmbgOnTerminal(args: string[], options: Pick<RunOptions, 'cwd' |
     extendEnv: false,
     reject: false,
     timeout: 180_000,
-    stdin: 'ignore',
+    ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
   });
 }
 

@@ -20,6 +20,10 @@ import { settingFlags } from '../settings-flags.js';
 import { REMOVE_TABLE } from '../../settings/index.js';
 import { describeDevice } from '../../engine/runtime/device-report.js';
 import { planBatch } from '../plan-batch.js';
+import { offerToPull } from '../offer-pull.js';
+import { engineOptionsOf } from '../../library/engine-settings.js';
+import { recordTiming } from '../../engine/model/model-timings.js';
+import { dataDirOf } from '../../config/setting-rules.js';
 
 /** Image options: flags the user typed > defaults in the settings file (`rmbg config set size hd`) > CLI defaults. */
 function optionsFrom(command: Command, stored: Config['defaultFields']): RemoveOptions {
@@ -217,12 +221,21 @@ async function runFolderBatch(
       render(event);
     }
     if (!summary) throw new Error('the batch ended without a summary');
+    // What this model costs here, for `rmbg models list`: the batch's wall time per processed photo.
+    if (remover.device && summary.done > 0)
+      recordTiming(dataDirOf(undefined), await modelNameOf(flags), remover.device.device, summary.ms, summary.done);
     const message = summary.stoppedBy ? firstErrors.get(summary.stoppedBy) : undefined;
     await reportStop(summary, { json, message, remover });
     return exitCodeOf(summary, stop.signal.aborted, Boolean(flags.watch));
   } finally {
     releaseSignals();
   }
+}
+
+/** The model a local run uses, by the name `rmbg models list` shows (a path stays a path). */
+async function modelNameOf(flags: RemoveFlags): Promise<string> {
+  const { readManifest } = await import('../../engine/model/model-registry.js');
+  return engineOptionsOf(flags).model ?? readManifest().default;
 }
 
 export async function run(_opts: Record<string, unknown>, inputs: string[], command: Command): Promise<number> {
@@ -234,6 +247,7 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
   const flags: RemoveFlags = { ...given, local };
   const options = optionsFrom(command, config.defaultFields);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
+  if (local && !flags.dryRun) await offerToPull(engineOptionsOf(flags).model);
 
   // The model loads while the inputs are found (issue #9: most of a local start-up is the session's creation);
   // a dry run never needs it. If the command ends before the batch, it is closed once it has loaded.

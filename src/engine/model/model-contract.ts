@@ -11,10 +11,14 @@ export interface ModelContract {
   normalization: { mean: [number, number, number]; std: [number, number, number]; range?: PixelRange };
   /** 'sigmoid': the output is logits; default 'none' (probabilities, clamped to 0..1). */
   activation?: Activation;
+  /** After the activation: 'min-max' stretches each mask to 0..1 by its own min and max (rembg does so for every
+   * model it downloads); default 'none'. */
+  stretch?: Stretch;
 }
 
 export type PixelRange = '0-1' | '0-255';
 export type Activation = 'none' | 'sigmoid';
+export type Stretch = 'none' | 'min-max';
 
 const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] } as {
   mean: [number, number, number];

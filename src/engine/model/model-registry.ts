@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RmbgError } from '../../api/errors.js';
 import { type BuiltInModel, builtInModelPath, cannotMake, makeBuiltInModel } from './built-in-weights.js';
+import { catalogue, catalogueModel, pullCommand } from './catalogue.js';
 import type { ModelContract } from './model-contract.js';
 import { readUserModels } from './user-models.js';
 import { fileMatches } from './weight-check.js';
@@ -61,6 +62,12 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
       fix: `add it again with 'rmbg models add ${user.name} FILE'`,
     };
   }
+  const pullable = catalogueModel(wanted);
+  if (pullable)
+    throw new RmbgError(
+      'model_not_pulled',
+      `model ${wanted} is in rmbg's catalogue but not pulled yet (about ${Math.round(pullable.approxBytes / 1e6)} MB, ${pullable.licence}); run: ${pullCommand(pullable)}`,
+    );
   if (wanted.endsWith('.onnx') || wanted.includes('/')) {
     const path = resolve(wanted);
     if (!existsSync(path)) throw new RmbgError('model_unavailable', `model file ${path} does not exist`);
@@ -68,9 +75,12 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
     return { name: path, contract: base, path, fix: 'check the path' };
   }
   const known = [...manifest.models, ...userModels].map((m) => m.name).join(', ');
+  const pullableNames = catalogue()
+    .map((m) => m.name)
+    .join(', ');
   throw new RmbgError(
     'usage_error',
-    `unknown model '${wanted}'; known models: ${known}, or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`,
+    `unknown model '${wanted}'; known models: ${known}; to pull with 'rmbg models pull NAME': ${pullableNames}; or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`,
   );
 }
 

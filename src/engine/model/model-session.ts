@@ -156,6 +156,7 @@ export class ModelSession {
     const plane = data.length === width * height ? data : data.subarray(0, width * height);
     if (contract.activation === 'sigmoid')
       for (let i = 0; i < plane.length; i++) plane[i] = 1 / (1 + Math.exp(-(plane[i] as number)));
+    if (contract.stretch === 'min-max') stretchToUnit(plane);
     return { data: plane, width, height };
   }
 
@@ -164,6 +165,20 @@ export class ModelSession {
     await this.session.release();
     void this.graphBytes; // held until here
   }
+}
+
+/** Maps the plane's min to 0 and its max to 1, as rembg's sessions do with `(pred - mi) / (ma - mi)`; a flat
+ * plane (max = min, where rembg would divide by zero) is left as it is. */
+export function stretchToUnit(plane: Float32Array): void {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const value of plane) {
+    if (value < min) min = value;
+    if (value > max) max = value;
+  }
+  const span = max - min;
+  if (!(span > 0)) return;
+  for (let i = 0; i < plane.length; i++) plane[i] = ((plane[i] as number) - min) / span;
 }
 
 type Ort = typeof import('onnxruntime-node');

@@ -23,8 +23,10 @@ export interface UserModelEntry extends ModelContract {
   sha256: string;
   /** The preset it was added with, if any (for `rmbg models list`). */
   preset?: string;
-  /** Where the user's file was when it was added. */
+  /** Where the user's file was when it was added (the URL or file a pulled model came from). */
   addedFrom: string;
+  /** A catalogue model brought by `rmbg models pull`: its licence and the hash its publisher pins. */
+  pulled?: { licence: string; pin: string; version: string };
 }
 
 interface UserRegistry {
@@ -70,9 +72,13 @@ export async function addUserModel(
   copyFileSync(source, temp);
   renameSync(temp, join(dir, file));
   const sha256 = await hashAndStamp(join(dir, file));
-  const added: UserModelEntry = { ...entry, file, bytes: statSync(join(dir, file)).size, sha256 };
-  writeRegistry(dir, [...readUserModels(dir).filter((m) => m.name !== entry.name), added]);
-  return added;
+  return recordUserModel(dir, { ...entry, file, bytes: statSync(join(dir, file)).size, sha256 });
+}
+
+/** Records a model whose file is in place and verified, replacing any entry of the same name. */
+export function recordUserModel(dir: string, entry: UserModelEntry): UserModelEntry {
+  writeRegistry(dir, [...readUserModels(dir).filter((m) => m.name !== entry.name), entry]);
+  return entry;
 }
 
 /** Forgets NAME and deletes its copy; false when there is no such user model. */
