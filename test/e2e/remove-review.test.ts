@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRmbg, createServer, type RmbgServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
 import { launchBrowser, SCREENSHOTS } from '../helpers/browser-harness.js';
-import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { ensureBuilt, HAS_SCRIPT, jsonLines, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
 import { warmKeyModel } from '../helpers/fast-models.js';
 import { jpegPhoto } from '../helpers/hostile-images.js';
 import { writeRedChannelModel } from '../helpers/onnx-writer.js';
@@ -117,6 +117,14 @@ describe('a batch on this computer', () => {
     expect(again.files.map((line) => line.status)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
     expect(again.confidences).toEqual(first.confidences);
     expect(again.summary).toMatchObject({ skipped: 4, toReview: 2 });
+  });
+
+  it.skipIf(!HAS_SCRIPT)('says at a terminal how many cutouts to check, and where', async () => {
+    const run = await rmbgOnTerminal(['remove', inputs, '-o', out, '--local', '--model', WARM]);
+    expect(run.exitCode, run.stdout).toBe(0);
+    expect(run.stdout).toContain(
+      `2 cutouts to check (confidence under 0.5), least confident first in ${path.join(out, 'review.html')}`,
+    );
   });
 
   it('--review-below moves the threshold; a value outside 0..1 is refused', async () => {
