@@ -98,6 +98,7 @@ export const BATCH_SETTINGS = {
   retryReview: {
     type: 'switch',
     help: 'run only the cutouts the journal flagged (confidence under --review-below) again, on this computer, overwriting them; give another --model',
+    doc: 'run only the cutouts the journal flagged (confidence under reviewBelow) again, on this computer, overwriting them; give another model',
   },
   json: {
     type: 'switch',
