@@ -140,6 +140,7 @@ export function openApiDocument(): Schema {
       'foregroundLeft',
       'foregroundWidth',
       'foregroundHeight',
+      'confidence',
       'rateLimitLimit',
       'rateLimitRemaining',
       'rateLimitReset',
@@ -264,6 +265,7 @@ export function openApiDocument(): Schema {
               properties: {
                 result_b64: { type: 'string', contentEncoding: 'base64' },
                 ...Object.fromEntries(RESULT_FIELDS.map((name) => [name, { type: 'integer', minimum: 0 }])),
+                confidence: { type: 'number', minimum: 0, maximum: 1, description: HEADER_DESCRIPTIONS.confidence },
               },
             },
           },

@@ -38,5 +38,7 @@ export interface RemoveResultJson {
     foreground_left: number;
     foreground_width: number;
     foreground_height: number;
+    /** Extension (X-Confidence): 0..1; absent from a replay stored before it was kept. */
+    confidence?: number;
   };
 }

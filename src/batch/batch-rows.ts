@@ -1,6 +1,7 @@
 // The batch's rows of settings/remove.ts as runBatch takes them, for both of its callers (`rmbg remove` and the
 // library's removeBackgrounds()): a batch row reaches the batch here once, whichever caller it came through.
 
+import { BATCH_SETTINGS } from '../settings/remove.js';
 import { concurrencyOf, type Remover } from './remover.js';
 import type { BatchOptions } from './run-batch.js';
 
@@ -11,18 +12,25 @@ export interface BatchRows {
   concurrency?: number | undefined;
   overwrite?: boolean | undefined;
   retryFailed?: boolean | undefined;
+  reviewBelow?: number | undefined;
+  retryReview?: boolean | undefined;
 }
 
 /** The batch's settings from its rows; the concurrency left out is the remover's default (concurrencyOf). */
 export function batchRowsOf(
   rows: BatchRows,
   remover: Remover,
-): Pick<BatchOptions, 'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed'> {
+): Pick<
+  BatchOptions,
+  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'retryReview'
+> {
   return {
     outputDir: rows.outDir,
     recursive: Boolean(rows.recursive),
     concurrency: concurrencyOf(rows.concurrency, remover),
     overwrite: Boolean(rows.overwrite),
     retryFailed: Boolean(rows.retryFailed),
+    reviewBelow: rows.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default,
+    retryReview: Boolean(rows.retryReview),
   };
 }

@@ -25,6 +25,8 @@ export interface JournalRecord {
   sentAt?: string;
   output?: string;
   credits?: number;
+  /** A done cutout's confidence (0..1, engine/output/mask-confidence.ts), when the remover gave one. */
+  confidence?: number;
   error?: { code: string; message: string; retryable: boolean };
   at: string;
 }

@@ -129,5 +129,6 @@ function removedImage(result: RemoveResult, key: string): RemovedImage {
     replayed: result.replayed,
     token: key,
     foreground: result.foreground,
+    confidence: result.confidence,
   };
 }

@@ -22,6 +22,8 @@ export interface RemovedImage {
   token: string | undefined;
   /** Undefined only from a server that does not send the X-Foreground-* headers. */
   foreground: ForegroundBox | undefined;
+  /** 0..1 from the mask (engine/output/mask-confidence.ts); undefined only from a server that does not send it. */
+  confidence: number | undefined;
   /** Where the model ran: on this computer, its GPU or CPU; undefined through a server (it does not say). */
   device?: DeviceReport['device'];
 }
@@ -85,6 +87,7 @@ export function localRemover(engine: Engine): Remover {
         replayed: false,
         token: undefined,
         foreground: result.foreground,
+        confidence: result.confidence,
         device: engine.device?.device,
       };
     },

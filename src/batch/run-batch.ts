@@ -12,8 +12,10 @@ import type { InputItem } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
 import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
+import { SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
+import { type ReviewEntry, writeReviewPage } from './review-page.js';
 
 export type FileStatus = 'done' | 'skipped' | 'failed';
 
@@ -27,8 +29,14 @@ export interface FileEvent {
   ms: number;
   credits: number;
   replayed: boolean;
-  /** Why a file was skipped: 'exists' (output present) or 'failed-before' (journal, use --retry-failed). */
+  /**
+   * Why a file was skipped: 'exists' (output present), 'failed-before' (journal, use --retry-failed) or, with
+   * --retry-review, 'not-flagged' (the journal does not flag its cutout).
+   */
   reason?: string;
+  /** The cutout's confidence, 0..1 (engine/output/mask-confidence.ts): this run's, or for a skipped file the
+   * journal's; absent through a server that does not send it. */
+  confidence?: number;
   /** Where the model ran for a file done on this computer: its GPU or CPU. */
   device?: 'gpu' | 'cpu';
   error: { code: string; message: string } | null;
@@ -49,6 +57,11 @@ export interface BatchSummary {
   /** Set when the batch stopped early: 'interrupted', or the error code that stopped it. */
   stoppedBy: ErrorCode | null;
   failedInputs: string[];
+  /** Cutouts of this batch (done now or before) whose confidence is under `reviewBelow`. */
+  toReview: number;
+  reviewBelow: number;
+  /** The output folder's review.html, written when any cutout has a confidence; else null. */
+  reviewPage: string | null;
   /** Where the model runs, for a batch on this computer: its GPU or CPU. */
   device?: 'gpu' | 'cpu';
 }
@@ -87,6 +100,10 @@ export interface BatchOptions {
   concurrency: number;
   overwrite: boolean;
   retryFailed: boolean;
+  /** Cutouts under this confidence are flagged (counted, first in review.html); default SUSPECT_BELOW. */
+  reviewBelow?: number;
+  /** Run only the cutouts the journal flags, over their outputs (on this computer, with another model). */
+  retryReview?: boolean;
   /** Aborting stops scheduling; files in flight finish (their signal is not aborted). */
   stop?: AbortSignal;
   /** Aborting cancels files in flight too (second Ctrl-C). */
@@ -98,6 +115,7 @@ export async function runBatch(batch: BatchOptions): Promise<BatchSummary> {
   const run = await BatchRun.open(batch);
   try {
     await run.processAll();
+    await run.writeReview();
   } finally {
     await run.journal.close();
   }
@@ -112,6 +130,9 @@ class BatchRun {
   private readonly limit: LimitFunction;
   private readonly concurrency: AdaptiveConcurrency;
   private readonly optionsKey: string;
+  /** The cutouts of this batch with their confidence, for review.html. */
+  private readonly reviewEntries: ReviewEntry[] = [];
+  private readonly reviewBelow: number;
 
   private constructor(
     private readonly started: number,
@@ -122,7 +143,8 @@ class BatchRun {
     readonly journal: Journal,
     private readonly slots: Map<InputItem, OutputSlot>,
   ) {
-    this.summary = emptySummary(items.length, batch.remover.device?.device);
+    this.reviewBelow = batch.reviewBelow ?? SUSPECT_BELOW;
+    this.summary = emptySummary(items.length, this.reviewBelow, batch.remover.device?.device);
     this.optionsKey = canonicalOptions(batch.options);
     this.limit = pLimit(batch.concurrency);
     this.concurrency = new AdaptiveConcurrency(this.limit, batch.concurrency);
@@ -132,6 +154,11 @@ class BatchRun {
   /** Takes the output folder's journal (and its lock) and gives every input its output slot. */
   static async open(batch: BatchOptions): Promise<BatchRun> {
     const started = performance.now();
+    if (batch.retryReview && batch.remover.mode === 'remote')
+      throw new RmbgError(
+        'usage_error',
+        '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
+      );
     const items = [...batch.items];
     // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
     const outputDir = resolve(batch.outputDir);
@@ -156,7 +183,7 @@ class BatchRun {
 
   /** The settings in force: the remover's, and the batch's own as this run holds them. */
   private settings(): BatchSettings {
-    const { remover, recursive, overwrite, retryFailed, arrivals } = this.batch;
+    const { remover, recursive, overwrite, retryFailed, retryReview, arrivals } = this.batch;
     return {
       ...remover.settings,
       outDir: this.outputDir,
@@ -165,6 +192,8 @@ class BatchRun {
       concurrency: this.concurrency.current,
       overwrite,
       retryFailed,
+      reviewBelow: this.reviewBelow,
+      retryReview: Boolean(retryReview),
     };
   }
 
@@ -221,6 +250,22 @@ class BatchRun {
     this.summary.credits += event.credits;
     if (event.status === 'failed') this.summary.failedInputs.push(event.input);
     if (event.reason === 'failed-before') this.summary.failedBefore += 1;
+    if (event.output !== null) {
+      this.reviewEntries.push({ input: event.input, output: event.output, confidence: event.confidence });
+      if (event.confidence !== undefined && event.confidence < this.reviewBelow) this.summary.toReview += 1;
+    }
+  }
+
+  /** review.html, once any cutout has a confidence (a server may send none). */
+  async writeReview(): Promise<void> {
+    if (!this.reviewEntries.some((entry) => entry.confidence !== undefined)) return;
+    this.summary.reviewPage = await writeReviewPage(this.outputDir, this.reviewEntries, this.reviewBelow).catch(
+      (error: Error) => {
+        throw new RmbgError('io_error', `cannot write the review page in ${this.outputDir}: ${error.message}`, {
+          cause: error,
+        });
+      },
+    );
   }
 
   /** Completes the summary and emits it. */
@@ -240,7 +285,7 @@ class BatchRun {
   }
 }
 
-function emptySummary(total: number, device: BatchSummary['device']): BatchSummary {
+function emptySummary(total: number, reviewBelow: number, device: BatchSummary['device']): BatchSummary {
   return {
     type: 'summary',
     total,
@@ -253,6 +298,9 @@ function emptySummary(total: number, device: BatchSummary['device']): BatchSumma
     ms: 0,
     stoppedBy: null,
     failedInputs: [],
+    toReview: 0,
+    reviewBelow,
+    reviewPage: null,
     ...(device && { device }),
   };
 }
@@ -270,7 +318,7 @@ interface EarlierRequest {
 
 /** What a file's event says beyond its input and time; unsaid fields keep their defaults (nothing done). */
 type FileOutcome = Pick<FileEvent, 'output' | 'status'> &
-  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error' | 'device'>>;
+  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error' | 'device' | 'confidence'>>;
 
 /** One input: skipped as planned, or sent through the remover and its output written, each step journaled. */
 async function processOne(
@@ -294,8 +342,16 @@ async function processOne(
   });
   const previous = await markDoneIfOutputExists(journal, journal.latest(item.path), slot, optionsKey);
   const plan = planItem(slot, previous, optionsKey, batch);
-  if (plan.action === 'skip' && plan.reason === 'exists')
-    return event({ output: plan.output, status: 'skipped', reason: plan.reason });
+  if (plan.action === 'skip' && plan.reason !== 'failed-before') {
+    // The journal's confidence for the cutout in place, so that a resumed batch's summary and page still have it.
+    const kept = previous?.state === 'done' && previous.output === plan.output ? previous.confidence : undefined;
+    return event({
+      output: plan.output,
+      status: 'skipped',
+      reason: plan.reason,
+      ...(kept !== undefined && { confidence: kept }),
+    });
+  }
   let image: Buffer | undefined;
   if (plan.action === 'skip') {
     // Failed before for a reason a retry will not fix, unless the photo was replaced since: then it is new.
@@ -329,7 +385,14 @@ async function processOne(
       },
     });
     const output = await writeOutput(slot, result);
-    await journal.append({ ...record, state: 'done', output, credits: result.creditsCharged });
+    const { confidence } = result;
+    await journal.append({
+      ...record,
+      state: 'done',
+      output,
+      credits: result.creditsCharged,
+      ...(confidence !== undefined && { confidence }),
+    });
     const credits = creditsOfThisRun(result, earlier);
     return event({
       output,
@@ -338,6 +401,7 @@ async function processOne(
       height: result.height,
       credits,
       replayed: result.replayed,
+      ...(confidence !== undefined && { confidence }),
       ...(result.device && { device: result.device }),
     });
   } catch (error) {

@@ -15,7 +15,10 @@ import type { RemoveFlags } from './create-remover.js';
 import { EXIT } from './exit-codes.js';
 
 /** The flags of `rmbg remove` the plan reads, by their rows' names (settings/remove.ts); outDir always has its default. */
-type PlanFlags = Pick<RemoveFlags, 'local' | 'overwrite' | 'retryFailed' | 'dryRun' | 'confirmOver' | 'json'> & {
+type PlanFlags = Pick<
+  RemoveFlags,
+  'local' | 'overwrite' | 'retryFailed' | 'retryReview' | 'reviewBelow' | 'dryRun' | 'confirmOver' | 'json'
+> & {
   outDir: string;
 };
 
@@ -72,6 +75,8 @@ export async function planBatch({
       planItem(slots.get(item) as OutputSlot, records.get(item.path), optionsKey, {
         overwrite: Boolean(flags.overwrite),
         retryFailed: Boolean(flags.retryFailed),
+        retryReview: Boolean(flags.retryReview),
+        reviewBelow: flags.reviewBelow,
       }).action === 'send',
   );
   // --local costs nothing: a dry run still lists the work, --confirm-over never has anything to ask.

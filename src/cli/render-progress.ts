@@ -107,6 +107,11 @@ export function summaryText(summary: BatchSummary): string {
       `failed: ${shown.join(', ')}${summary.failedInputs.length > shown.length ? ` and ${summary.failedInputs.length - shown.length} more` : ''}`,
     );
   }
+  if (summary.reviewPage)
+    lines.push(
+      `${summary.toReview} cutout${summary.toReview === 1 ? '' : 's'} to check (confidence under ${summary.reviewBelow}), ` +
+        `least confident first in ${summary.reviewPage}`,
+    );
   const hint = stopHint(summary);
   if (hint) lines.push(hint);
   return lines.join('\n');

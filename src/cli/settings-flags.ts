@@ -35,6 +35,12 @@ function wholeParser(flag: string, row: SettingRow & { type: 'whole' }): FlagPar
   return (value) => (checkValue(flag, bounds, value, true) as number) * scale;
 }
 
+/** A number from 0 to 1, checked by the row. */
+const fractionParser =
+  (flag: string, row: SettingRow): FlagParser =>
+  (value) =>
+    checkValue(flag, row, value, true);
+
 /** Comma-separated, repeatable: the entries so far. */
 const listParser: FlagParser = (value, previous) => [
   ...((previous as string[] | undefined) ?? []),
@@ -51,7 +57,14 @@ function optionOf(name: string, row: SettingRow, parse: FlagParser | undefined):
   const option = new Option(flags, helpOf(row));
   if (row.type === 'choice') option.choices(row.choices);
   const parser =
-    parse ?? (row.type === 'whole' ? wholeParser(long, row) : row.type === 'list' ? listParser : undefined);
+    parse ??
+    (row.type === 'whole'
+      ? wholeParser(long, row)
+      : row.type === 'fraction'
+        ? fractionParser(long, row)
+        : row.type === 'list'
+          ? listParser
+          : undefined);
   if (parser) {
     option.argParser((value: string, previous: unknown) => {
       try {

@@ -13,6 +13,7 @@ import { endpointUrl, parseBaseUrl } from './endpoint-url.js';
 import { errorFromNetwork, errorFromResponse } from './response-errors.js';
 import {
   accountRecordFrom,
+  confidenceFrom,
   foregroundFrom,
   isReplay,
   rateLimitFrom,
@@ -63,6 +64,8 @@ export interface RemoveResult {
   replayed: boolean;
   /** Absent when the server does not send the X-Foreground-* headers. */
   foreground: ForegroundBox | undefined;
+  /** rmbg's X-Confidence (0..1); absent from a server that does not send it (not 0). */
+  confidence: number | undefined;
   rateLimit: RateLimitInfo | undefined;
 }
 
@@ -199,6 +202,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         requestId: requestIdOf(answer.headers),
         replayed: isReplay(answer.headers),
         foreground: foregroundFrom(answer.headers),
+        confidence: confidenceFrom(answer.headers),
         rateLimit: rateLimitFrom(answer.headers),
       };
     },

@@ -1,5 +1,5 @@
 // Reads the values a successful response carries in headers and body: result size, credits, request id,
-// foreground box, rate limit, replay flag, and the account record, rejecting answers that lack them.
+// foreground box, confidence, rate limit, replay flag, and the account record, rejecting answers that lack them.
 
 import { RmbgError } from '../api/errors.js';
 import { HEADERS } from '../api/response-headers.js';
@@ -38,6 +38,14 @@ export function foregroundFrom(headers: ResponseHeaders): ForegroundBox | undefi
   const height = integerHeader(headers, HEADERS.foregroundHeight);
   if (top === undefined || left === undefined || width === undefined || height === undefined) return undefined;
   return { top, left, width, height };
+}
+
+/** rmbg's X-Confidence extension: undefined when absent or not a number from 0 to 1 (a peer server, an old replay). */
+export function confidenceFrom(headers: ResponseHeaders): number | undefined {
+  const raw = headerText(headers, HEADERS.confidence)?.trim();
+  if (!raw || !/^\d+(\.\d+)?$/.test(raw)) return undefined;
+  const value = Number(raw);
+  return value <= 1 ? value : undefined;
 }
 
 export function rateLimitFrom(headers: ResponseHeaders): RateLimitInfo | undefined {

@@ -11,6 +11,7 @@ import { probeImage } from './image/image-probe.js';
 import { decoderReason } from './image/input-errors.js';
 import { pixelScale } from './model/model-contract.js';
 import type { MaskPlane, ModelSession } from './model/model-session.js';
+import { maskConfidence } from './output/mask-confidence.js';
 import { isUpsizing, type Dimensions } from './output/mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output/output-size.js';
 import type { Finished, MaskInput, PixelWork } from './output/pixel-jobs.js';
@@ -88,6 +89,9 @@ export async function runPipeline(
   };
   const early = options.crop ? undefined : decodeResultEarly(source);
   const plane = await inferMask(session, input, timer, signal, pixelWork);
+  // On the model's plane, before it is resized or moved to a pixel worker: one pass, the same cost for any photo.
+  const { confidence } = maskConfidence(plane.data);
+  timer.lap('confidence');
   const cutout = early
     ? await fitMaskToResult(early, plane, pixelWork)
     : await cropToForeground(source, plane, pixelWork);
@@ -119,6 +123,7 @@ export async function runPipeline(
     height: pixels.height,
     // Without crop the box was found on the result's mask: mapped back to the canvas.
     foreground: cutout.foreground ?? scaleBox(finished.bounds ?? null, pixels, canvas),
+    confidence,
     timings: timer.timings,
   };
 }

@@ -15,6 +15,8 @@ export interface EngineResult {
   height: number;
   /** Foreground box on the normalized (EXIF-oriented) input canvas, in input pixels. */
   foreground: ForegroundBox;
+  /** How far the cutout can be trusted, 0..1, from its mask (output/mask-confidence.ts); under 0.5: check it. */
+  confidence: number;
   /** Milliseconds spent per stage, for the bench and --json output. */
   timings: Record<string, number>;
 }

@@ -27,6 +27,11 @@ export interface RemoveBackgroundResult {
   height: number;
   /** Foreground box on the (EXIF-oriented) input, in input pixels; undefined only from a server that does not send it. */
   foreground: ForegroundBox | undefined;
+  /**
+   * How far the cutout can be trusted, 0..1, from its mask (under 0.5: worth a look; docs/library.md); undefined only
+   * from a server that does not send X-Confidence.
+   */
+  confidence: number | undefined;
   /** Where the model ran: 'gpu' or 'cpu' on this computer; undefined through `apiUrl` (the server does not say). */
   device: 'gpu' | 'cpu' | undefined;
 }
@@ -105,6 +110,7 @@ export function createRmbg(): Rmbg {
           width: result.width,
           height: result.height,
           foreground: result.foreground,
+          confidence: result.confidence,
           device: result.device,
         };
       })();

@@ -146,6 +146,7 @@ function resultHeaders(outcome: RemoveOutcome): Record<string, string> {
     [HEADERS.foregroundHeight]: String(image.foreground.height),
     ...rateLimitHeaders(outcome.rateLimit),
   };
+  if (image.confidence !== undefined) headers[HEADERS.confidence] = String(image.confidence);
   if (outcome.replayed) headers[HEADERS.replayed] = 'true';
   return headers;
 }
@@ -162,6 +163,7 @@ function resultJson(outcome: RemoveOutcome): RemoveResultJson {
       foreground_left: image.foreground.left,
       foreground_width: image.foreground.width,
       foreground_height: image.foreground.height,
+      ...(image.confidence !== undefined && { confidence: image.confidence }),
     },
   };
 }

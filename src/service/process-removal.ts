@@ -168,6 +168,7 @@ export async function processRemoval(
       width: result.width,
       height: result.height,
       foreground: result.foreground,
+      confidence: result.confidence,
     };
     // The settlement: delivered, with the key's replay, in one transaction. It fails only when this request's
     // lease expired and another instance refunded it meanwhile; then the result is not handed out for free.

@@ -1,5 +1,5 @@
 // What an idempotent success keeps for its replay: the result bytes as the payload, and as metadata
-// everything else the original response said (format, size, foreground box, credits charged).
+// everything else the original response said (format, size, foreground box, confidence, credits charged).
 
 import { RmbgError } from '../api/errors.js';
 import { FORMATS, type OutputFormat } from '../api/options.js';
@@ -14,6 +14,8 @@ interface ReplayMetadata {
   width: number;
   height: number;
   foreground: ProcessedImage['foreground'];
+  /** Absent from replays stored before confidences were kept. */
+  confidence?: number;
   creditsCharged: number;
 }
 
@@ -24,6 +26,7 @@ export function toStoredReplay(image: ProcessedImage, creditsCharged: number): S
     width: image.width,
     height: image.height,
     foreground: { ...image.foreground },
+    ...(image.confidence !== undefined && { confidence: image.confidence }),
     creditsCharged,
   };
   return { payload: image.data, metadata };
@@ -42,6 +45,7 @@ function isReplayMetadata(value: unknown): value is ReplayMetadata {
     Number.isInteger(m.creditsCharged) &&
     typeof box === 'object' &&
     box !== null &&
+    (m.confidence === undefined || (typeof m.confidence === 'number' && m.confidence >= 0 && m.confidence <= 1)) &&
     [box.top, box.left, box.width, box.height].every(Number.isInteger)
   );
 }

@@ -48,8 +48,9 @@ export interface DeferredRemoveRequest extends Omit<RemoveRequest, 'source' | 'o
   readBody(keyId: string): Promise<RequestBody>;
 }
 
-/** What the service keeps of an engine result (and replays): everything but the stage timings. */
-export type ProcessedImage = Omit<EngineResult, 'timings'>;
+/** What the service keeps of an engine result (and replays): everything but the stage timings; a replay stored
+ * before confidences were kept has none. */
+export type ProcessedImage = Omit<EngineResult, 'timings' | 'confidence'> & Partial<Pick<EngineResult, 'confidence'>>;
 
 export interface RemoveOutcome {
   image: ProcessedImage;

@@ -3,6 +3,7 @@
 // image, BATCH_SETTINGS to a folder run; rows marked cliOnly are flags without a library option.
 
 import { LIMITS } from '../api/limits.js';
+import { SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import type { SettingsTable } from './setting.js';
 
 export const CALL_SETTINGS = {
@@ -89,6 +90,16 @@ export const BATCH_SETTINGS = {
     help: "on this computer: time limit of one model run (a hung GPU or kernel), the GPU's first run (shader compilation) included; past it the photo fails and the model's worker is set aside",
   },
   retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
+  reviewBelow: {
+    type: 'fraction',
+    default: SUSPECT_BELOW,
+    help: "cutouts whose confidence (0..1, from the mask) is under this are flagged: counted in the summary and shown first in the output folder's review.html; the default flags what the rule of many ambiguous edge pixels or a tiny foreground would",
+  },
+  retryReview: {
+    type: 'switch',
+    help: 'run only the cutouts the journal flagged (confidence under --review-below) again, on this computer, overwriting them; give another --model',
+    doc: 'run only the cutouts the journal flagged (confidence under reviewBelow) again, on this computer, overwriting them; give another model',
+  },
   json: {
     type: 'switch',
     cliOnly: true,

@@ -41,6 +41,11 @@ export interface WholeRow extends Row {
   /** The flag takes seconds for an option in milliseconds (`--timeout` for `timeoutMs`). */
   flagInSeconds?: true;
 }
+/** A number from 0 to 1 (a confidence threshold). */
+export interface FractionRow extends Row {
+  type: 'fraction';
+  default?: number;
+}
 export interface TextRow extends Row {
   type: 'text';
   default?: string;
@@ -64,10 +69,10 @@ export interface ListRow extends Row {
   default?: never;
 }
 
-export type SettingRow = WholeRow | TextRow | SwitchRow | ChoiceRow | ListRow;
+export type SettingRow = WholeRow | FractionRow | TextRow | SwitchRow | ChoiceRow | ListRow;
 export type SettingsTable = Readonly<Record<string, SettingRow>>;
 
-type ValueOf<R> = R extends { type: 'whole' }
+type ValueOf<R> = R extends { type: 'whole' | 'fraction' }
   ? number
   : R extends { type: 'switch' }
     ? boolean
@@ -137,6 +142,8 @@ export function valueNameOf(row: SettingRow): string | undefined {
       return row.unit === 'seconds' || row.flagInSeconds ? 'seconds' : 'n';
     case 'choice':
       return 'value';
+    case 'fraction':
+      return '0..1';
     default:
       return row.placeholder;
   }
@@ -158,6 +165,8 @@ export function checkValue(name: string, row: SettingRow, value: unknown, fromTe
       if (typeof value === 'string' && !fromText)
         throw new RmbgError('invalid_option', `${name} must be a number, not a string; got '${value}'`);
       return checkWholeNumber(name, value, row.min, row.max);
+    case 'fraction':
+      return checkFraction(name, value, fromText);
     case 'switch':
       if (typeof value === 'boolean') return value;
       throw new RmbgError('invalid_option', `${name} must be true or false; got ${JSON.stringify(value)}`);
@@ -202,4 +211,12 @@ export function checkOptions<T extends SettingsTable>(
     if (value !== undefined) checked[name] = checkValue(name, row, value);
   }
   return checked as OptionsOf<T> & DefaultsOf<T>;
+}
+
+/** A number from 0 to 1; a flag's text may spell one ('0.35', '.5', '1'). */
+function checkFraction(name: string, value: unknown, fromText: boolean): number {
+  const number =
+    fromText && typeof value === 'string' && /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(value) ? Number(value) : value;
+  if (typeof number === 'number' && number >= 0 && number <= 1) return number;
+  throw new RmbgError('invalid_option', `${name} must be a number from 0 to 1; got ${JSON.stringify(value)}`);
 }

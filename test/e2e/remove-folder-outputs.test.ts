@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto, pngPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { addQuickModel, QUICK_MODEL, writeTree } from '../helpers/remove-local-files.js';
-import { expectCutout, JOURNAL, listFiles, partialFiles } from '../helpers/remove-local-files.js';
+import { expectCutout, JOURNAL, listFiles, partialFiles, REVIEW_PAGE } from '../helpers/remove-local-files.js';
 
 let work: string;
 let input: string;
@@ -78,7 +78,7 @@ describe('rmbg remove FOLDER --local --recursive', () => {
       await expectCutout(path.join(output, name), width, height);
     }
     // Nothing else: no output for the sidecars, no temp files, no lock left behind.
-    expect(listFiles(output)).toEqual([JOURNAL, ...Object.keys(EXPECTED)].sort());
+    expect(listFiles(output)).toEqual([JOURNAL, REVIEW_PAGE, ...Object.keys(EXPECTED)].sort());
 
     firstRun = { bytes: new Map(), mtimes: new Map() };
     for (const name of Object.keys(EXPECTED)) {
@@ -111,7 +111,7 @@ describe('rmbg remove FOLDER --local --recursive', () => {
       output: path.join(output, 'sub/deeper/c.png'),
     });
     await expectCutout(path.join(output, 'sub/deeper/c.png'), 120, 90);
-    expect(listFiles(output)).toEqual([JOURNAL, ...Object.keys(EXPECTED)].sort());
+    expect(listFiles(output)).toEqual([JOURNAL, REVIEW_PAGE, ...Object.keys(EXPECTED)].sort());
     expect(partialFiles(output)).toEqual([]);
   });
 });

@@ -25,6 +25,7 @@ import {
   addQuickModel,
   expectCutout,
   JOURNAL,
+  REVIEW_PAGE,
   listFiles,
   partialFiles,
   QUICK_MODEL,
@@ -123,7 +124,13 @@ describe('rmbg remove FOLDER --local with hostile files beside good ones', () =>
     const upright = await sharp(path.join(work, 'out/upright.png')).metadata();
     expect([upright.width, upright.height]).toEqual([160, 120]);
     // No output and no temp file for any bad input: only the three cut-outs and the journal.
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'good.png', 'tiff-named.png', 'upright.png']);
+    expect(listFiles(path.join(work, 'out'))).toEqual([
+      JOURNAL,
+      'good.png',
+      REVIEW_PAGE,
+      'tiff-named.png',
+      'upright.png',
+    ]);
     expect(partialFiles(path.join(work, 'out'))).toEqual([]);
   });
 

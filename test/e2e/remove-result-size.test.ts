@@ -13,6 +13,7 @@ import {
   addQuickModel,
   expectCutout,
   JOURNAL,
+  REVIEW_PAGE,
   listFiles,
   QUICK_MODEL,
   writeTree,
@@ -50,7 +51,7 @@ describe('rmbg remove --local: result size', () => {
     expect(width * height).toBeGreaterThan(245_000);
     expect(width / height).toBeCloseTo(4 / 3, 2);
     await expectCutout(cutout(), width, height);
-    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'big.png']);
+    expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'big.png', REVIEW_PAGE]);
     expect(existsSync(path.join(work, 'out/sub'))).toBe(false);
   });
 
@@ -70,6 +71,6 @@ describe('rmbg remove --local: result size', () => {
     expect(summary).toMatchObject({ summary: true, total: 1, done: 1, skipped: 0 });
     expect(line).toMatchObject({ status: 'done', width: 1200, height: 900, output: own });
     await expectCutout(own, 1200, 900);
-    expect(listFiles(path.join(work, 'out-full'))).toEqual([JOURNAL, 'big.png']);
+    expect(listFiles(path.join(work, 'out-full'))).toEqual([JOURNAL, 'big.png', REVIEW_PAGE]);
   });
 });

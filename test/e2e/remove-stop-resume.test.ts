@@ -8,7 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
 import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
-import { expectCutout, JOURNAL, listFiles, partialFiles, writeTree } from '../helpers/remove-local-files.js';
+import {
+  expectCutout,
+  JOURNAL,
+  listFiles,
+  partialFiles,
+  REVIEW_PAGE,
+  writeTree,
+} from '../helpers/remove-local-files.js';
 
 afterAll(removeTempDirs);
 beforeAll(ensureBuilt);
@@ -68,7 +75,9 @@ async function expectAllCutouts(work: string, names: Array<keyof typeof SIZES>):
     const [width, height] = SIZES[name];
     await expectCutout(path.join(work, 'out', name.replace('.jpg', '.png')), width, height);
   }
-  expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...names.map((n) => n.replace('.jpg', '.png'))].sort());
+  expect(listFiles(path.join(work, 'out'))).toEqual(
+    [JOURNAL, REVIEW_PAGE, ...names.map((n) => n.replace('.jpg', '.png'))].sort(),
+  );
 }
 
 /**
@@ -114,7 +123,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
       finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
       expect(finished.sort()).toEqual(['p1.jpg', 'p2.jpg']);
       // Exactly the finished files are on disk, whole; no temp file, no lock.
-      expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'p1.png', 'p2.png']);
+      expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'p1.png', 'p2.png', REVIEW_PAGE]);
     } finally {
       gate.open();
       gate.remove();
@@ -150,7 +159,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
       });
       expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
       expect(listFiles(path.join(work, 'out'))).toEqual(
-        [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
+        [JOURNAL, REVIEW_PAGE, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
       );
     } finally {
       gate.open();
@@ -247,7 +256,7 @@ describe('the reader of stdout leaves (rmbg remove … | head -n 1)', () => {
       expect(stopped.stderr).not.toMatch(/EPIPE|Error/);
       expect(stopped.stderr).toMatch(/run the same command again to resume/);
       expect(stopped.exitCode).toBe(130);
-      const written = listFiles(path.join(work, 'out')).filter((name) => name !== JOURNAL);
+      const written = listFiles(path.join(work, 'out')).filter((name) => name !== JOURNAL && name !== REVIEW_PAGE);
       expect(written.slice(0, 2)).toEqual(['p1.png', 'p2.png']);
       expect(written).not.toContain('p4.png');
     } finally {

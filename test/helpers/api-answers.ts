@@ -3,7 +3,9 @@
 
 import { expect } from 'vitest';
 
+// The spec's fields and rmbg's extension, the cutout's confidence (docs/api.md).
 const FIELDS = [
+  'confidence',
   'credits_charged',
   'foreground_height',
   'foreground_left',
@@ -23,7 +25,7 @@ export interface ApiAnswer {
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Asserts a 200 JSON answer holding exactly `{ data: { …the spec's fields } }` and gives its `data`. */
+/** Asserts a 200 JSON answer holding exactly `{ data: { …the spec's fields, confidence } }` and gives its `data`. */
 export function jsonResultOf(answer: ApiAnswer): Record<string, number | string> {
   expect(answer.status).toBe(200);
   expect(answer.headers.get('content-type')).toMatch(/^application\/json/);

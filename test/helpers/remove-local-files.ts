@@ -62,8 +62,10 @@ export function listFiles(folder: string): string[] {
   return found.sort();
 }
 
-/** Files a run may leave beside its outputs on purpose: the resume journal only (the lock is removed on exit). */
+/** Files a run may leave beside its outputs on purpose: the resume journal (the lock is removed on exit)… */
 export const JOURNAL = '.rmbg-journal.jsonl';
+/** …and, once a cutout is written, the page of cutouts to check (src/batch/review-page.ts). */
+export const REVIEW_PAGE = 'review.html';
 
 /** Temp files of the atomic writer (`.<name>.rmbg-partial-<pid>-<hex>`): never valid outputs, never left behind. */
 export function partialFiles(folder: string): string[] {

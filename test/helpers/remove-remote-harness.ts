@@ -229,12 +229,13 @@ export function cutoutsIn(shoot: Shoot): string[] {
 }
 
 /**
- * The folder holds exactly one valid cutout per photo and the journal: no temp file, no lock, nothing else.
+ * The folder holds exactly one valid cutout per photo, the journal and review.html: no temp file, no lock, nothing
+ * else.
  * Valid: a complete PNG of the input's size with alpha, the backdrop transparent and the disc opaque.
  */
 export async function expectCompleteCutouts(shoot: Shoot): Promise<void> {
   const expected = shoot.names.map(outputName).sort();
-  expect(readdirSync(shoot.output).sort()).toEqual(['.rmbg-journal.jsonl', ...expected].sort());
+  expect(readdirSync(shoot.output).sort()).toEqual(['.rmbg-journal.jsonl', 'review.html', ...expected].sort());
   for (const name of shoot.names) {
     const input = await sharp(join(shoot.inputs, name)).metadata();
     const { data, info } = await sharp(join(shoot.output, outputName(name)))

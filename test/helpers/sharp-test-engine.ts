@@ -7,6 +7,9 @@ import { RmbgError } from '../../src/api/errors.js';
 import type { Engine, EngineResult } from '../../src/engine/types.js';
 import { imageUrlFetcher } from '../../src/image-url/image-url.js';
 
+/** The confidence every cutout of this engine has, so that a test can see it reach the answer. */
+export const TEST_ENGINE_CONFIDENCE = 0.75;
+
 export type Behaviour =
   | { kind: 'work' }
   | { kind: 'fail'; error: unknown }
@@ -49,6 +52,7 @@ export function testEngine(behaviour: Behaviour = { kind: 'work' }): TestEngine 
       width,
       height,
       foreground: { top: 1, left: 2, width: width - 2, height: height - 1 },
+      confidence: TEST_ENGINE_CONFIDENCE,
       timings: {},
     };
   }

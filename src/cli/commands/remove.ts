@@ -24,6 +24,10 @@ import { offerToPull } from '../offer-pull.js';
 import { engineOptionsOf } from '../../library/engine-settings.js';
 import { recordTiming } from '../../engine/model/model-timings.js';
 import { dataDirOf } from '../../config/setting-rules.js';
+import { Journal } from '../../batch/journal.js';
+import { isFlagged } from '../../batch/plan-item.js';
+import { BATCH_SETTINGS } from '../../settings/remove.js';
+import { resolve } from 'node:path';
 
 /** Image options: flags the user typed > defaults in the settings file (`rmbg config set size hd`) > CLI defaults. */
 function optionsFrom(command: Command, stored: Config['defaultFields']): RemoveOptions {
@@ -132,6 +136,11 @@ function takeOverSignals(handler: () => void): () => void {
 
 /** Usage errors of the inputs themselves, before anything loads. */
 function checkInputs(inputs: string[], flags: RemoveFlags): void {
+  if (flags.retryReview && (flags.model === undefined || flags.watch || inputs.includes('-')))
+    throw new RmbgError(
+      'usage_error',
+      "--retry-review runs the cutouts the output folder's journal flags again with another model: give --model NAME and the same inputs and -o as the first run (not - or --watch)",
+    );
   if (flags.apiKey === '-' && inputs.includes('-'))
     throw new RmbgError(
       'usage_error',
@@ -160,6 +169,16 @@ async function findInputs(
     );
   const planned = await planBatch({ flags: { ...flags, outDir }, items, options });
   return planned ?? { items, watched };
+}
+
+/** What --retry-review is about to do, before it overwrites anything. */
+function retryReviewNote(flags: RemoveFlags, items: InputItem[]): string {
+  const below = flags.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default;
+  const records = Journal.readRecords(resolve(flags.outDir as string));
+  const flagged = items.filter((item) => isFlagged(records.get(item.path), below)).length;
+  return flagged === 0
+    ? `--retry-review: the journal flags no cutout of these inputs (confidence under ${below}); nothing to run again`
+    : `--retry-review: running the ${flagged} flagged cutout${flagged === 1 ? '' : 's'} (confidence under ${below}) again with the model ${flags.model}, overwriting them; the others are left as they are`;
 }
 
 /** The exit code a finished batch means (see the command's help). */
@@ -274,6 +293,7 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
   try {
     // Said once, before any bar: where the photos are processed, and why (auto picked it, or it was asked for).
     if (remover.device) process.stderr.write(`rmbg: the model is ${describeDevice(remover.device)}\n`);
+    if (flags.retryReview && !stdinMode) process.stderr.write(`rmbg: ${retryReviewNote(flags, found.items)}\n`);
     return stdinMode ? await removeStdin(remover, options) : await runFolderBatch(remover, flags, options, found);
   } finally {
     await remover.close();

@@ -28,6 +28,8 @@ function otherThanDefault(name: string, row: SettingRow, text: Record<string, un
       const base = row.default ?? row.min;
       return base + 1 <= (row.max ?? Number.POSITIVE_INFINITY) ? base + 1 : base - 1;
     }
+    case 'fraction':
+      return (row.default ?? 0) === 0.25 ? 0.75 : 0.25;
     case 'switch':
       return !(row.default ?? false);
     case 'choice':

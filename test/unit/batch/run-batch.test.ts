@@ -87,6 +87,7 @@ function fakeRemover(act: (name: string, call: RemoveCall) => unknown = () => un
         replayed: reuse,
         token,
         foreground: undefined,
+        confidence: undefined,
       };
     },
     close: async () => undefined,
@@ -181,6 +182,8 @@ describe('a first run', () => {
       concurrency: 1,
       overwrite: false,
       retryFailed: false,
+      reviewBelow: 0.5,
+      retryReview: false,
     };
     expect(events[0]).toEqual({ type: 'start', total: 3, settings });
     expect(events.at(-1)).toBe(summary);

@@ -72,6 +72,7 @@ it('does not read a photo that became a link between landing and being read: a c
         replayed: false,
         token: 'token-1',
         foreground: undefined,
+        confidence: undefined,
       };
     },
     close: async () => undefined,

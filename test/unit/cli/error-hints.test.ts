@@ -22,6 +22,9 @@ function stoppedBy(code: BatchSummary['stoppedBy']): BatchSummary {
     ms: 10,
     stoppedBy: code,
     failedInputs: ['b.jpg'],
+    toReview: 0,
+    reviewBelow: 0.5,
+    reviewPage: null,
   };
 }
 

@@ -152,8 +152,17 @@ describe('postRemoveBg: result', () => {
     const result = await client.postRemoveBg(input, DEFAULT_OPTIONS, { idempotencyKey: 'k1' });
     expect(result.replayed).toBe(true);
     expect(result.foreground).toBeUndefined();
+    expect(result.confidence).toBeUndefined();
     expect(result.rateLimit).toBeUndefined();
     expect(result.requestId).toBe('');
+  });
+
+  it("reads rmbg's X-Confidence; a value that is not a number from 0 to 1 is no confidence, not 0", async () => {
+    const values = ['0.731', '1', '0', '1.5', '-0.2', 'high', ''];
+    const { client } = await start(values.map((value) => imageResult(png, 40, 30, { 'x-confidence': value })));
+    const read: Array<number | undefined> = [];
+    for (const _ of values) read.push((await client.postRemoveBg(input, DEFAULT_OPTIONS)).confidence);
+    expect(read).toEqual([0.731, 1, 0, undefined, undefined, undefined, undefined]);
   });
 
   it('rejects a 200 that is not an image or lacks X-Width as upstream_error', async () => {

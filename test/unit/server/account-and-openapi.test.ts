@@ -26,6 +26,24 @@ describe('the OpenAPI document declares what the server sends', () => {
     return Object.keys(resolved?.headers ?? {}).map((name) => name.toLowerCase());
   }
 
+  it('every API header of a 200 is declared, the X-Confidence extension and its JSON member included', async () => {
+    await http.start();
+    const answer = await http.post(http.form());
+    expect(answer.status).toBe(200);
+    const doc = (await (await fetch(`${http.server.url}/v1.0/openapi.json`)).json()) as Doc & {
+      components: { schemas: Record<string, { properties: { data: { properties: Record<string, unknown> } } }> };
+    };
+    const apiHeaders = new Set(Object.values(HEADERS).map((name) => name.toLowerCase()));
+    const sent = [...answer.headers.keys()].filter((name) => apiHeaders.has(name));
+    expect(sent).toContain('x-confidence');
+    expect(declaredHeaders(doc, 200)).toEqual(expect.arrayContaining(sent));
+    expect(doc.components.schemas.RemoveResult!.properties.data.properties.confidence).toMatchObject({
+      type: 'number',
+      minimum: 0,
+      maximum: 1,
+    });
+  });
+
   it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
     await http.start({ rateLimit: 3, maxQueue: 0, behaviour: { kind: 'gated' } });
     const running = http.post(http.form(), { 'Idempotency-Key': 'k1' });

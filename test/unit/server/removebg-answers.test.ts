@@ -5,7 +5,7 @@
 import sharp from 'sharp';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { expectError, jsonResultOf } from '../../helpers/api-answers.js';
-import { testImage } from '../../helpers/sharp-test-engine.js';
+import { TEST_ENGINE_CONFIDENCE, testImage } from '../../helpers/sharp-test-engine.js';
 import * as http from '../../helpers/http-contract-server.js';
 
 http.useContractServer();
@@ -26,6 +26,7 @@ describe('success', () => {
     expect(response.headers.get('x-foreground-left')).toBe('2');
     expect(response.headers.get('x-foreground-width')).toBe('62');
     expect(response.headers.get('x-foreground-height')).toBe('47');
+    expect(response.headers.get('x-confidence')).toBe(String(TEST_ENGINE_CONFIDENCE));
     expect(response.headers.get('x-ratelimit-limit')).toBe('60');
     expect(response.headers.get('x-ratelimit-remaining')).toBe('59');
     expect(Number(response.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
@@ -49,6 +50,7 @@ describe('success', () => {
       foreground_left: 2,
       foreground_width: 62,
       foreground_height: 47,
+      confidence: TEST_ENGINE_CONFIDENCE,
     });
     const meta = await sharp(Buffer.from(data.result_b64 as string, 'base64')).metadata();
     expect([meta.format, meta.width]).toEqual(['png', 64]);
