@@ -94,6 +94,6 @@ fi
 echo "second container on the volume: refused, exit $twin_exit: $(grep -o 'another rmbg serve.*' <<<"$twin_log" | head -c 160)"
 podman rm --force "$run_id-1" "$run_id-2" >/dev/null 2>&1
 
-# compose.yaml: PostgreSQL, the first-key step and two servers sharing one key's balance.
+# compose.yaml: PostgreSQL, the first-key step, three servers behind the balancer's one URL, the checks of issue #39.
 test/container/compose.sh "$image" "$base"
 echo "container test passed"
