@@ -89,7 +89,7 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
 
 /**
  * Photo formats the API does not take, which rmbg's own callers (the CLI and the library, on this computer or
- * through a server) decode here: `engine/image/decode-input.ts`. `rmbg serve` refuses them as any other format.
+ * through a server) decode here: `engine/decode-input.ts`. `rmbg serve` refuses them as any other format.
  */
 export const CONVERTIBLE_FORMATS = {
   heic: { name: 'HEIC', extensions: ['.heic', '.heif', '.hif'] },

@@ -1,5 +1,5 @@
 // One image through the model; the result's pixels decode on libuv's threads while the model runs, the per-pixel
-// JavaScript runs on pixel workers (output/pixel-workers.ts): this thread orchestrates.
+// JavaScript runs on pixel workers (runtime/pixel-workers.ts): this thread orchestrates.
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
@@ -13,8 +13,10 @@ import { pixelScale } from './model/model-contract.js';
 import type { MaskPlane, ModelSession } from './model/model-session.js';
 import { isUpsizing, type Dimensions } from './output/mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output/output-size.js';
-import type { Finished, MaskInput, PixelWork } from './output/pixel-jobs.js';
-import { bufferOf, movableBuffers, onPixelWorker } from './output/pixel-workers.js';
+import type { Finished, MaskInput } from './output/pixel-operations.js';
+import type { PixelWork } from './runtime/pixel-jobs.js';
+import { onPixelWorker } from './runtime/pixel-workers.js';
+import { bufferOf, movableBuffers } from '../platform/thread-transfer.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DecodedPhoto, EngineResult } from './types.js';
 

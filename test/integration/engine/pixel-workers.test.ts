@@ -9,14 +9,9 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_OPTIONS, parseRemoveOptions } from '../../../src/api/options.js';
 import { createEngine } from '../../../src/engine/index.js';
-import {
-  type FinishJob,
-  inProcess,
-  type PixelJobName,
-  type PixelWork,
-  runPixelJob,
-} from '../../../src/engine/output/pixel-jobs.js';
-import { onPixelWorker, PIXEL_JOB_LIMIT_MS, PIXEL_WORKERS } from '../../../src/engine/output/pixel-workers.js';
+import type { FinishJob } from '../../../src/engine/output/pixel-operations.js';
+import { inProcess, type PixelJobName, type PixelWork, runPixelJob } from '../../../src/engine/runtime/pixel-jobs.js';
+import { onPixelWorker, PIXEL_JOB_LIMIT_MS, PIXEL_WORKERS } from '../../../src/engine/runtime/pixel-workers.js';
 import { type ModelRunner, runPipeline } from '../../../src/engine/pipeline.js';
 import type { Engine } from '../../../src/engine/types.js';
 import type { WorkerSession } from '../../../src/engine/runtime/inference-worker.js';
