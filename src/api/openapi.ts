@@ -4,7 +4,7 @@
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
 import { LIMITS } from './limits.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
-import { OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
+import { AUTO_FORMAT, OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';
 
@@ -31,6 +31,20 @@ const SOURCE_SCHEMAS: Record<SourceField, Schema> = {
   },
 };
 
+/** What a client shows of each output format (the web page builds its choices from it): the output formats'
+ * table (api/media-types.ts) as far as a client needs it, and what `auto` chooses. */
+export function outputFormatsExtension(): Schema {
+  return {
+    'x-output-formats': Object.fromEntries(
+      Object.entries(OUTPUT_FORMATS).map(([format, { title, mimeType, extension, keepsAlpha }]) => [
+        format,
+        { title, mediaType: mimeType, extension, keepsAlpha },
+      ]),
+    ),
+    'x-auto-format': AUTO_FORMAT,
+  };
+}
+
 function optionSchema(field: OptionField): Schema {
   switch (field.kind) {
     case 'enum':
@@ -39,6 +53,7 @@ function optionSchema(field: OptionField): Schema {
         enum: [...field.values],
         ...(field.default === undefined ? {} : { default: field.default }),
         description: field.description,
+        ...(field.name === 'format' ? outputFormatsExtension() : {}),
       };
     case 'boolean':
       // Forms can only send strings; JSON bodies may send a boolean.

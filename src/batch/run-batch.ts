@@ -5,13 +5,14 @@ import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { policyOf, RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
+import { OUTPUT_FORMATS } from '../api/media-types.js';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { InputItem } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
-import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
+import { addOutputSlot, assignOutputSlots, existingOutput, type OutputSlot } from './output-paths.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
 
@@ -375,7 +376,7 @@ function creditsOfThisRun(result: RemovedImage, earlier: EarlierRequest): number
 
 /** Writes the result into its slot; the slot's other extensions go (format=auto may switch png↔jpg). */
 async function writeOutput(slot: OutputSlot, result: RemovedImage): Promise<string> {
-  const output = slot.base + EXTENSION[result.format];
+  const output = slot.base + OUTPUT_FORMATS[result.format].extension;
   await writeFileAtomic(output, result.data).catch((error: Error) => {
     throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
   });

@@ -142,7 +142,8 @@ export async function finishCutout(job: FinishJob): Promise<Finished> {
   const { mask, bounds } = fitMask({ ...job.mask, to: { width, height }, findBounds: job.findBounds });
   const composeJob = { pixels, channels, mask, width, height, background };
   const format = chooseFormat(job.format, background, mask, composeJob);
-  if (format === 'png') return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
+  if (OUTPUT_FORMATS[format].encoder.by === 'png-bands')
+    return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
   const composed = rowComposer(composeJob, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
   return { format, bounds, composed: composed.pixels, channels: composed.channels };
 }
