@@ -1,6 +1,6 @@
 // The local API service's wiring: its parts (store, engine scheduler, limits, refunder, lease keeper) and
 // timers (replay purge, lease renewal, the sweep of expired leases), its readiness and its close. Each
-// request's steps are request-steps.ts'.
+// request's steps are its use case's: remove-background.ts, get-account.ts.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -14,9 +14,10 @@ import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
 import { KeyLookups } from './key-lookups.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { getAccount } from './get-account.js';
 import { RateLimiter } from './rate-limiter.js';
+import { removeBackground } from './remove-background.js';
 import { Refunder } from './refunder.js';
-import { accountRequest, removeRequest } from './request-steps.js';
 import { Slots } from './slots.js';
 import { ValidKeys } from './valid-keys.js';
 import { StoreClock } from './store-clock.js';
@@ -176,9 +177,9 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   }
 
   return {
-    handleRemoveRequest: (req) => admit(() => removeRequest(ctx, req)),
+    handleRemoveRequest: (req) => admit(() => removeBackground(ctx, req)),
     getAccount: (apiKey, requestId = randomUUID(), clientAddress) =>
-      admit(() => accountRequest(ctx, apiKey, requestId, clientAddress)),
+      admit(() => getAccount(ctx, apiKey, requestId, clientAddress)),
     async checkReady() {
       const broken = deps.engine.broken?.();
       if (broken !== undefined)

@@ -1,5 +1,6 @@
-// Refunds a request that failed after its charge (store.refund). A refusing store must not turn the client's
-// answer into a 500, so the refund is retried, and meanwhile any server's lease sweep may settle it instead.
+// Refunds a request that failed after its charge (store.refund): every refund of a request goes through here. A
+// refusing store must not turn the client's answer into a 500, so the refund is retried, and meanwhile any
+// server's lease sweep may settle it instead.
 
 import type { IdempotencyRef, RefundOutcome, Store } from '../store/index.js';
 import type { DatabaseBudget } from './answer-bound.js';
@@ -57,6 +58,19 @@ export class Refunder {
         else await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
+  }
+
+  /**
+   * One attempt within `budget`, neither retried nor handed to the background: for a caller that reads the
+   * request's settlement again itself and tries again (a held result, remove-background.ts settleHeldResult).
+   * Never throws: undefined when the store did not answer.
+   */
+  refundOnce(
+    requestId: string,
+    idempotency: IdempotencyRef | undefined,
+    budget: DatabaseBudget,
+  ): Promise<RefundOutcome | undefined> {
+    return budget.bound(this.#attempt({ requestId, idempotency, unreceived: false })).catch(() => undefined);
   }
 
   /** One more attempt for every refund handed to the background (its timer, and Service.close()). */
