@@ -2,7 +2,7 @@
 
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { builtEntry } from '../../platform/built-entry.js';
+import { builtModule } from '../../platform/built-module.js';
 import {
   gpuErrorText,
   isSoftwareAdapter,
@@ -15,7 +15,7 @@ import {
 /** The loader's own INFO/DEBUG lines that VK_LOADER_DEBUG=driver asks for. */
 const LOADER_DEBUG_LINE = /^(?:(?:INFO|DEBUG) +\| +)?DRIVER: /;
 
-const ENTRY = fileURLToPath(builtEntry('engine/gpu/gpu-probe-entry.js'));
+const ENTRY = fileURLToPath(builtModule('engine/gpu/gpu-probe-entry.js'));
 
 export interface GpuProbe {
   ok: boolean;

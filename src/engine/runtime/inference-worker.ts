@@ -3,7 +3,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../../api/errors.js';
-import { builtEntry } from '../../platform/built-entry.js';
+import { builtModule } from '../../platform/built-module.js';
 import { claimGpu, releaseGpu } from './gpu-claim.js';
 import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from '../model/model-contract.js';
@@ -34,7 +34,7 @@ export type FromWorker =
   | { type: 'result'; id: number; plane: MaskPlane }
   | { type: 'failed'; id: number; error: WireError };
 
-const ENTRY = builtEntry('engine/runtime/inference-worker-entry.js');
+const ENTRY = builtModule('engine/runtime/inference-worker-entry.js');
 
 interface PendingRun {
   resolve(plane: MaskPlane): void;

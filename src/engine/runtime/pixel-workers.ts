@@ -4,11 +4,11 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { RmbgError } from '../../api/errors.js';
-import { builtEntry } from '../../platform/built-entry.js';
+import { builtModule } from '../../platform/built-module.js';
 import type { PixelJobName, PixelJobOutput, PixelWork } from './pixel-jobs.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 
-const ENTRY = builtEntry('engine/runtime/pixel-worker-entry.js');
+const ENTRY = builtModule('engine/runtime/pixel-worker-entry.js');
 
 /** Workers: a quarter of the cores, 2 to 4 (a PNG's bands deflate on libuv's pool besides). At least 2, so one
  * image's tensor never waits behind another's compose: with 1, a 2-core folder ran slower than with the work on the
