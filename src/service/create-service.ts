@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import type { Engine } from '../engine/types.js';
 import { SERVER_SETTINGS } from '../settings/server.js';
 import { defaultsOf, settingsFor, type SettingsFor } from '../settings/setting.js';
@@ -110,7 +110,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     leaseTimeMs: settings.leaseTimeMs,
     clock,
     onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
-    onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
+    onError: (what, error) => process.emitWarning(`${what} failed: ${messageOf(error)}`),
   });
   // Loaded before the first request, so a valid key from a throttled address is known from the start.
   const validKeys = new ValidKeys(deps.store);
@@ -147,7 +147,7 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
         () => undefined,
         (error: unknown) =>
           process.emitWarning(
-            `purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`,
+            `purge of expired replays, idempotency records and usage records failed: ${messageOf(error)}`,
           ),
       )
       .finally(() => (purging = undefined)));

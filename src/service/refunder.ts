@@ -4,6 +4,7 @@
 
 import type { IdempotencyRef, RefundOutcome, Store } from '../store/index.js';
 import type { DatabaseBudget } from './answer-bound.js';
+import { messageOf } from '../api/errors.js';
 
 /** Waits between the immediate attempts: a busy database is usually free again within milliseconds. */
 const IMMEDIATE_RETRY_MS = [25, 100, 400] as const;
@@ -105,7 +106,7 @@ export class Refunder {
   #defer(pending: Pending, error: unknown): void {
     this.#pending.set(pending.requestId, pending);
     this.warn(
-      `refund of request ${pending.requestId} failed (${(error as Error).message}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`,
+      `refund of request ${pending.requestId} failed (${messageOf(error)}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`,
     );
     if (!this.#timer) {
       this.#timer = setInterval(() => void this.retryPending(), BACKGROUND_RETRY_MS);

@@ -4,7 +4,7 @@
 // window and write the usage record whatever happened (a failed authentication is counted instead). Every wait on
 // the store is counted against the request's database budget (answer-bound.ts), the usage record's included.
 
-import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
+import { policyOf, RmbgError, toRmbgError, messageOf } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
@@ -124,6 +124,6 @@ async function writeUsage(ctx: ServiceContext, usage: UsageRecord, startedAt: nu
     // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
     // failed write must not turn an answered request into an error. Written after the answer (the budget spent),
     // its failure is reported the same way.
-    process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
+    process.emitWarning(`usage record of request ${usage.requestId} not written: ${messageOf(error)}`);
   }
 }
