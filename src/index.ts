@@ -3,7 +3,7 @@
 // and SQLite when createServer() runs. Documented, with an example per export, in docs/library.md; each exported
 // function's @example is type-checked by test/unit/library/exported-function-examples.test.ts.
 
-import type { BatchEvent } from './batch/run-batch.js';
+import type { BatchEvent } from './batch/batch-events.js';
 import type { ImageInput } from './library/image-input.js';
 import type { RemoveBackgroundOptions } from './library/remove-options.js';
 import { createRmbg, type RemoveBackgroundResult, type RemoveBackgroundsOptions } from './library/rmbg.js';
@@ -20,7 +20,7 @@ export type {
   FileEvent,
   FileStatus,
   StartEvent,
-} from './batch/run-batch.js';
+} from './batch/batch-events.js';
 export type { ForegroundBox } from './api/wire-types.js';
 export type { ImageInput } from './library/image-input.js';
 export type { ImageOptions, RemoveBackgroundOptions, RunOptions } from './library/remove-options.js';

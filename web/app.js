@@ -21,6 +21,8 @@ keyInput.addEventListener('input', () => sessionStorage.setItem(KEY_STORAGE, key
 useBg.addEventListener('change', () => (bgColor.disabled = !useBg.checked));
 $('#check-key').addEventListener('click', () => void showCredits());
 $('#settings').addEventListener('submit', (event) => event.preventDefault());
+const formats = outputFormats();
+void showFormatChoices();
 
 fileInput.addEventListener('change', () => {
   void processAll([...fileInput.files]);
@@ -71,7 +73,7 @@ async function processOne(file, item) {
   const form = new FormData();
   form.append('image_file', file, file.name);
   form.append('size', $('#size').value);
-  form.append('format', $('#format').value);
+  if ($('#format').value) form.append('format', $('#format').value);
   if ($('#crop').checked) form.append('crop', 'true');
   if (useBg.checked) form.append('bg_color', bgColor.value);
   let response;
@@ -93,19 +95,43 @@ async function processOne(file, item) {
   const width = response.headers.get('X-Width');
   const height = response.headers.get('X-Height');
   const charged = response.headers.get('X-Credits-Charged');
-  showResult(item, file, blob, { width, height });
+  const format = (await formats).find((row) => row.mediaType === blob.type);
+  showResult(item, file, blob, { width, height }, format);
   setStatus(
     item,
-    `Done: ${width} × ${height} ${formatName(blob.type)}, ${charged} credit${charged === '1' ? '' : 's'}.`,
+    `Done: ${width} × ${height} ${format?.title ?? blob.type}, ${charged} credit${charged === '1' ? '' : 's'}.`,
     'done',
   );
 }
 
-function formatName(type) {
-  return { 'image/png': 'PNG', 'image/jpeg': 'JPG', 'image/webp': 'WebP' }[type] ?? type;
+/** The output formats as the API's OpenAPI document describes its `format` field: each value with its title,
+ * media type and file extension (x-output-formats), and what auto chooses (x-auto-format). Empty if unreadable. */
+async function outputFormats() {
+  try {
+    const response = await fetch('/v1.0/openapi.json');
+    const document = await response.json();
+    const field = document.components.schemas.RemoveRequest_multipart.properties.format;
+    const rows = field['x-output-formats'];
+    const auto = field['x-auto-format'];
+    return field.enum.map((value) =>
+      value === 'auto'
+        ? { value, title: `auto (${rows[auto.transparent].title} if transparent, else ${rows[auto.opaque].title})` }
+        : { value, ...rows[value], opaque: !rows[value].keepsAlpha },
+    );
+  } catch {
+    return [];
+  }
 }
 
-function showResult(item, file, blob, size) {
+/** The Format choices in the document's order (auto first); without them the field is not sent and the API's
+ * default holds. */
+async function showFormatChoices() {
+  for (const format of await formats) {
+    $('#format').append(new Option(format.opaque ? `${format.title} (opaque)` : format.title, format.value));
+  }
+}
+
+function showResult(item, file, blob, size, format) {
   const after = item.querySelector('.after');
   const before = item.querySelector('.before');
   const stage = item.querySelector('.stage');
@@ -124,7 +150,7 @@ function showResult(item, file, blob, size) {
   move();
   const link = item.querySelector('.download');
   link.href = resultUrl;
-  link.download = `${file.name.replace(/\.[^.]*$/, '')}.${{ 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' }[blob.type] ?? 'png'}`;
+  link.download = `${file.name.replace(/\.[^.]*$/, '')}${format?.extension ?? ''}`;
   link.textContent = `Download ${link.download}`;
   item.querySelector('.compare').hidden = false;
 }

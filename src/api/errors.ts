@@ -477,9 +477,13 @@ export class RmbgError extends Error {
   }
 }
 
+/** The message of anything thrown: an Error's own, else the value as text (a rejection may carry anything). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Wraps anything thrown into an RmbgError, keeping the original as cause. */
 export function toRmbgError(error: unknown, fallback: ErrorCode = 'internal_error'): RmbgError {
   if (error instanceof RmbgError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new RmbgError(fallback, message, { cause: error });
+  return new RmbgError(fallback, messageOf(error), { cause: error });
 }

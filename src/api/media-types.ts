@@ -12,24 +12,56 @@ export const REQUEST_ENCODINGS = {
 
 export type RequestEncoding = keyof typeof REQUEST_ENCODINGS;
 
-interface OutputFormatRow {
+/** How a result is encoded: rmbg's own PNG encoder, deflating bands in parallel (engine/output/png-encode.ts), or
+ * sharp's encoder of that name with these options. */
+export type OutputEncoder =
+  | { by: 'png-bands' }
+  | { by: 'sharp'; method: 'jpeg' | 'webp'; options: Readonly<Record<string, number | string>> };
+
+export interface OutputFormatRow {
+  /** Its name for people: the web page's choices, its result line. */
+  title: string;
   mimeType: string;
+  /** A result file's extension, with its dot: `rmbg remove`'s output files, the web page's download. */
+  extension: string;
   /** Result pixels at most, whatever the size (undefined: only the size's ceiling). */
   maxPixels: number | undefined;
   /** Whether the format keeps an alpha channel; one that does not gets the result flattened onto white. */
   keepsAlpha: boolean;
+  encoder: OutputEncoder;
 }
 
 /**
- * The output formats, one row each: the `format` option's values, the result's media type, the OpenAPI
- * document's 200 answers and the per-format pixel cap all come from here. A new row also needs its encoder
- * (engine/pipeline.ts `encodeWithSharp`), its EXIF embedding (engine/image/embed-exif.ts) and its file extension
- * (batch/output-paths.ts); the compiler points at each.
+ * The output formats, one row each: the `format` option's values, the result's media type, its file extension,
+ * its encoder, the OpenAPI document's 200 answers and its `format` field (which the web page reads), and the
+ * per-format pixel cap all come from here. A new row also needs its EXIF embedding (engine/image/embed-exif.ts),
+ * which the compiler points at; test/unit/api/output-formats.test.ts checks each row does what its readers need.
  */
 export const OUTPUT_FORMATS = {
-  png: { mimeType: 'image/png', maxPixels: LIMITS.pngMaxPixels, keepsAlpha: true },
-  jpg: { mimeType: 'image/jpeg', maxPixels: undefined, keepsAlpha: false },
-  webp: { mimeType: 'image/webp', maxPixels: undefined, keepsAlpha: true },
+  png: {
+    title: 'PNG',
+    mimeType: 'image/png',
+    extension: '.png',
+    maxPixels: LIMITS.pngMaxPixels,
+    keepsAlpha: true,
+    encoder: { by: 'png-bands' },
+  },
+  jpg: {
+    title: 'JPG',
+    mimeType: 'image/jpeg',
+    extension: '.jpg',
+    maxPixels: undefined,
+    keepsAlpha: false,
+    encoder: { by: 'sharp', method: 'jpeg', options: { quality: 90, chromaSubsampling: '4:4:4' } },
+  },
+  webp: {
+    title: 'WebP',
+    mimeType: 'image/webp',
+    extension: '.webp',
+    maxPixels: undefined,
+    keepsAlpha: true,
+    encoder: { by: 'sharp', method: 'webp', options: { quality: 90, alphaQuality: 100, effort: 2 } },
+  },
 } as const satisfies Record<string, OutputFormatRow>;
 
 export type OutputFormat = keyof typeof OUTPUT_FORMATS;
@@ -89,7 +121,7 @@ export function supportedFormatOf(data: Buffer): SupportedFormat | undefined {
 
 /**
  * Photo formats the API does not take, which rmbg's own callers (the CLI and the library, on this computer or
- * through a server) decode here: `engine/image/decode-input.ts`. `rmbg serve` refuses them as any other format.
+ * through a server) decode here: `engine/decode-input.ts`. `rmbg serve` refuses them as any other format.
  */
 export const CONVERTIBLE_FORMATS = {
   heic: { name: 'HEIC', extensions: ['.heic', '.heif', '.hif'] },

@@ -4,7 +4,7 @@
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
 import { LIMITS } from './limits.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
-import { OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
+import { AUTO_FORMAT, OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';
 
@@ -31,6 +31,20 @@ const SOURCE_SCHEMAS: Record<SourceField, Schema> = {
   },
 };
 
+/** What a client shows of each output format (the web page builds its choices from it): the output formats'
+ * table (api/media-types.ts) as far as a client needs it, and what `auto` chooses. */
+export function outputFormatsExtension(): Schema {
+  return {
+    'x-output-formats': Object.fromEntries(
+      Object.entries(OUTPUT_FORMATS).map(([format, { title, mimeType, extension, keepsAlpha }]) => [
+        format,
+        { title, mediaType: mimeType, extension, keepsAlpha },
+      ]),
+    ),
+    'x-auto-format': AUTO_FORMAT,
+  };
+}
+
 function optionSchema(field: OptionField): Schema {
   switch (field.kind) {
     case 'enum':
@@ -39,6 +53,7 @@ function optionSchema(field: OptionField): Schema {
         enum: [...field.values],
         ...(field.default === undefined ? {} : { default: field.default }),
         description: field.description,
+        ...(field.name === 'format' ? outputFormatsExtension() : {}),
       };
     case 'boolean':
       // Forms can only send strings; JSON bodies may send a boolean.
@@ -125,33 +140,8 @@ const RESULT_FIELDS = [
   'foreground_height',
 ] as const;
 
+/** The document: its info, its three paths and their shared components, each built below. */
 export function openApiDocument(): Schema {
-  const allStatuses = statusesOf(wireErrorCodes());
-  const routing = statusesOf(['not_found', 'method_not_allowed']);
-  const removeStatuses = allStatuses.filter((status) => !routing.includes(status));
-  const accountStatuses = statusesOf(['invalid_api_key', 'rate_limited', 'internal_error', 'service_busy']);
-  const successHeaders = (
-    [
-      'width',
-      'height',
-      'creditsCharged',
-      'requestId',
-      'foregroundTop',
-      'foregroundLeft',
-      'foregroundWidth',
-      'foregroundHeight',
-      'confidence',
-      'rateLimitLimit',
-      'rateLimitRemaining',
-      'rateLimitReset',
-      'replayed',
-    ] as const
-  ).map((name) => [HEADERS[name], headerRef(name)]);
-  const rateHeaders = (['requestId', 'rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [
-    HEADERS[name],
-    headerRef(name),
-  ]);
-
   return {
     openapi: '3.1.0',
     info: {
@@ -162,172 +152,226 @@ export function openApiDocument(): Schema {
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
     paths: {
-      '/v1.0/removebg': {
-        post: {
-          operationId: 'removeBackground',
-          summary: 'Remove the background of one image',
-          parameters: [
-            {
-              name: HEADERS.idempotencyKey,
-              in: 'header',
-              required: false,
-              description: HEADER_DESCRIPTIONS.idempotencyKey,
-              schema: { type: 'string', minLength: 1, maxLength: LIMITS.maxIdempotencyKeyLength },
-            },
-            {
-              name: 'Accept',
-              in: 'header',
-              required: false,
-              description: 'application/json returns the JSON result; anything else returns image bytes.',
-              schema: { type: 'string' },
-            },
-          ],
-          requestBody: {
-            required: true,
-            content: Object.fromEntries(
-              (Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [
-                REQUEST_ENCODINGS[encoding],
-                { schema: { $ref: `#/components/schemas/RemoveRequest_${encoding}` } },
+      '/v1.0/removebg': removeBackgroundPath(),
+      '/v1.0/account': accountPath(),
+      '/v1.0/openapi.json': openApiPath(),
+    },
+    components: components(),
+  };
+}
+
+/** The headers of a successful removal: its result, its request, the rate-limit window, a replay. */
+const SUCCESS_HEADERS = (
+  [
+    'width',
+    'height',
+    'creditsCharged',
+    'requestId',
+    'foregroundTop',
+    'foregroundLeft',
+    'foregroundWidth',
+    'foregroundHeight',
+    'confidence',
+    'rateLimitLimit',
+    'rateLimitRemaining',
+    'rateLimitReset',
+    'replayed',
+  ] as const
+).map((name) => [HEADERS[name], headerRef(name)]);
+
+/** The headers of every answer after authentication: the request and the rate-limit window. */
+const RATE_HEADERS = (['requestId', 'rateLimitLimit', 'rateLimitRemaining', 'rateLimitReset'] as const).map((name) => [
+  HEADERS[name],
+  headerRef(name),
+]);
+
+/** The statuses POST /v1.0/removebg may answer with: every error's but routing's (404, 405). */
+function removeBackgroundStatuses(): number[] {
+  const routing = statusesOf(['not_found', 'method_not_allowed']);
+  return statusesOf(wireErrorCodes()).filter((status) => !routing.includes(status));
+}
+
+/** POST /v1.0/removebg: its headers, its three request encodings, its image or JSON answer and its errors. */
+function removeBackgroundPath(): Schema {
+  return {
+    post: {
+      operationId: 'removeBackground',
+      summary: 'Remove the background of one image',
+      parameters: [
+        {
+          name: HEADERS.idempotencyKey,
+          in: 'header',
+          required: false,
+          description: HEADER_DESCRIPTIONS.idempotencyKey,
+          schema: { type: 'string', minLength: 1, maxLength: LIMITS.maxIdempotencyKeyLength },
+        },
+        {
+          name: 'Accept',
+          in: 'header',
+          required: false,
+          description: 'application/json returns the JSON result; anything else returns image bytes.',
+          schema: { type: 'string' },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: Object.fromEntries(
+          (Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [
+            REQUEST_ENCODINGS[encoding],
+            { schema: { $ref: `#/components/schemas/RemoveRequest_${encoding}` } },
+          ]),
+        ),
+      },
+      responses: {
+        '200': {
+          description: 'The image with its background removed.',
+          headers: Object.fromEntries(SUCCESS_HEADERS),
+          content: {
+            ...Object.fromEntries(
+              Object.values(OUTPUT_FORMATS).map(({ mimeType }) => [
+                mimeType,
+                { schema: { type: 'string', contentMediaType: mimeType } },
               ]),
             ),
-          },
-          responses: {
-            '200': {
-              description: 'The image with its background removed.',
-              headers: Object.fromEntries(successHeaders),
-              content: {
-                ...Object.fromEntries(
-                  Object.values(OUTPUT_FORMATS).map(({ mimeType }) => [
-                    mimeType,
-                    { schema: { type: 'string', contentMediaType: mimeType } },
-                  ]),
-                ),
-                'application/json': { schema: { $ref: '#/components/schemas/RemoveResult' } },
-              },
-            },
-            ...errorResponses(removeStatuses),
+            'application/json': { schema: { $ref: '#/components/schemas/RemoveResult' } },
           },
         },
+        ...errorResponses(removeBackgroundStatuses()),
       },
-      '/v1.0/account': {
-        get: {
-          operationId: 'getAccount',
-          summary: 'Credit balance of the account of the API key',
-          responses: {
-            '200': {
-              description: 'The account record.',
-              headers: Object.fromEntries(rateHeaders),
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Account' } } },
-            },
-            ...errorResponses(accountStatuses),
-          },
+    },
+  };
+}
+
+/** GET /v1.0/account: the account record. */
+function accountPath(): Schema {
+  return {
+    get: {
+      operationId: 'getAccount',
+      summary: 'Credit balance of the account of the API key',
+      responses: {
+        '200': {
+          description: 'The account record.',
+          headers: Object.fromEntries(RATE_HEADERS),
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Account' } } },
         },
+        ...errorResponses(statusesOf(['invalid_api_key', 'rate_limited', 'internal_error', 'service_busy'])),
       },
-      '/v1.0/openapi.json': {
-        get: {
-          operationId: 'getOpenApi',
-          summary: 'This document',
-          security: [],
-          responses: {
-            '200': {
-              description: 'OpenAPI 3.1 document',
-              content: { 'application/json': { schema: { type: 'object' } } },
-            },
-          },
+    },
+  };
+}
+
+/** GET /v1.0/openapi.json: this document, without authentication. */
+function openApiPath(): Schema {
+  return {
+    get: {
+      operationId: 'getOpenApi',
+      summary: 'This document',
+      security: [],
+      responses: {
+        '200': {
+          description: 'OpenAPI 3.1 document',
+          content: { 'application/json': { schema: { type: 'object' } } },
         },
       },
     },
-    components: {
-      securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: HEADERS.apiKey, description: HEADER_DESCRIPTIONS.apiKey },
-      },
-      headers: Object.fromEntries(
-        (Object.keys(HEADERS) as HeaderName[])
-          .filter((name) => name !== 'apiKey' && name !== 'idempotencyKey')
-          .map((name) => [HEADERS[name], { description: HEADER_DESCRIPTIONS[name], schema: { type: 'string' } }]),
+  };
+}
+
+/** What the paths refer to: the API key's scheme, the headers, the schemas (requests, result, account, error) and
+ * one error answer per status. */
+function components(): Schema {
+  return {
+    securitySchemes: {
+      apiKey: { type: 'apiKey', in: 'header', name: HEADERS.apiKey, description: HEADER_DESCRIPTIONS.apiKey },
+    },
+    headers: Object.fromEntries(
+      (Object.keys(HEADERS) as HeaderName[])
+        .filter((name) => name !== 'apiKey' && name !== 'idempotencyKey')
+        .map((name) => [HEADERS[name], { description: HEADER_DESCRIPTIONS[name], schema: { type: 'string' } }]),
+    ),
+    schemas: {
+      ...Object.fromEntries(
+        (Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [
+          `RemoveRequest_${encoding}`,
+          requestBodySchema(encoding),
+        ]),
       ),
-      schemas: {
-        ...Object.fromEntries(
-          (Object.keys(REQUEST_ENCODINGS) as RequestEncoding[]).map((encoding) => [
-            `RemoveRequest_${encoding}`,
-            requestBodySchema(encoding),
-          ]),
-        ),
-        RemoveResult: {
-          type: 'object',
-          required: ['data'],
-          additionalProperties: false,
-          properties: {
-            data: {
-              type: 'object',
-              required: ['result_b64', ...RESULT_FIELDS],
-              additionalProperties: false,
-              properties: {
-                result_b64: { type: 'string', contentEncoding: 'base64' },
-                ...Object.fromEntries(RESULT_FIELDS.map((name) => [name, { type: 'integer', minimum: 0 }])),
-                confidence: { type: 'number', minimum: 0, maximum: 1, description: HEADER_DESCRIPTIONS.confidence },
-              },
+      RemoveResult: {
+        type: 'object',
+        required: ['data'],
+        additionalProperties: false,
+        properties: {
+          data: {
+            type: 'object',
+            required: ['result_b64', ...RESULT_FIELDS],
+            additionalProperties: false,
+            properties: {
+              result_b64: { type: 'string', contentEncoding: 'base64' },
+              ...Object.fromEntries(RESULT_FIELDS.map((name) => [name, { type: 'integer', minimum: 0 }])),
+              confidence: { type: 'number', minimum: 0, maximum: 1, description: HEADER_DESCRIPTIONS.confidence },
             },
           },
         },
-        Account: {
-          type: 'object',
-          required: ['data'],
-          properties: {
-            data: {
-              type: 'object',
-              required: ['attributes'],
-              properties: {
-                attributes: {
-                  type: 'object',
-                  required: ['credits', 'api'],
-                  properties: {
-                    credits: {
-                      type: 'object',
-                      required: ['total', 'subscription', 'payg', 'enterprise'],
-                      properties: {
-                        total: { type: 'integer', minimum: 0 },
-                        subscription: { type: 'integer', minimum: 0 },
-                        payg: {
-                          type: 'integer',
-                          minimum: 0,
-                          description: 'All credits that are not subscription credits.',
-                        },
-                        enterprise: { const: 0 },
+      },
+      Account: {
+        type: 'object',
+        required: ['data'],
+        properties: {
+          data: {
+            type: 'object',
+            required: ['attributes'],
+            properties: {
+              attributes: {
+                type: 'object',
+                required: ['credits', 'api'],
+                properties: {
+                  credits: {
+                    type: 'object',
+                    required: ['total', 'subscription', 'payg', 'enterprise'],
+                    properties: {
+                      total: { type: 'integer', minimum: 0 },
+                      subscription: { type: 'integer', minimum: 0 },
+                      payg: {
+                        type: 'integer',
+                        minimum: 0,
+                        description: 'All credits that are not subscription credits.',
                       },
+                      enterprise: { const: 0 },
                     },
-                    api: {
-                      type: 'object',
-                      required: ['free_calls', 'sizes'],
-                      properties: { free_calls: { const: 0 }, sizes: { const: 'all' } },
-                    },
+                  },
+                  api: {
+                    type: 'object',
+                    required: ['free_calls', 'sizes'],
+                    properties: { free_calls: { const: 0 }, sizes: { const: 'all' } },
                   },
                 },
               },
             },
           },
         },
-        ErrorBody: {
-          type: 'object',
-          required: ['errors'],
-          properties: {
-            errors: {
-              type: 'array',
-              minItems: 1,
-              items: {
-                type: 'object',
-                required: ['title', 'code'],
-                properties: {
-                  title: { type: 'string' },
-                  code: { type: 'string', enum: wireErrorCodes() },
-                  detail: { type: 'string', description: 'What was wrong and what is allowed.' },
-                },
+      },
+      ErrorBody: {
+        type: 'object',
+        required: ['errors'],
+        properties: {
+          errors: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              required: ['title', 'code'],
+              properties: {
+                title: { type: 'string' },
+                code: { type: 'string', enum: wireErrorCodes() },
+                detail: { type: 'string', description: 'What was wrong and what is allowed.' },
               },
             },
           },
         },
       },
-      responses: Object.fromEntries(allStatuses.map((status) => [`Error${status}`, errorResponse(status)])),
     },
+    responses: Object.fromEntries(
+      statusesOf(wireErrorCodes()).map((status) => [`Error${status}`, errorResponse(status)]),
+    ),
   };
 }

@@ -3,7 +3,7 @@
 
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
-import { RmbgError } from './errors.js';
+import { RmbgError, messageOf } from './errors.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, parseRemoveOptions } from './options.js';
 import {
   imageFilePartTooLarge,
@@ -49,7 +49,7 @@ export function collectJsonFields(body: Buffer): CollectedFields {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    const reason = text.trim() === '' ? 'the body is empty' : (error as Error).message;
+    const reason = text.trim() === '' ? 'the body is empty' : messageOf(error);
     throw new RmbgError('invalid_request', `the body is not valid JSON (${reason}); send one JSON object`, {
       cause: error,
     });
@@ -129,7 +129,7 @@ export function collectMultipartFields(
     parser = busboy({ headers: { 'content-type': contentType }, limits: MULTIPART_LIMITS });
   } catch (error) {
     return Promise.reject(
-      new RmbgError('invalid_request', `multipart/form-data needs a boundary parameter: ${(error as Error).message}`, {
+      new RmbgError('invalid_request', `multipart/form-data needs a boundary parameter: ${messageOf(error)}`, {
         cause: error,
       }),
     );

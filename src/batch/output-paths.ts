@@ -2,10 +2,9 @@
 
 import { existsSync } from 'node:fs';
 import { dirname, join, parse } from 'node:path';
-import type { Format, OutputFormat } from '../api/options.js';
+import { AUTO_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
+import type { Format } from '../api/options.js';
 import type { InputItem } from './discover-inputs.js';
-
-export const EXTENSION: Record<OutputFormat, string> = { png: '.png', jpg: '.jpg', webp: '.webp' };
 
 export interface OutputSlot {
   /** Absolute path without extension. */
@@ -15,7 +14,8 @@ export interface OutputSlot {
 }
 
 export function possibleExtensions(format: Format): string[] {
-  return format === 'auto' ? [EXTENSION.png, EXTENSION.jpg] : [EXTENSION[format]];
+  const formats = format === 'auto' ? [AUTO_FORMAT.transparent, AUTO_FORMAT.opaque] : [format];
+  return formats.map((name) => OUTPUT_FORMATS[name].extension);
 }
 
 /**

@@ -5,88 +5,19 @@ import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { policyOf, RmbgError, toRmbgError, type ErrorCode } from '../api/errors.js';
+import { OUTPUT_FORMATS } from '../api/media-types.js';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
+import type { BatchEvent, BatchSettings, BatchSummary, FileEvent } from './batch-events.js';
 import type { InputItem } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
-import { addOutputSlot, assignOutputSlots, existingOutput, EXTENSION, type OutputSlot } from './output-paths.js';
+import { addOutputSlot, assignOutputSlots, existingOutput, type OutputSlot } from './output-paths.js';
 import { SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
 import { type ReviewEntry, writeReviewPage } from './review-page.js';
-
-export type FileStatus = 'done' | 'skipped' | 'failed';
-
-export interface FileEvent {
-  type: 'file';
-  input: string;
-  output: string | null;
-  status: FileStatus;
-  width: number | null;
-  height: number | null;
-  ms: number;
-  credits: number;
-  replayed: boolean;
-  /**
-   * Why a file was skipped: 'exists' (output present), 'failed-before' (journal, use --retry-failed) or, with
-   * --retry-review, 'not-flagged' (the journal does not flag its cutout).
-   */
-  reason?: string;
-  /** The cutout's confidence, 0..1 (engine/output/mask-confidence.ts): this run's, or for a skipped file the
-   * journal's; absent through a server that does not send it. */
-  confidence?: number;
-  /** Where the model ran for a file done on this computer: its GPU or CPU. */
-  device?: 'gpu' | 'cpu';
-  error: { code: string; message: string } | null;
-}
-
-export interface BatchSummary {
-  type: 'summary';
-  total: number;
-  done: number;
-  skipped: number;
-  /** Of the skipped: inputs an earlier run failed for a reason a retry will not fix, still without output. */
-  failedBefore: number;
-  failed: number;
-  /** Inputs never started because the batch stopped (Ctrl-C, 402, 403). */
-  notStarted: number;
-  credits: number;
-  ms: number;
-  /** Set when the batch stopped early: 'interrupted', or the error code that stopped it. */
-  stoppedBy: ErrorCode | null;
-  failedInputs: string[];
-  /** Cutouts of this batch (done now or before) whose confidence is under `reviewBelow`. */
-  toReview: number;
-  reviewBelow: number;
-  /** The output folder's review.html, written when any cutout has a confidence; else null. */
-  reviewPage: string | null;
-  /** Where the model runs, for a batch on this computer: its GPU or CPU. */
-  device?: 'gpu' | 'cpu';
-}
-
-/** An input that landed while the batch runs (--watch): the batch now has `total` inputs. */
-export interface ArrivalEvent {
-  type: 'arrived';
-  input: string;
-  total: number;
-}
-
-/**
- * The settings a batch runs with, by their rows' names (settings/remove.ts, settings/engine.ts): its own, read
- * where it holds them, and its remover's. A row that reaches neither is missing here.
- */
-export type BatchSettings = Readonly<Record<string, unknown>>;
-
-/** The batch begins with `total` inputs (arrivals add to it) and these settings in force. */
-export interface StartEvent {
-  type: 'start';
-  total: number;
-  settings: BatchSettings;
-}
-
-export type BatchEvent = StartEvent | ArrivalEvent | FileEvent | BatchSummary;
 
 export interface BatchOptions {
   items: InputItem[];
@@ -439,7 +370,7 @@ function creditsOfThisRun(result: RemovedImage, earlier: EarlierRequest): number
 
 /** Writes the result into its slot; the slot's other extensions go (format=auto may switch png↔jpg). */
 async function writeOutput(slot: OutputSlot, result: RemovedImage): Promise<string> {
-  const output = slot.base + EXTENSION[result.format];
+  const output = slot.base + OUTPUT_FORMATS[result.format].extension;
   await writeFileAtomic(output, result.data).catch((error: Error) => {
     throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
   });
@@ -471,4 +402,46 @@ async function markDoneIfOutputExists(
   const { at: _at, ...record } = previous;
   await journal.append({ ...record, state: 'done', output });
   return journal.latest(previous.input);
+}
+
+/** The batch as an async iterator; leaving the loop early cancels the files in flight and closes the journal. */
+export async function* batchEvents(batch: Omit<BatchOptions, 'onEvent'>): AsyncGenerator<BatchEvent, void, undefined> {
+  const pending: BatchEvent[] = [];
+  let wake: (() => void) | undefined;
+  let finished = false;
+  let failure: { error: unknown } | undefined;
+  const leave = new AbortController();
+  const either = (signal: AbortSignal | undefined) => (signal ? AbortSignal.any([signal, leave.signal]) : leave.signal);
+
+  const running = runBatch({
+    ...batch,
+    stop: either(batch.stop),
+    abort: either(batch.abort),
+    onEvent: (event) => {
+      pending.push(event);
+      wake?.();
+    },
+  }).then(
+    () => undefined,
+    (error: unknown) => {
+      failure = { error };
+    },
+  );
+  void running.finally(() => {
+    finished = true;
+    wake?.();
+  });
+
+  try {
+    for (;;) {
+      const event = pending.shift();
+      if (event) yield event;
+      else if (finished) break;
+      else await new Promise<void>((resolve) => (wake = resolve));
+    }
+    if (failure) throw failure.error;
+  } finally {
+    leave.abort();
+    await running;
+  }
 }

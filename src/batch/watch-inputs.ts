@@ -4,7 +4,7 @@ import { lstat, readdir, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { watch } from 'chokidar';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { watchedItem, type InputItem } from './discover-inputs.js';
 
 /** How long a file's size must stay the same before it counts as landed (a copy over a slow share pauses). */
@@ -80,7 +80,7 @@ export async function* watchInputs(
   watcher.on('unlink', (path) => reported.delete(path));
   watcher.on('addDir', (folder) => watching && options.recursive && void sweep(folder));
   watcher.on('error', (error) => {
-    failure = new RmbgError('io_error', `cannot watch ${folders.join(', ')}: ${(error as Error).message}`, {
+    failure = new RmbgError('io_error', `cannot watch ${folders.join(', ')}: ${messageOf(error)}`, {
       cause: error,
     });
     wake?.();

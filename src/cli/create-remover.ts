@@ -24,7 +24,7 @@ export const LOCAL_BY_DEFAULT_NOTE =
   "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
 
 /** `photos`: how many photos the job holds, once they are found (undefined with --watch): a local engine's auto
- * weighs the GPU's slower start against it (engine/gpu/placement.ts). */
+ * weighs the GPU's slower start against it (engine/placement/place-session.ts). */
 export async function createRemover(
   flags: RemoveFlags,
   config: Config,

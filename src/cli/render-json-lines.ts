@@ -1,6 +1,6 @@
 // Machine output: one JSON object per file, then one summary object; for scripts and pipes.
 
-import type { BatchEvent } from '../batch/run-batch.js';
+import type { BatchEvent } from '../batch/batch-events.js';
 
 export function jsonLinesRenderer(write: (line: string) => void = (line) => process.stdout.write(line)) {
   return (event: BatchEvent): void => {

@@ -3,7 +3,7 @@
 
 import cliProgress from 'cli-progress';
 import { policyOf } from '../api/errors.js';
-import type { BatchEvent, BatchSummary } from '../batch/run-batch.js';
+import type { BatchEvent, BatchSummary } from '../batch/batch-events.js';
 import { withFix } from './report-error.js';
 
 export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {

@@ -11,6 +11,7 @@ import {
   type SettingsTable,
   valueNameOf,
 } from '../settings/setting.js';
+import { messageOf } from '../api/errors.js';
 
 /** A row's own parsing of one flag value, where the table's type is not enough (e.g. --trust-proxy's entries). */
 export type FlagParser = (value: string, previous: unknown) => unknown;
@@ -71,7 +72,7 @@ function optionOf(name: string, row: SettingRow, parse: FlagParser | undefined):
         return parser(value, previous);
       } catch (error) {
         // commander reports it as a usage error (exit 2), not a crash with a stack trace.
-        throw new InvalidArgumentError((error as Error).message);
+        throw new InvalidArgumentError(messageOf(error));
       }
     });
   }

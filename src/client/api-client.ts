@@ -95,49 +95,18 @@ interface Call {
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const base = parseBaseUrl(options.baseUrl);
   if (!options.apiKey) throw new RmbgError('usage_error', 'an API key is required to call the API');
-  const { timeoutMs } = options;
   const policy = resolveRetryPolicy(options.retry);
   const auth = { [HEADERS.apiKey]: options.apiKey };
-  const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
   warnIfKeyInClearText(base, options.warn);
-
-  async function attempt(call: Call, remainingMs: number): Promise<Answer> {
-    const limitMs = Math.min(timeoutMs, remainingMs);
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), limitMs);
-    const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
-    try {
-      const response = await request(call.url, {
-        method: call.method,
-        headers: call.headers,
-        body: call.body,
-        signal,
-        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-      });
-      const headers = flattenHeaders(response.headers);
-      const body = await readBounded(response.body, headers['content-length'], maxResponseBytes);
-      if (response.statusCode >= 300 && response.statusCode < 400) {
-        throw new RmbgError(
-          'upstream_error',
-          `API server answered HTTP ${response.statusCode} (redirect to ${headers.location ?? 'nowhere'}); use the final address as the API URL`,
-          { status: response.statusCode },
-        );
-      }
-      if (response.statusCode >= 400)
-        throw errorFromResponse(response.statusCode, headers, body.toString('utf8'), policy.now());
-      return { status: response.statusCode, headers, body };
-    } catch (error) {
-      if (error instanceof RmbgError) throw error;
-      if (call.signal?.aborted)
-        throw new RmbgError('interrupted', `the request to ${call.url} was cancelled`, { cause: call.signal.reason });
-      throw errorFromNetwork(error, call.url, timeout.signal.aborted ? limitMs : undefined);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
+  const transport: Transport = {
+    timeoutMs: options.timeoutMs,
+    maxResponseBytes: options.maxResponseBytes ?? MAX_RESPONSE_BYTES,
+    dispatcher: options.dispatcher,
+    now: () => policy.now(),
+  };
 
   function send(call: Call): Promise<Answer> {
-    return withRetries((_n, remainingMs) => attempt(call, remainingMs), {
+    return withRetries((_n, remainingMs) => attempt(call, remainingMs, transport), {
       policy,
       repeatable: call.repeatable,
       onRetry: options.onRetry,
@@ -162,18 +131,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           headers[HEADERS.idempotencyKey] = validateIdempotencyKey(next);
           return true;
         });
-      const fields = optionsToFields(removeOptions);
-      // The part's Content-Type from the bytes: the file name may be missing or wrong (e.g. for stdin).
-      const sniffed = supportedFormatOf(image);
-      const fileType = sniffed ? MIME_OF_INPUT[sniffed] : 'application/octet-stream';
-      const form = new FormData();
-      for (const [name, value] of Object.entries(fields)) form.append(name, value);
-      form.append('image_file', new Blob([image], { type: fileType }), call.filename ?? 'image');
-      // Sent as bytes, not as the FormData: the global dispatcher may be Node's bundled undici (Node ≥22 installs
-      // it on `import 'node:http'` or a fetch()), and from Node 24 on it refuses a FormData of this undici.
-      const encoded = new Response(form);
-      const body = Buffer.from(await encoded.arrayBuffer());
-      headers['content-type'] = encoded.headers.get('content-type') ?? 'multipart/form-data';
+      const { body, contentType } = await multipartBody(image, removeOptions, call.filename);
+      headers['content-type'] = contentType;
       const answer = await send({
         method: 'POST',
         url: endpointUrl(base, 'removebg'),
@@ -217,6 +176,72 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       });
       return accountRecordFrom(answer.body.toString('utf8'));
     },
+  };
+}
+
+/** What each attempt of a call needs of the client. */
+interface Transport {
+  timeoutMs: number;
+  maxResponseBytes: number;
+  dispatcher: Dispatcher | undefined;
+  now: () => number;
+}
+
+/** One attempt of a call, within `remainingMs` of its retries' time and the client's timeout: the answer, or the
+ * error it is (an HTTP error, a redirect, the network's, a cancel). */
+async function attempt(call: Call, remainingMs: number, transport: Transport): Promise<Answer> {
+  const limitMs = Math.min(transport.timeoutMs, remainingMs);
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), limitMs);
+  const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
+  try {
+    const response = await request(call.url, {
+      method: call.method,
+      headers: call.headers,
+      body: call.body,
+      signal,
+      ...(transport.dispatcher ? { dispatcher: transport.dispatcher } : {}),
+    });
+    const headers = flattenHeaders(response.headers);
+    const body = await readBounded(response.body, headers['content-length'], transport.maxResponseBytes);
+    if (response.statusCode >= 300 && response.statusCode < 400) {
+      throw new RmbgError(
+        'upstream_error',
+        `API server answered HTTP ${response.statusCode} (redirect to ${headers.location ?? 'nowhere'}); use the final address as the API URL`,
+        { status: response.statusCode },
+      );
+    }
+    if (response.statusCode >= 400)
+      throw errorFromResponse(response.statusCode, headers, body.toString('utf8'), transport.now());
+    return { status: response.statusCode, headers, body };
+  } catch (error) {
+    if (error instanceof RmbgError) throw error;
+    if (call.signal?.aborted)
+      throw new RmbgError('interrupted', `the request to ${call.url} was cancelled`, { cause: call.signal.reason });
+    throw errorFromNetwork(error, call.url, timeout.signal.aborted ? limitMs : undefined);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The multipart body of POST /removebg: the option fields and the image, typed from its bytes. */
+async function multipartBody(
+  image: Buffer,
+  removeOptions: RemoveOptions,
+  filename: string | undefined,
+): Promise<{ body: Buffer; contentType: string }> {
+  // The part's Content-Type from the bytes: the file name may be missing or wrong (e.g. for stdin).
+  const sniffed = supportedFormatOf(image);
+  const fileType = sniffed ? MIME_OF_INPUT[sniffed] : 'application/octet-stream';
+  const form = new FormData();
+  for (const [name, value] of Object.entries(optionsToFields(removeOptions))) form.append(name, value);
+  form.append('image_file', new Blob([image], { type: fileType }), filename ?? 'image');
+  // Sent as bytes, not as the FormData: the global dispatcher may be Node's bundled undici (Node ≥22 installs
+  // it on `import 'node:http'` or a fetch()), and from Node 24 on it refuses a FormData of this undici.
+  const encoded = new Response(form);
+  return {
+    body: Buffer.from(await encoded.arrayBuffer()),
+    contentType: encoded.headers.get('content-type') ?? 'multipart/form-data',
   };
 }
 

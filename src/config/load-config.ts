@@ -1,7 +1,7 @@
 // Resolves rmbg's settings in one precedence order: CLI flag > environment > user settings > built-in default,
 // and tells where each value came from (for --json output and error messages).
 
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { parseRemoveOptions } from '../api/options.js';
 import { resolveFrom, SETTING_NAMES, SETTING_RULES, type ResolvedSetting, type SettingName } from './setting-rules.js';
 import { readUserSettings } from './user-settings.js';
@@ -37,7 +37,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   try {
     parseRemoveOptions(defaultFields);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     throw new RmbgError('usage_error', `'defaults' in ${path} is invalid: ${reason}`, { cause: error });
   }
   const resolved = Object.fromEntries(

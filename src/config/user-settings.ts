@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import envPaths from 'env-paths';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { STORED_NAMES, type StoredName } from './setting-rules.js';
 
 /** The rows marked `stored` (setting-rules.ts), and the default image options. */
@@ -26,11 +26,9 @@ export function settingsPathOf(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export function unreadableSettings(error: unknown): RmbgError {
-  return new RmbgError(
-    'usage_error',
-    `cannot read the rmbg settings file: ${(error as Error).message}; fix or delete it`,
-    { cause: error },
-  );
+  return new RmbgError('usage_error', `cannot read the rmbg settings file: ${messageOf(error)}; fix or delete it`, {
+    cause: error,
+  });
 }
 
 /** The file's object; {} when there is no file yet. */

@@ -1,4 +1,4 @@
-// The engine's front door: verified model + one reused session on the chosen device (gpu/placement.ts) + the
+// The engine's front door: verified model + one reused session on the chosen device (placement/place-session.ts) + the
 // pipeline, as an Engine. The session runs on a worker thread (runtime/inference-worker.ts), so an inference never
 // holds the main thread.
 
@@ -6,7 +6,7 @@ import { RmbgError, toRmbgError } from '../api/errors.js';
 import { checkSharp } from '../platform/native-parts.js';
 import { CALLER_DEFAULT_OPTIONS, type RemoveOptions } from '../api/options.js';
 import type { DeviceReport } from '../api/device.js';
-import { placeSession, type JobSize, type PlacementOptions } from './gpu/placement.js';
+import { placeSession, type JobSize, type PlacementOptions } from './placement/place-session.js';
 import { provideWeights, resolveModel, verifyWeights } from './model/model-registry.js';
 import type { WorkerSession } from './runtime/inference-worker.js';
 import type { ModelRunner } from './pipeline.js';
@@ -39,7 +39,7 @@ async function loadSharp(): Promise<void> {
     throw new RmbgError('model_unavailable', `the engine cannot load sharp: ${sharp.error}; fix: ${sharp.fix}`);
 }
 
-/** `job`: what the caller knows of the job, which auto weighs (gpu/placement.ts); not one of the engine's options. */
+/** `job`: what the caller knows of the job, which auto weighs (placement/place-session.ts); not one of the engine's options. */
 export async function createEngine(
   options: EngineOptions = {},
   job: JobSize = {},

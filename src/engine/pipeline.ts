@@ -1,9 +1,9 @@
 // One image through the model; the result's pixels decode on libuv's threads while the model runs, the per-pixel
-// JavaScript runs on pixel workers (output/pixel-workers.ts): this thread orchestrates.
+// JavaScript runs on pixel workers (runtime/pixel-workers.ts): this thread orchestrates.
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { MIME_OF_FORMAT } from '../api/media-types.js';
+import { MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { Bounds, ComposeOutput } from './output/compose.js';
@@ -14,8 +14,10 @@ import type { MaskPlane, ModelSession } from './model/model-session.js';
 import { maskConfidence } from './output/mask-confidence.js';
 import { isUpsizing, type Dimensions } from './output/mask-upsample.js';
 import { fitWithin, maxResultPixels } from './output/output-size.js';
-import type { Finished, MaskInput, PixelWork } from './output/pixel-jobs.js';
-import { bufferOf, movableBuffers, onPixelWorker } from './output/pixel-workers.js';
+import type { Finished, MaskInput } from './output/pixel-operations.js';
+import type { PixelWork } from './runtime/pixel-jobs.js';
+import { onPixelWorker } from './runtime/pixel-workers.js';
+import { bufferOf, movableBuffers } from '../platform/thread-transfer.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DecodedPhoto, EngineResult } from './types.js';
 
@@ -210,7 +212,7 @@ async function encoded(finished: Finished, { width, height }: Raw, timer: Timer)
   if ('png' in finished) return bufferOf(finished.png);
   timer.lap('compose');
   const composed = { pixels: bufferOf(finished.composed), channels: finished.channels };
-  return encodeWithSharp(composed, width, height, finished.format as Exclude<OutputFormat, 'png'>);
+  return encodeWithSharp(composed, width, height, finished.format);
 }
 
 /** A sharp pipeline on the input, EXIF-oriented, refusing truncated or corrupt data rather than decode it grey. */
@@ -273,20 +275,18 @@ function scaleBox(
   return { top, left, width: right - left, height: bottom - top };
 }
 
-/** JPG and WebP through sharp; PNG has its own banded encoder (png-encode.ts). */
+/** A format sharp encodes, with the options of its row (api/media-types.ts); PNG has its own banded encoder
+ * (png-encode.ts, on a pixel worker). */
 async function encodeWithSharp(
   composed: ComposeOutput,
   width: number,
   height: number,
-  format: Exclude<OutputFormat, 'png'>,
+  format: OutputFormat,
 ): Promise<Buffer> {
+  const { encoder } = OUTPUT_FORMATS[format];
+  if (encoder.by !== 'sharp') throw new Error(`${format} is not encoded by sharp`);
   const image = sharp(composed.pixels, { raw: { width, height, channels: composed.channels } });
-  switch (format) {
-    case 'jpg':
-      return image.jpeg({ quality: 90, chromaSubsampling: '4:4:4' }).toBuffer();
-    case 'webp':
-      return image.webp({ quality: 90, alphaQuality: 100, effort: 2 }).toBuffer();
-  }
+  return image[encoder.method](encoder.options).toBuffer();
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

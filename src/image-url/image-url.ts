@@ -4,7 +4,7 @@
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { parseImageUrl, type ImageUrlTarget } from '../api/image-url-rules.js';
 import { checkResolvedAddresses, refusedAddress, type ResolvedAddress } from './address-policy.js';
 import { resolveHost } from './resolve-host.js';
@@ -70,7 +70,7 @@ async function resolveOnce(host: string, options: FetchImageUrlOptions): Promise
       const lookup = options.lookup ?? resolveHost;
       addresses = await lookup(host);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      const code = (error as NodeJS.ErrnoException).code ?? messageOf(error);
       const reason = `image_url host ${host} could not be resolved (${code})`;
       // Refused like a private name unless private ones are allowed: the answer must not show which names exist.
       if (!options.allowPrivate) throw refusedAddress(reason);

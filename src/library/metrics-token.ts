@@ -3,7 +3,7 @@
 // the environment do not.
 
 import { readFileSync } from 'node:fs';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { SERVER_SETTINGS } from '../settings/index.js';
 import type { ServerOptions } from './server-options.js';
 
@@ -27,7 +27,7 @@ export function metricsTokenOf(
     } catch (error) {
       throw new RmbgError(
         'usage_error',
-        `${FILE_OPTION}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        `${FILE_OPTION}: cannot read ${options.metricsTokenFile} (${(error as NodeJS.ErrnoException).code ?? messageOf(error)})`,
         { cause: error },
       );
     }

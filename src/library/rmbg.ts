@@ -4,7 +4,7 @@
 import { RmbgError } from '../api/errors.js';
 import type { OutputFormat } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
-import type { BatchEvent } from '../batch/run-batch.js';
+import type { BatchEvent } from '../batch/batch-events.js';
 import type { Remover } from '../batch/remover.js';
 import { type BATCH_SETTINGS, REMOVE_TABLE } from '../settings/index.js';
 import type { OptionsOf } from '../settings/setting.js';
@@ -131,7 +131,7 @@ export function createRmbg(): Rmbg {
       }
       const [{ discoverInputs }, { batchEvents }, { batchRowsOf }] = await Promise.all([
         import('../batch/discover-inputs.js'),
-        import('../batch/batch-events.js'),
+        import('../batch/run-batch.js'),
         import('../batch/batch-rows.js'),
       ]);
       const paths = typeof inputs === 'string' ? [inputs] : [...inputs];

@@ -2,7 +2,7 @@
 // reachable and migrated, the model loaded: 503 with Retry-After otherwise) and GET /metrics (Prometheus).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Service } from '../service/index.js';
 import { mayReadMetrics, type ServerMetrics } from './metrics.js';
@@ -20,7 +20,7 @@ export function readyHandler(service: Partial<Pick<Service, 'checkReady'>>, devi
     try {
       await service.checkReady?.();
     } catch (error) {
-      throw new RmbgError('service_unavailable', `not ready: ${(error as Error).message}`, {
+      throw new RmbgError('service_unavailable', `not ready: ${messageOf(error)}`, {
         retryAfterSeconds: 2,
         cause: error,
       });

@@ -1,10 +1,10 @@
 // The local API service's wiring: its parts (store, engine scheduler, limits, refunder, lease keeper) and
 // timers (replay purge, lease renewal, the sweep of expired leases), its readiness and its close. Each
-// request's steps are request-steps.ts'.
+// request's steps are its use case's: remove-background.ts, get-account.ts.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import type { Engine } from '../engine/types.js';
 import { SERVER_SETTINGS } from '../settings/server.js';
 import { defaultsOf, settingsFor, type SettingsFor } from '../settings/setting.js';
@@ -14,9 +14,10 @@ import { EngineScheduler } from './engine-scheduler.js';
 import { KeyInFlight } from './key-in-flight.js';
 import { KeyLookups } from './key-lookups.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { getAccount } from './get-account.js';
 import { RateLimiter } from './rate-limiter.js';
+import { removeBackground } from './remove-background.js';
 import { Refunder } from './refunder.js';
-import { accountRequest, removeRequest } from './request-steps.js';
 import { Slots } from './slots.js';
 import { ValidKeys } from './valid-keys.js';
 import { StoreClock } from './store-clock.js';
@@ -97,24 +98,54 @@ function engineSlots(engine: Engine): number {
 
 export async function createService(deps: ServiceDeps): Promise<Service> {
   const settings: ServiceSettings = { ...SERVICE_DEFAULTS, ...deps };
-  // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
-  const clock = new StoreClock(deps.store, deps.now ?? Date.now);
-  const now = () => clock.now();
   const shutdown = new AbortController();
   // Every request in flight listens for shutdown; more than the default 10 is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
-  const observer = deps.observer ?? {};
-  const leases = new LeaseKeeper({
-    store: deps.store,
-    leaseTimeMs: settings.leaseTimeMs,
-    clock,
-    onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
-    onError: (what, error) => process.emitWarning(`${what} failed: ${(error as Error).message}`),
-  });
   // Loaded before the first request, so a valid key from a throttled address is known from the start.
   const validKeys = new ValidKeys(deps.store);
   await validKeys.start();
-  const ctx: ServiceContext = {
+  const ctx = serviceContext(deps, settings, validKeys, shutdown.signal);
+  // Requests left unsettled by an instance that died (a crash, a kill) are refunded and their keys failed:
+  // now if their leases expired (or this is the store's only server), later by the sweep otherwise.
+  await ctx.leases.sweep(deps.soleServer === true);
+  ctx.leases.start();
+  const purges = startPurges(deps.store, ctx.now);
+  const requests = new RequestTracker(shutdown.signal);
+
+  return {
+    handleRemoveRequest: (req) => requests.admit(() => removeBackground(ctx, req)),
+    getAccount: (apiKey, requestId = randomUUID(), clientAddress) =>
+      requests.admit(() => getAccount(ctx, apiKey, requestId, clientAddress)),
+    checkReady: () => checkReady(deps),
+    status: () => ({ queued: ctx.scheduler.admitted, inFlight: requests.size }),
+    settings: () => settingsOf(ctx),
+    async close() {
+      purges.stop();
+      validKeys.stop();
+      ctx.leases.stop();
+      shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
+      await requests.settled();
+      // The caller closes the store next: let a purge still running finish its current batches first.
+      await purges.running();
+      // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
+      await ctx.refunder.retryPending();
+      ctx.refunder.stop();
+    },
+  };
+}
+
+/** The service's parts, from its settings: what every use case is given. */
+function serviceContext(
+  deps: ServiceDeps,
+  settings: ServiceSettings,
+  validKeys: ValidKeys,
+  shutdown: AbortSignal,
+): ServiceContext & { leases: LeaseKeeper } {
+  // deps.now is this server's clock; the service reads time on the database's (measured at each sweep).
+  const clock = new StoreClock(deps.store, deps.now ?? Date.now);
+  const now = () => clock.now();
+  const observer = deps.observer ?? {};
+  return {
     store: deps.store,
     engine: deps.engine,
     scheduler: new EngineScheduler(settings.maxQueue, settings.processingTimeoutMs, engineSlots(deps.engine)),
@@ -128,25 +159,30 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
     processingTimeoutMs: settings.processingTimeoutMs,
     fetchImage: deps.fetchImage,
     now,
-    leases,
+    leases: new LeaseKeeper({
+      store: deps.store,
+      leaseTimeMs: settings.leaseTimeMs,
+      clock,
+      onExpired: (report) => observer.leasesExpired?.(report.expiredLeases),
+      onError: (what, error) => process.emitWarning(`${what} failed: ${messageOf(error)}`),
+    }),
     observer,
-    shutdown: shutdown.signal,
+    shutdown,
   };
+}
 
-  // Requests left unsettled by an instance that died (a crash, a kill) are refunded and their keys failed:
-  // now if their leases expired (or this is the store's only server), later by the sweep otherwise.
-  await leases.sweep(deps.soleServer === true);
-  leases.start();
+/** Deletes what is past its keeping (purgeExpired) now and every PURGE_INTERVAL_MS, one purge at a time: a large
+ * backlog may outlast the interval (each run deletes a bounded number of batches). */
+function startPurges(store: Store, now: () => number): { stop(): void; running(): Promise<void> | undefined } {
   let purging: Promise<void> | undefined;
-  // One purge at a time: a large backlog may outlast the interval (each run deletes a bounded number of batches).
   const purge = () =>
-    (purging ??= deps.store
+    (purging ??= store
       .purgeExpired(now())
       .then(
         () => undefined,
         (error: unknown) =>
           process.emitWarning(
-            `purge of expired replays, idempotency records and usage records failed: ${(error as Error).message}`,
+            `purge of expired replays, idempotency records and usage records failed: ${messageOf(error)}`,
           ),
       )
       .finally(() => (purging = undefined)));
@@ -154,66 +190,66 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
   void purge();
   const timer = setInterval(() => void purge(), PURGE_INTERVAL_MS);
   timer.unref();
+  return { stop: () => clearInterval(timer), running: () => purging };
+}
 
-  const inFlight = new Set<Promise<unknown>>();
-  function track<T>(promise: Promise<T>): Promise<T> {
-    inFlight.add(promise);
-    const forget = () => inFlight.delete(promise);
+/** The requests being handled: each admitted while the service is open and tracked until it ends, so close()
+ * waits for them. */
+class RequestTracker {
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly shutdown: AbortSignal) {}
+
+  get size(): number {
+    return this.#inFlight.size;
+  }
+
+  /** A request's steps while the service is open (503 once it is shutting down), tracked until they end. */
+  admit<T>(steps: () => Promise<T>): Promise<T> {
+    const promise = (async () => {
+      if (this.shutdown.aborted)
+        throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
+          retryAfterSeconds: 5,
+        });
+      return steps();
+    })();
+    this.#inFlight.add(promise);
+    const forget = () => this.#inFlight.delete(promise);
     promise.then(forget, forget);
     return promise;
   }
-  /** A request's steps while the service is open, tracked until they end (close() waits for them). */
-  function admit<T>(steps: () => Promise<T>): Promise<T> {
-    return track(
-      (async () => {
-        if (shutdown.signal.aborted)
-          throw new RmbgError('service_unavailable', 'the service is shutting down; retry shortly', {
-            retryAfterSeconds: 5,
-          });
-        return steps();
-      })(),
+
+  /** Resolves once every request in flight has ended, however. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#inFlight]);
+  }
+}
+
+/** Ready: the model answers and the store is at the schema this rmbg expects; else 503 with the reason. */
+async function checkReady(deps: ServiceDeps): Promise<void> {
+  const broken = deps.engine.broken?.();
+  if (broken !== undefined)
+    throw new RmbgError('service_unavailable', `the model is not answering: ${broken}`, { retryAfterSeconds: 5 });
+  const version = await deps.store.schemaVersion();
+  if (version !== deps.store.latestSchemaVersion) {
+    throw new RmbgError(
+      'service_unavailable',
+      `the store is at schema ${version}, this server needs ${deps.store.latestSchemaVersion}`,
+      { retryAfterSeconds: 5 },
     );
   }
+}
 
+/** The settings in force, read from the parts that hold them. */
+function settingsOf(ctx: ServiceContext): ServiceSettings {
   return {
-    handleRemoveRequest: (req) => admit(() => removeRequest(ctx, req)),
-    getAccount: (apiKey, requestId = randomUUID(), clientAddress) =>
-      admit(() => accountRequest(ctx, apiKey, requestId, clientAddress)),
-    async checkReady() {
-      const broken = deps.engine.broken?.();
-      if (broken !== undefined)
-        throw new RmbgError('service_unavailable', `the model is not answering: ${broken}`, { retryAfterSeconds: 5 });
-      const version = await deps.store.schemaVersion();
-      if (version !== deps.store.latestSchemaVersion) {
-        throw new RmbgError(
-          'service_unavailable',
-          `the store is at schema ${version}, this server needs ${deps.store.latestSchemaVersion}`,
-          { retryAfterSeconds: 5 },
-        );
-      }
-    },
-    status: () => ({ queued: ctx.scheduler.admitted, inFlight: inFlight.size }),
-    settings: () => ({
-      creditsPerImage: ctx.creditsPerImage,
-      rateLimit: ctx.limiter.limitPerMinute,
-      maxQueue: ctx.scheduler.maxQueue,
-      processingTimeoutMs: ctx.scheduler.timeoutMs,
-      maxInFlightPerKey: ctx.inFlight.maxPerKey,
-      maxAuthFailures: ctx.authThrottle.maxFailuresPerMinute,
-      maxUrlFetches: ctx.urlFetches.size,
-      leaseTimeMs: ctx.leases.leaseTimeMs,
-    }),
-    async close() {
-      clearInterval(timer);
-      validKeys.stop();
-      leases.stop();
-      shutdown.abort(new RmbgError('interrupted', 'the service is shutting down'));
-      await Promise.allSettled([...inFlight]);
-      // The caller closes the store next: let a purge still running finish its current batches first.
-      await purging;
-      // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
-      await ctx.refunder.retryPending();
-      ctx.refunder.stop();
-    },
+    creditsPerImage: ctx.creditsPerImage,
+    rateLimit: ctx.limiter.limitPerMinute,
+    maxQueue: ctx.scheduler.maxQueue,
+    processingTimeoutMs: ctx.scheduler.timeoutMs,
+    maxInFlightPerKey: ctx.inFlight.maxPerKey,
+    maxAuthFailures: ctx.authThrottle.maxFailuresPerMinute,
+    maxUrlFetches: ctx.urlFetches.size,
+    leaseTimeMs: ctx.leases.leaseTimeMs,
   };
 }

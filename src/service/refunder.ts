@@ -1,8 +1,10 @@
-// Refunds a request that failed after its charge (store.refund). A refusing store must not turn the client's
-// answer into a 500, so the refund is retried, and meanwhile any server's lease sweep may settle it instead.
+// Refunds a request that failed after its charge (store.refund): every refund of a request goes through here. A
+// refusing store must not turn the client's answer into a 500, so the refund is retried, and meanwhile any
+// server's lease sweep may settle it instead.
 
 import type { IdempotencyRef, RefundOutcome, Store } from '../store/index.js';
 import type { DatabaseBudget } from './answer-bound.js';
+import { messageOf } from '../api/errors.js';
 
 /** Waits between the immediate attempts: a busy database is usually free again within milliseconds. */
 const IMMEDIATE_RETRY_MS = [25, 100, 400] as const;
@@ -59,6 +61,19 @@ export class Refunder {
     }
   }
 
+  /**
+   * One attempt within `budget`, neither retried nor handed to the background: for a caller that reads the
+   * request's settlement again itself and tries again (a held result, remove-background.ts settleHeldResult).
+   * Never throws: undefined when the store did not answer.
+   */
+  refundOnce(
+    requestId: string,
+    idempotency: IdempotencyRef | undefined,
+    budget: DatabaseBudget,
+  ): Promise<RefundOutcome | undefined> {
+    return budget.bound(this.#attempt({ requestId, idempotency, unreceived: false })).catch(() => undefined);
+  }
+
   /** One more attempt for every refund handed to the background (its timer, and Service.close()). */
   retryPending(): Promise<void> {
     this.#retrying ??= this.#retryRound().finally(() => (this.#retrying = undefined));
@@ -91,7 +106,7 @@ export class Refunder {
   #defer(pending: Pending, error: unknown): void {
     this.#pending.set(pending.requestId, pending);
     this.warn(
-      `refund of request ${pending.requestId} failed (${(error as Error).message}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`,
+      `refund of request ${pending.requestId} failed (${messageOf(error)}); retrying every ${BACKGROUND_RETRY_MS / 1000} s`,
     );
     if (!this.#timer) {
       this.#timer = setInterval(() => void this.retryPending(), BACKGROUND_RETRY_MS);

@@ -1,9 +1,10 @@
-// The frame of every API request: authenticate (an address that keeps failing gets 429 unless its key is valid),
-// count it against the key's rate limit, run the use case, attach the rate-limit window to any error, and
-// write the request's usage record whatever happens (a failed authentication is counted instead). Every wait on
+// The frame every API request shares, as named steps a use case calls in order (remove-background.ts,
+// get-account.ts): open it (its usage record and database budget), authenticate the caller (an address that keeps
+// failing gets 429 unless its key is valid), take the key's rate limit, and at the end give an error the rate-limit
+// window and write the usage record whatever happened (a failed authentication is counted instead). Every wait on
 // the store is counted against the request's database budget (answer-bound.ts), the usage record's included.
 
-import { policyOf, RmbgError, toRmbgError } from '../api/errors.js';
+import { policyOf, RmbgError, toRmbgError, messageOf } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
@@ -16,17 +17,25 @@ export interface RequestFrame {
   endpoint: UsageEndpoint;
   /** The client's address, for throttling failed authentications (undefined: not throttled). */
   clientAddress?: string | undefined;
-  /** Usage fields known before the request runs (requested size, input bytes). */
-  usage?: Partial<UsageRecord>;
 }
 
-export async function handleRequest<T>(
-  ctx: ServiceContext,
-  frame: RequestFrame,
-  run: (caller: KeyOwner, rateLimit: RateLimitInfo, usage: UsageRecord, budget: DatabaseBudget) => Promise<T>,
-): Promise<T> {
+/** One request in its frame: what the steps below fill in as it goes. */
+export interface OpenRequest {
+  frame: RequestFrame;
+  startedAt: number;
+  budget: DatabaseBudget;
+  /** Written at the end (closeRequest) when a key was known. */
+  usage: UsageRecord;
+  /** Known once the key's rate limit was taken; every later error carries it. */
+  rateLimit?: RateLimitInfo;
+  /** No key known (missing, invalid, or an address refused for failing): nobody to bill or report to, so no
+   * usage row; the throttle counts these instead. */
+  anonymous: boolean;
+}
+
+/** The request's start: its usage record (a 200 until an error says otherwise) and its database budget. */
+export function openRequest(ctx: ServiceContext, frame: RequestFrame): OpenRequest {
   const startedAt = ctx.now();
-  const budget = new DatabaseBudget();
   const usage: UsageRecord = {
     requestId: frame.requestId,
     accountId: null,
@@ -43,50 +52,64 @@ export async function handleRequest<T>(
     height: null,
     durationMs: 0,
     createdAt: startedAt,
-    ...frame.usage,
   };
-  let rateLimit: RateLimitInfo | undefined;
-  // No key known (missing, invalid, or an address refused for failing): nobody to bill or report to, so no
-  // usage row; the throttle counts these instead.
-  let anonymous = true;
+  return { frame, startedAt, budget: new DatabaseBudget(), usage, anonymous: true };
+}
+
+/** The caller of the frame's API key, through the per-address throttle of failed keys. */
+export async function authenticateCaller(ctx: ServiceContext, request: OpenRequest): Promise<KeyOwner> {
+  const { frame, startedAt } = request;
+  // An address over its failures still has every valid key looked up (the set of valid keys says which, with
+  // no lookup): the throttle must not lock out the customers behind one address (a proxy, a NAT). Any other key
+  // gets 429 without a lookup, so a flood of bad keys costs the store nothing.
+  // A key sent but not known may be one created elsewhere since the last reload of the valid keys: its 429 says
+  // to retry once the set knows it, not at the end of the throttle's minute.
+  const keySent = frame.apiKey !== undefined && frame.apiKey.trim() !== '';
+  const refusal = ctx.authThrottle.refusal(
+    frame.clientAddress,
+    startedAt,
+    keySent ? KEY_SET_KNOWN_WITHIN_S : Number.POSITIVE_INFINITY,
+  );
+  if (refusal && !ctx.keyLookups.known(frame.apiKey)) throw refusal;
+  let caller: KeyOwner;
   try {
-    // An address over its failures still has every valid key looked up (the set of valid keys says which, with
-    // no lookup): the throttle must not lock out the customers behind one address (a proxy, a NAT). Any other key
-    // gets 429 without a lookup, so a flood of bad keys costs the store nothing.
-    // A key sent but not known may be one created elsewhere since the last reload of the valid keys: its 429 says
-    // to retry once the set knows it, not at the end of the throttle's minute.
-    const keySent = frame.apiKey !== undefined && frame.apiKey.trim() !== '';
-    const refusal = ctx.authThrottle.refusal(
-      frame.clientAddress,
-      startedAt,
-      keySent ? KEY_SET_KNOWN_WITHIN_S : Number.POSITIVE_INFINITY,
-    );
-    if (refusal && !ctx.keyLookups.known(frame.apiKey)) throw refusal;
-    let caller: KeyOwner;
-    try {
-      caller = await ctx.keyLookups.authenticate(frame.apiKey, budget);
-    } catch (error) {
-      if (!isAuthFailure(error)) anonymous = false;
-      else if (refusal) throw refusal;
-      else ctx.authThrottle.fail(frame.clientAddress, startedAt);
-      throw error;
-    }
-    anonymous = false;
-    usage.accountId = caller.accountId;
-    usage.keyId = caller.keyId;
-    rateLimit = await budget.bound(ctx.limiter.take(caller.keyId, startedAt));
-    return await run(caller, rateLimit, usage, budget);
+    caller = await ctx.keyLookups.authenticate(frame.apiKey, request.budget);
   } catch (error) {
-    // Authentication errors come before any key is known, so only they go without the rate-limit window.
-    const thrown = toRmbgError(error);
-    const failure = rateLimit ? thrown.with({ rateLimit }) : thrown;
-    usage.status = failure.status;
-    usage.code = failure.code;
-    throw failure;
-  } finally {
-    // Awaited while the budget lasts, then left to finish in the background: the answer does not wait for it.
-    if (!anonymous) await budget.bound(writeUsage(ctx, usage, startedAt)).catch(() => {});
+    if (!isAuthFailure(error)) request.anonymous = false;
+    else if (refusal) throw refusal;
+    else ctx.authThrottle.fail(frame.clientAddress, startedAt);
+    throw error;
   }
+  request.anonymous = false;
+  request.usage.accountId = caller.accountId;
+  request.usage.keyId = caller.keyId;
+  return caller;
+}
+
+/** Counts the request against its key's rate limit (429 past it); the window goes on every later answer. */
+export async function takeRateLimit(
+  ctx: ServiceContext,
+  request: OpenRequest,
+  caller: KeyOwner,
+): Promise<RateLimitInfo> {
+  request.rateLimit = await request.budget.bound(ctx.limiter.take(caller.keyId, request.startedAt));
+  return request.rateLimit;
+}
+
+/** The error the request ends with, recorded in its usage; authentication errors come before any key is known, so
+ * only they go without the rate-limit window. */
+export function requestFailed(request: OpenRequest, error: unknown): RmbgError {
+  const thrown = toRmbgError(error);
+  const failure = request.rateLimit ? thrown.with({ rateLimit: request.rateLimit }) : thrown;
+  request.usage.status = failure.status;
+  request.usage.code = failure.code;
+  return failure;
+}
+
+/** The request's end: its usage record written when a key was known, awaited while the budget lasts, then left to
+ * finish in the background (the answer does not wait for it). */
+export async function closeRequest(ctx: ServiceContext, request: OpenRequest): Promise<void> {
+  if (!request.anonymous) await request.budget.bound(writeUsage(ctx, request.usage, request.startedAt)).catch(() => {});
 }
 
 function isAuthFailure(error: unknown): boolean {
@@ -101,6 +124,6 @@ async function writeUsage(ctx: ServiceContext, usage: UsageRecord, startedAt: nu
     // Usage is reporting, not billing (the ledger and the leases are): a lost record moves no credit, and a
     // failed write must not turn an answered request into an error. Written after the answer (the budget spent),
     // its failure is reported the same way.
-    process.emitWarning(`usage record of request ${usage.requestId} not written: ${(error as Error).message}`);
+    process.emitWarning(`usage record of request ${usage.requestId} not written: ${messageOf(error)}`);
   }
 }

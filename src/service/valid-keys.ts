@@ -3,6 +3,7 @@
 // (a key created or revoked by any process or any server on the same database).
 
 import type { Store } from '../store/index.js';
+import { messageOf } from '../api/errors.js';
 
 /**
  * How often the change marker is read (one count of the key table; a full reload only when it moved). A key
@@ -62,7 +63,7 @@ export class ValidKeys {
   refresh(): Promise<void> {
     this.#refreshing ??= this.#reload()
       .catch((error: unknown) =>
-        this.warn(`reloading the valid API keys failed (kept the last ones): ${(error as Error).message}`),
+        this.warn(`reloading the valid API keys failed (kept the last ones): ${messageOf(error)}`),
       )
       .finally(() => (this.#refreshing = undefined));
     return this.#refreshing;

@@ -34,29 +34,45 @@ import { deleteOldUsage, listUsage, recordUsage } from './usage-records.js';
 class KeyLost extends Error {}
 
 export function createStore(driver: SqlDriver, latestSchemaVersion: number): Store {
-  const tx = driver.transaction.bind(driver);
-  const chargeTurns = new AccountTurns();
-
-  async function accountIdOf(db: SqlExecutor, target: CreditTarget): Promise<string> {
-    if ('accountId' in target) return target.accountId;
-    const owner = await keyOwner(db, target.apiKey);
-    if (!owner) throw new RmbgError('invalid_api_key', 'no active API key matches the given key (unknown or revoked)');
-    return owner.accountId;
-  }
-
-  /** The refund of a failed request: whoever closes the lease gives the charge back and fails the key; once. */
-  async function refundIn(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
-    if ((await closeLease(db, requestId)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
-    const refunded = await refundCharge(db, requestId, now);
-    const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
-    return { settled: true, refunded, keyFailed };
-  }
-
   return {
     engine: driver.engine,
     path: driver.location,
     latestSchemaVersion,
+    ...accountOperations(driver),
+    ...creditOperations(driver),
+    ...requestOperations(driver),
+    ...leaseOperations(driver),
+    ...purgeOperations(driver),
+    countRequest: (keyId, now, windowMs) => countRequest(driver, keyId, now, windowMs),
+    recordUsage: (record) => recordUsage(driver, record),
+    usage: (filter) => listUsage(driver, filter),
+    clock: () => driver.clock(),
+    schemaVersion: () => driver.schemaVersion(),
+    close: () => driver.close(),
+  };
+}
 
+/** A transaction of the driver's. */
+function transactionOf(driver: SqlDriver): SqlDriver['transaction'] {
+  return driver.transaction.bind(driver);
+}
+
+/** Accounts and their API keys. */
+function accountOperations(
+  driver: SqlDriver,
+): Pick<
+  Store,
+  | 'createAccount'
+  | 'createAccountWithKey'
+  | 'createKey'
+  | 'listKeys'
+  | 'revokeKey'
+  | 'accountForKey'
+  | 'keyChangeMarker'
+  | 'activeKeyHashes'
+> {
+  const tx = transactionOf(driver);
+  return {
     createAccount: (plan, now = Date.now()) => createAccount(driver, plan, now),
     createAccountWithKey: ({ plan, credits = 0, pool = 'payg', now = Date.now() }) =>
       tx(async (db) => {
@@ -75,7 +91,20 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
     accountForKey: (apiKey) => keyOwner(driver, apiKey),
     keyChangeMarker: () => keyChangeMarker(driver),
     activeKeyHashes: () => activeKeyHashes(driver),
+  };
+}
 
+/** Credits granted, the balance, the ledger's audit. */
+function creditOperations(driver: SqlDriver): Pick<Store, 'addCredits' | 'balance' | 'auditBalances'> {
+  const tx = transactionOf(driver);
+  async function accountIdOf(db: SqlExecutor, target: CreditTarget): Promise<string> {
+    if ('accountId' in target) return target.accountId;
+    const owner = await keyOwner(db, target.apiKey);
+    if (!owner) throw new RmbgError('invalid_api_key', 'no active API key matches the given key (unknown or revoked)');
+    return owner.accountId;
+  }
+
+  return {
     addCredits: (target, amount, pool, now = Date.now()) =>
       tx(async (db) => {
         const accountId = await accountIdOf(db, target);
@@ -85,7 +114,19 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       }),
     balance: (accountId) => balance(driver, accountId),
     auditBalances: () => ledgerMismatches(driver),
+  };
+}
 
+/** One request's money and key: its Idempotency-Key begun, its charge, its delivery or refund, its settlement. */
+function requestOperations(
+  driver: SqlDriver,
+): Pick<
+  Store,
+  'beginIdempotent' | 'charge' | 'deliver' | 'refund' | 'refundUnreceived' | 'releaseIdempotent' | 'settlementOf'
+> {
+  const tx = transactionOf(driver);
+  const chargeTurns = new AccountTurns();
+  return {
     beginIdempotent: (accountId, key, fingerprint, lease, now = Date.now()) =>
       tx(async (db) => {
         const begun = await beginIdempotent(db, accountId, key, fingerprint, lease.requestId, now);
@@ -129,26 +170,6 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       tx(async (db) => {
         if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);
       }),
-    async purgeExpired(now = Date.now()): Promise<PurgeReport> {
-      const report = { replays: await purgeExpiredReplays(driver, now), keys: 0, usageRecords: 0 };
-      // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long; at most
-      // PURGE_MAX_BATCHES a table per run, the rest left to the next run.
-      for (
-        let batch = 0, deleted = PURGE_BATCH;
-        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
-        batch += 1, report.keys += deleted
-      ) {
-        deleted = await deleteExpiredKeys(driver, now);
-      }
-      for (
-        let batch = 0, deleted = PURGE_BATCH;
-        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
-        batch += 1, report.usageRecords += deleted
-      ) {
-        deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
-      }
-      return report;
-    },
     async settlementOf(requestId): Promise<Settlement> {
       if (await hasLease(driver, requestId)) return 'leased';
       // Closed: a refund row says refunded; otherwise it was delivered (a request charged nothing leaves no row
@@ -160,7 +181,13 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       );
       return refunded ? 'refunded' : 'delivered';
     },
+  };
+}
 
+/** The leases of requests in flight: renewed by their server, expired ones refunded by any server's sweep. */
+function leaseOperations(driver: SqlDriver): Pick<Store, 'renewLeases' | 'expireLeases'> {
+  const tx = transactionOf(driver);
+  return {
     renewLeases: (owner, requestIds, expiresAt) => renewLeases(driver, owner, requestIds, expiresAt),
     async expireLeases(now, { all = false } = {}): Promise<ExpiryReport> {
       const report = { expiredLeases: 0, refundedRequests: 0, failedIdempotencyKeys: 0 };
@@ -195,14 +222,39 @@ export function createStore(driver: SqlDriver, latestSchemaVersion: number): Sto
       }
       return report;
     },
-
-    countRequest: (keyId, now, windowMs) => countRequest(driver, keyId, now, windowMs),
-
-    recordUsage: (record) => recordUsage(driver, record),
-    usage: (filter) => listUsage(driver, filter),
-
-    clock: () => driver.clock(),
-    schemaVersion: () => driver.schemaVersion(),
-    close: () => driver.close(),
   };
+}
+
+/** What is past its keeping: replays, idempotency keys, old usage records, in bounded batches. */
+function purgeOperations(driver: SqlDriver): Pick<Store, 'purgeExpired'> {
+  return {
+    async purgeExpired(now = Date.now()): Promise<PurgeReport> {
+      const report = { replays: await purgeExpiredReplays(driver, now), keys: 0, usageRecords: 0 };
+      // In batches, each its own statement: a backlog never holds rows (or a SQLite writer) for long; at most
+      // PURGE_MAX_BATCHES a table per run, the rest left to the next run.
+      for (
+        let batch = 0, deleted = PURGE_BATCH;
+        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
+        batch += 1, report.keys += deleted
+      ) {
+        deleted = await deleteExpiredKeys(driver, now);
+      }
+      for (
+        let batch = 0, deleted = PURGE_BATCH;
+        deleted === PURGE_BATCH && batch < PURGE_MAX_BATCHES;
+        batch += 1, report.usageRecords += deleted
+      ) {
+        deleted = await deleteOldUsage(driver, now, PURGE_BATCH);
+      }
+      return report;
+    },
+  };
+}
+
+/** The refund of a failed request: whoever closes the lease gives the charge back and fails the key; once. */
+async function refundIn(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
+  if ((await closeLease(db, requestId)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
+  const refunded = await refundCharge(db, requestId, now);
+  const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
+  return { settled: true, refunded, keyFailed };
 }

@@ -2,7 +2,7 @@
 // a database that cannot serve is 503 service_unavailable with Retry-After, never a 500.
 
 import pg from 'pg';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { checkWholeNumber } from '../api/whole-number.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { redactedStoreUrl } from './redact-url.js';
@@ -131,7 +131,7 @@ function isHeldUp(error: unknown): boolean {
 
 function unavailable(error: unknown): RmbgError {
   const what = isHeldUp(error) ? 'the database is held up by another transaction' : 'the database is unreachable';
-  return new RmbgError('service_unavailable', `${what} (${(error as Error).message}); retry shortly`, {
+  return new RmbgError('service_unavailable', `${what} (${messageOf(error)}); retry shortly`, {
     retryAfterSeconds: UNREACHABLE_RETRY_SECONDS,
     cause: error,
   });
@@ -201,7 +201,7 @@ async function migrate(config: pg.ClientConfig, settings: PostgresSettings): Pro
           if (code !== '55P03' && code !== '57014') throw error;
           throw new RmbgError(
             'io_error',
-            `migrating the schema to version ${version + 1} took over ${bound} ms (migration_timeout: ${(error as Error).message}); nothing was changed; raise migration_timeout in the store URL for a large database, or stop what holds its tables`,
+            `migrating the schema to version ${version + 1} took over ${bound} ms (migration_timeout: ${messageOf(error)}); nothing was changed; raise migration_timeout in the store URL for a large database, or stop what holds its tables`,
             { cause: error },
           );
         });
@@ -253,7 +253,7 @@ export async function openPostgresDriver(url: string): Promise<SqlDriver> {
         'usage_error',
         `the store URL ${location} is not a valid URL: percent-encode @ / : ? # and % in its user name and password (encodeURIComponent)`,
       );
-    throw new RmbgError('io_error', `cannot open the PostgreSQL store ${location}: ${(error as Error).message}`, {
+    throw new RmbgError('io_error', `cannot open the PostgreSQL store ${location}: ${messageOf(error)}`, {
       cause: error,
     });
   }

@@ -3,7 +3,7 @@
 // images. A directory or file made readable by an older version, a copy or a restore is fixed here.
 
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 
 const PRIVATE_DIR = 0o700;
 const PRIVATE_FILE = 0o600;
@@ -17,7 +17,7 @@ function chmodOrRefuse(path: string, mode: number): void {
     // Not ours to change (another owner, a read-only mount): refusing beats serving from files others may read.
     throw new RmbgError(
       'io_error',
-      `cannot make ${path} private (mode ${mode.toString(8)}): ${(error as Error).message}; fix its owner or permissions`,
+      `cannot make ${path} private (mode ${mode.toString(8)}): ${messageOf(error)}; fix its owner or permissions`,
       { cause: error },
     );
   }

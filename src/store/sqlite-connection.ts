@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 
 export type SqliteDriverName = 'node:sqlite' | 'better-sqlite3';
 export type SqliteParam = string | number | bigint | null | Uint8Array;
@@ -130,7 +130,7 @@ async function loadBetterSqlite3(): Promise<Driver | string> {
     const folder = betterSqlite3Folder();
     // Its install script did not run (npm 12 runs none unless allowed), or it was built for another Node.
     // `npm rebuild` runs no dependency's script under npm 12 either; the package's own script does, with any npm.
-    if (folder && /Could not locate the bindings file|NODE_MODULE_VERSION/.test((error as Error).message))
+    if (folder && /Could not locate the bindings file|NODE_MODULE_VERSION/.test(messageOf(error)))
       return `better-sqlite3 is not built for Node ${process.version} (run 'npm run install' in ${folder})`;
     return `better-sqlite3 cannot open a database (${firstLine(error)})`;
   }
@@ -247,7 +247,7 @@ export function transactionOpen(db: Pick<NodeDatabase, 'exec'>): boolean {
   try {
     db.exec('BEGIN DEFERRED');
   } catch (error) {
-    if (/within a transaction/.test((error as Error).message)) return true;
+    if (/within a transaction/.test(messageOf(error))) return true;
     throw error;
   }
   db.exec('ROLLBACK');

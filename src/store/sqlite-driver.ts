@@ -4,7 +4,7 @@
 // BEGIN IMMEDIATE to COMMIT.
 
 import { dirname } from 'node:path';
-import { RmbgError } from '../api/errors.js';
+import { RmbgError, messageOf } from '../api/errors.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { makeCompanionsPrivate, preparePrivateFiles } from './private-files.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './sql.js';
@@ -56,7 +56,7 @@ export async function openSqliteDriver(
     db = await openSqlite(path, { busyTimeoutMs: BUSY_TIMEOUT_MS });
   } catch (error) {
     if (error instanceof RmbgError) throw error; // no SQLite driver here: its own one line says the fix
-    throw new RmbgError('io_error', `cannot open ${path}: ${(error as Error).message}`, { cause: error });
+    throw new RmbgError('io_error', `cannot open ${path}: ${messageOf(error)}`, { cause: error });
   }
   try {
     db.exec('PRAGMA journal_mode = WAL');

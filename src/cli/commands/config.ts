@@ -1,7 +1,7 @@
 // `rmbg config set|get|unset|path`: the user settings file (API URL, API key, default image options).
 // Option names are the API's field names (size, format, crop, bg_color), validated by the one schema.
 
-import { RmbgError } from '../../api/errors.js';
+import { RmbgError, messageOf } from '../../api/errors.js';
 import { OPTION_FIELDS, parseRemoveOptions } from '../../api/options.js';
 import { readUserSettings } from '../../config/user-settings.js';
 import { writeUserSetting } from '../../config/settings-writer.js';
@@ -72,7 +72,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     try {
       parseRemoveOptions(defaults);
     } catch (error) {
-      throw new RmbgError('usage_error', (error as Error).message);
+      throw new RmbgError('usage_error', messageOf(error));
     }
     writeUserSetting('defaults', Object.keys(defaults).length ? defaults : undefined);
   }

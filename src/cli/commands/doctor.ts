@@ -30,6 +30,7 @@ import { EXIT } from '../exit-codes.js';
 import { modelRows } from './models-list.js';
 import { resolveModel } from '../../engine/model/model-registry.js';
 import { userModelsDirOf } from '../../engine/model/user-models.js';
+import { messageOf } from '../../api/errors.js';
 
 interface GpuReport {
   works: boolean;
@@ -211,7 +212,7 @@ function modelProblem(
     if (row) return row.status === 'missing' || row.status === 'corrupt' ? `its weights are ${row.status}` : undefined;
     return existsSync(resolved.path) ? undefined : `no file at ${resolved.path}`;
   } catch (error) {
-    return (error as Error).message;
+    return messageOf(error);
   }
 }
 

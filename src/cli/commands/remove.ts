@@ -3,13 +3,13 @@
 
 import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
-import { policyOf, RmbgError, toRmbgError } from '../../api/errors.js';
+import { policyOf, RmbgError, toRmbgError, messageOf } from '../../api/errors.js';
 import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
 import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
 import { batchRowsOf } from '../../batch/batch-rows.js';
 import type { Remover } from '../../batch/remover.js';
-import { batchEvents } from '../../batch/batch-events.js';
-import type { BatchEvent, BatchSummary } from '../../batch/run-batch.js';
+import type { BatchEvent, BatchSummary } from '../../batch/batch-events.js';
+import { batchEvents } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
 import { secretOrStdin } from '../read-secret.js';
 import { EXIT } from '../exit-codes.js';
@@ -42,7 +42,7 @@ function optionsFrom(command: Command, stored: Config['defaultFields']): RemoveO
   try {
     return parseRemoveOptions({ ...stored, ...fromFlags }, CALLER_DEFAULT_OPTIONS);
   } catch (error) {
-    throw new RmbgError('usage_error', (error as Error).message);
+    throw new RmbgError('usage_error', messageOf(error));
   }
 }
 

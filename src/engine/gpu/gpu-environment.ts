@@ -2,6 +2,7 @@
 
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { messageOf } from '../../api/errors.js';
 
 /** Vulkan drivers that run on the CPU (lavapipe, SwiftShader): far slower than onnxruntime's CPU provider. */
 const SOFTWARE_DRIVER = /lvp|lavapipe|swiftshader|llvmpipe/i;
@@ -182,7 +183,7 @@ export function describeEnvironment(environment: GpuEnvironment): string {
 
 /** The last sentence of ORT's "…/webgpu_context.cc:136 … was false. Failed to get a WebGPU adapter: …". */
 export function gpuErrorText(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const ort = /\S+\.(?:cc|h|cpp):\d+ [^\n]*?(?:was false\.|\]) *([^\n]+)/.exec(message);
   return (ort?.[1] ?? message.split('\n')[0] ?? message).trim();
 }

@@ -2,6 +2,7 @@
 
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { builtModule } from '../../platform/built-module.js';
 import {
   gpuErrorText,
   isSoftwareAdapter,
@@ -14,12 +15,7 @@ import {
 /** The loader's own INFO/DEBUG lines that VK_LOADER_DEBUG=driver asks for. */
 const LOADER_DEBUG_LINE = /^(?:(?:INFO|DEBUG) +\| +)?DRIVER: /;
 
-// Run from the TypeScript source (the tests), the entry is the built one in dist/, as for the inference worker.
-const ENTRY = fileURLToPath(
-  import.meta.url.endsWith('.ts')
-    ? new URL('../../../dist/engine/gpu/gpu-probe-entry.js', import.meta.url)
-    : new URL('./gpu-probe-entry.js', import.meta.url),
-);
+const ENTRY = fileURLToPath(builtModule('engine/gpu/gpu-probe-entry.js'));
 
 export interface GpuProbe {
   ok: boolean;

@@ -1,5 +1,6 @@
 // HEVC-coded HEIC, which sharp's prebuilt libvips cannot decode (its libheif has AV1 only): libheif compiled to
-// WebAssembly (heic-decode over libheif-js). Loaded with import() by decode-input.ts only when a HEIC is met.
+// WebAssembly (heic-decode over libheif-js). Loaded with import() by its pixel job
+// (runtime/pixel-jobs.ts) only when a HEIC is met; engine/decode-input.ts sends it there.
 
 import decodeHeic from 'heic-decode';
 

@@ -1,6 +1,6 @@
 // The input gate's refusals, worded once: each says what was wrong and what rmbg accepts.
 
-import { RmbgError } from '../../api/errors.js';
+import { RmbgError, messageOf } from '../../api/errors.js';
 
 /** The formats the API accepts (api-spec: image_file), as users read them. */
 export const ACCEPTED_FORMATS = 'JPG, PNG or WebP';
@@ -8,7 +8,7 @@ export const ACCEPTED_FORMATS = 'JPG, PNG or WebP';
 /** A decoder's complaint as one line: libvips repeats a warning once per pass and ends lines with newlines, and an
  * error message must stay one line on stderr and in JSON lines. */
 export function decoderReason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const firstLine = message
     .split('\n')
     .map((line) => line.trim())

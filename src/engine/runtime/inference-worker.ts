@@ -3,8 +3,9 @@
 
 import { Worker } from 'node:worker_threads';
 import { RmbgError, type ErrorCode } from '../../api/errors.js';
-import { claimGpu, releaseGpu } from '../gpu/gpu-claim.js';
-import { gpuTurn } from '../gpu/gpu-queue.js';
+import { builtModule } from '../../platform/built-module.js';
+import { claimGpu, releaseGpu } from './gpu-claim.js';
+import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from '../model/model-contract.js';
 import type { ResolvedModel } from '../model/model-registry.js';
 import type { MaskPlane, SessionOptions } from '../model/model-session.js';
@@ -33,10 +34,7 @@ export type FromWorker =
   | { type: 'result'; id: number; plane: MaskPlane }
   | { type: 'failed'; id: number; error: WireError };
 
-// A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
-const ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('../../../dist/engine/runtime/inference-worker-entry.js', import.meta.url)
-  : new URL('./inference-worker-entry.js', import.meta.url);
+const ENTRY = builtModule('engine/runtime/inference-worker-entry.js');
 
 interface PendingRun {
   resolve(plane: MaskPlane): void;

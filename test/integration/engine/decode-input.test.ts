@@ -8,7 +8,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../../src/api/limits.js';
-import { convertForUpload, decodePhoto } from '../../../src/engine/image/decode-input.js';
+import { convertForUpload, decodePhoto } from '../../../src/engine/decode-input.js';
 import { heicFromJpeg } from '../../helpers/photo-formats.js';
 import { seededRandom } from '../../helpers/seeded-random.js';
 

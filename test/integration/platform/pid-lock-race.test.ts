@@ -5,9 +5,9 @@ import { execa } from 'execa';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, ROOT } from '../../helpers/cli.js';
+import { builtModule } from '../../../src/platform/built-module.js';
+import { ensureBuilt } from '../../helpers/cli.js';
 
 const RACERS = 12;
 const ROUNDS = 4;
@@ -21,7 +21,7 @@ afterEach(() => {
 
 /** Tries the lock, says 'got' or 'busy', and keeps what it got until its stdin closes. */
 const RACER = `
-import { acquirePidLock } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'platform', 'pid-lock.js')).href)};
+import { acquirePidLock } from ${JSON.stringify(builtModule('platform/pid-lock.js').href)};
 const lock = process.argv[1];
 let said = 'busy';
 try { acquirePidLock(lock, () => 'busy'); said = 'got'; } catch (error) { if (error.code !== 'usage_error') said = 'error ' + error.message; }

@@ -7,7 +7,7 @@ import { createServer as listen } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keyEnd } from '../../../src/batch/remote-remover.js';
-import type { BatchSettings } from '../../../src/batch/run-batch.js';
+import type { BatchSettings } from '../../../src/batch/batch-events.js';
 import { EXIT } from '../../../src/cli/exit-codes.js';
 import { startLocalService } from '../../../src/library/create-server.js';
 import { engineKeyOf, engineOptionsOf } from '../../../src/library/engine-settings.js';

@@ -7,13 +7,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
 import { LIMITS } from '../../../src/api/limits.js';
+import { builtModule } from '../../../src/platform/built-module.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../../src/store/migrations.js';
 import { openStore, STORE_FILE, storeTarget, type Lease, type Store } from '../../../src/store/index.js';
-import { ROOT } from '../../helpers/cli.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
 import { withSqliteFile } from '../../helpers/sqlite-file.js';
 import { onEachStore, storeEngines } from '../../helpers/store-matrix.js';
@@ -401,7 +400,7 @@ describe('the SQLite file', () => {
          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
          db.exec('COMMIT'); db.close();`,
         join(data, STORE_FILE),
-        pathToFileURL(join(ROOT, 'dist/store/sqlite-connection.js')).href,
+        builtModule('store/sqlite-connection.js').href,
       ],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
     );

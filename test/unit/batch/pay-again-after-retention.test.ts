@@ -12,7 +12,8 @@ import { LIMITS } from '../../../src/api/limits.js';
 import { canonicalOptions, DEFAULT_OPTIONS } from '../../../src/api/options.js';
 import { JOURNAL_NAME, type JournalRecord } from '../../../src/batch/journal.js';
 import { remoteRemover } from '../../../src/batch/remote-remover.js';
-import { runBatch, type FileEvent } from '../../../src/batch/run-batch.js';
+import type { FileEvent } from '../../../src/batch/batch-events.js';
+import { runBatch } from '../../../src/batch/run-batch.js';
 import { idempotencyKeyFor } from '../../../src/client/idempotency-key.js';
 import { createFaultServer, imageResult, makePng, type FaultServer } from '../../helpers/fault-server.js';
 

@@ -21,13 +21,8 @@ import { canonicalOptions, DEFAULT_OPTIONS, type RemoveOptions } from '../../../
 import type { InputItem } from '../../../src/batch/discover-inputs.js';
 import { JOURNAL_NAME, type JournalRecord } from '../../../src/batch/journal.js';
 import type { RemoveCall, Remover } from '../../../src/batch/remover.js';
-import {
-  type BatchEvent,
-  type BatchOptions,
-  type BatchSummary,
-  type FileEvent,
-  runBatch,
-} from '../../../src/batch/run-batch.js';
+import type { BatchEvent, BatchSummary, FileEvent } from '../../../src/batch/batch-events.js';
+import { type BatchOptions, runBatch } from '../../../src/batch/run-batch.js';
 
 const OPTIONS: RemoveOptions = { ...DEFAULT_OPTIONS, format: 'png' };
 const OPTIONS_KEY = canonicalOptions(OPTIONS);

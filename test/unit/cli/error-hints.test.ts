@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RmbgError } from '../../../src/api/errors.js';
-import type { BatchSummary } from '../../../src/batch/run-batch.js';
+import type { BatchSummary } from '../../../src/batch/batch-events.js';
 import { stopHint } from '../../../src/cli/render-progress.js';
 import { reportError } from '../../../src/cli/report-error.js';
 

@@ -7,12 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SOFTWARE_GPU_OPT_IN } from '../../../src/api/device.js';
-import { parseRemoveOptions } from '../../../src/api/options.js';
-import { createEngine } from '../../../src/engine/index.js';
-import { cachedGraph } from '../../../src/engine/model/graph-cache.js';
-import { gpuEnvironment } from '../../../src/engine/gpu/gpu-environment.js';
-import { writeRedChannelModel } from '../../helpers/onnx-writer.js';
+import { SOFTWARE_GPU_OPT_IN } from '../../../../src/api/device.js';
+import { parseRemoveOptions } from '../../../../src/api/options.js';
+import { createEngine } from '../../../../src/engine/index.js';
+import { cachedGraph } from '../../../../src/engine/model/graph-cache.js';
+import { gpuEnvironment } from '../../../../src/engine/gpu/gpu-environment.js';
+import { writeRedChannelModel } from '../../../helpers/onnx-writer.js';
 
 // lavapipe is a software adapter: --device gpu runs on it only with the opt-in for tests.
 process.env[SOFTWARE_GPU_OPT_IN] = '1';
@@ -25,7 +25,7 @@ const options = parseRemoveOptions({ size: 'preview', format: 'png' });
 let photo: Buffer;
 
 beforeAll(async () => {
-  photo = await sharp(readFileSync(join(import.meta.dirname, '../../../samples/chelsea.png')))
+  photo = await sharp(readFileSync(join(import.meta.dirname, '../../../../samples/chelsea.png')))
     .resize(320)
     .png()
     .toBuffer();
@@ -91,12 +91,12 @@ describe('--device gpu on a real WebGPU adapter (lavapipe)', () => {
     const model = { name: 'red', bytes: readFileSync(red).length, sha256 };
     // A CPU graph in the cache under this model's hash, unreadable on purpose: a session that loads it fails.
     const { version } = JSON.parse(
-      readFileSync(join(import.meta.dirname, '../../../node_modules/onnxruntime-common/package.json'), 'utf8'),
+      readFileSync(join(import.meta.dirname, '../../../../node_modules/onnxruntime-common/package.json'), 'utf8'),
     ) as { version: string };
     const cpuEntry = cachedGraph(cache, sha256, version, 'cpu');
     const cpuFile = cpuEntry.saveTo?.replace(/\.\d+\.tmp$/, '') as string;
     writeFileSync(cpuFile, 'a CPU-optimised graph');
-    const { WorkerSession } = await import('../../../src/engine/runtime/inference-worker.js');
+    const { WorkerSession } = await import('../../../../src/engine/runtime/inference-worker.js');
     const contract = {
       input: { name: 'input', shape: [1, 3, 1024, 1024] as [number, number, number, number] },
       output: 'output',

@@ -8,6 +8,7 @@ import { readlinkSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { messageOf } from '../../api/errors.js';
 
 /** Why a copy that asks finds the GPU taken. */
 export const GPU_HELD_ELSEWHERE =
@@ -85,7 +86,7 @@ export async function claimGpu(address = claimAddress()): Promise<string | undef
     if (bound === claim) bound = undefined;
     return (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
       ? GPU_HELD_ELSEWHERE
-      : `the process's GPU claim failed: ${(error as Error).message}`;
+      : `the process's GPU claim failed: ${messageOf(error)}`;
   }
 }
 

@@ -2,8 +2,9 @@
 
 import { parentPort } from 'node:worker_threads';
 import { runPixelJob, type PixelJobInput, type PixelJobName } from './pixel-jobs.js';
-import { movableBuffers, type PixelReply } from './pixel-workers.js';
-import { sendStdoutToStderr } from '../runtime/worker-stdout.js';
+import type { PixelReply } from './pixel-workers.js';
+import { sendStdoutToStderr } from './worker-stdout.js';
+import { movableBuffers } from '../../platform/thread-transfer.js';
 
 if (!parentPort) throw new Error('pixel-worker-entry runs only as a worker thread');
 sendStdoutToStderr();

@@ -4,15 +4,15 @@
 
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { workerExecArgv } from '../../../src/engine/runtime/worker-exec-argv.js';
-import { ensureBuilt, removeTempDirs, ROOT, tempDir } from '../../helpers/cli.js';
+import { builtModule } from '../../../../src/platform/built-module.js';
+import { workerExecArgv } from '../../../../src/engine/runtime/worker-exec-argv.js';
+import { ensureBuilt, removeTempDirs, tempDir } from '../../../helpers/cli.js';
 
 afterAll(() => removeTempDirs());
 
-const BUILT = pathToFileURL(path.join(ROOT, 'dist/engine/runtime/worker-exec-argv.js')).href;
+const BUILT = builtModule('engine/runtime/worker-exec-argv.js').href;
 
 describe('workerExecArgv', () => {
   it('leaves the worker to inherit its parent options unless they hold --input-type', () => {

@@ -9,8 +9,8 @@ import {
   userEnvironment,
   withSoftwareAdaptersHidden,
   type GpuEnvironment,
-} from '../../../src/engine/gpu/gpu-environment.js';
-import { probeGpu } from '../../../src/engine/gpu/gpu-probe.js';
+} from '../../../../src/engine/gpu/gpu-environment.js';
+import { probeGpu } from '../../../../src/engine/gpu/gpu-probe.js';
 
 const drivers = [
   { manifest: 'lvp_icd.json', path: '/usr/share/vulkan/icd.d/lvp_icd.json', software: true },

@@ -2,8 +2,8 @@
 // same pixels as the general loop, which this holds it to on random images, masks and input alpha.
 
 import { describe, expect, it } from 'vitest';
-import { compose, composeLoop, type ComposeInput } from '../../../src/engine/output/compose.js';
-import { seededRandom } from '../../helpers/seeded-random.js';
+import { compose, composeLoop, type ComposeInput } from '../../../../src/engine/output/compose.js';
+import { seededRandom } from '../../../helpers/seeded-random.js';
 
 function randomInput(seed: number, channels: 3 | 4): ComposeInput {
   const next = seededRandom(seed);

@@ -5,9 +5,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMITS } from '../../../src/api/limits.js';
-import { concurrencyFor } from '../../../src/engine/runtime/device-report.js';
-import { availableMemory, imagesWithinMemory, peakBytesOf } from '../../../src/engine/runtime/memory-budget.js';
+import { LIMITS } from '../../../../src/api/limits.js';
+import { concurrencyFor } from '../../../../src/engine/runtime/device-report.js';
+import { availableMemory, imagesWithinMemory, peakBytesOf } from '../../../../src/engine/runtime/memory-budget.js';
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;

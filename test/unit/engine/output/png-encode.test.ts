@@ -5,9 +5,9 @@
 import zlib from 'node:zlib';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pngChunks } from '../../../src/engine/image/png-chunks.js';
-import { adler32Combine, encodePng } from '../../../src/engine/output/png-encode.js';
-import { seededRandom } from '../../helpers/seeded-random.js';
+import { pngChunks } from '../../../../src/engine/image/png-chunks.js';
+import { adler32Combine, encodePng } from '../../../../src/engine/output/png-encode.js';
+import { seededRandom } from '../../../helpers/seeded-random.js';
 
 /** A photo-like image: smooth gradients, noise, and a transparent (zeroed) border as a cutout has. */
 function image(width: number, height: number, channels: 3 | 4, seed: number): Buffer {

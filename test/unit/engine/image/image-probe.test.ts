@@ -4,13 +4,13 @@
 
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { RmbgError } from '../../../src/api/errors.js';
-import { LIMITS } from '../../../src/api/limits.js';
-import { probeImage } from '../../../src/engine/image/image-probe.js';
-import { decoderReason } from '../../../src/engine/image/input-errors.js';
-import { PNG_SIGNATURE, pngChunk, pngChunks } from '../../../src/engine/image/png-chunks.js';
-import { webpChunks } from '../../../src/engine/image/webp-chunks.js';
-import { MARKER_COLOURS, jpegWithOrientation, markerBoxes } from '../../helpers/exif-images.js';
+import { RmbgError } from '../../../../src/api/errors.js';
+import { LIMITS } from '../../../../src/api/limits.js';
+import { probeImage } from '../../../../src/engine/image/image-probe.js';
+import { decoderReason } from '../../../../src/engine/image/input-errors.js';
+import { PNG_SIGNATURE, pngChunk, pngChunks } from '../../../../src/engine/image/png-chunks.js';
+import { webpChunks } from '../../../../src/engine/image/webp-chunks.js';
+import { MARKER_COLOURS, jpegWithOrientation, markerBoxes } from '../../../helpers/exif-images.js';
 import {
   animatedWebp,
   apng,
@@ -37,7 +37,7 @@ import {
   truncatedPng,
   truncatedWebp,
   widePng,
-} from '../../helpers/hostile-images.js';
+} from '../../../helpers/hostile-images.js';
 
 async function refusal(input: Buffer): Promise<RmbgError> {
   try {

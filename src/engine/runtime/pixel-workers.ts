@@ -4,13 +4,11 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { RmbgError } from '../../api/errors.js';
+import { builtModule } from '../../platform/built-module.js';
 import type { PixelJobName, PixelJobOutput, PixelWork } from './pixel-jobs.js';
-import { workerExecArgv } from '../runtime/worker-exec-argv.js';
+import { workerExecArgv } from './worker-exec-argv.js';
 
-// A worker cannot load .ts: run from the source (the tests), it runs the built entry in dist/.
-const ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('../../../dist/engine/output/pixel-worker-entry.js', import.meta.url)
-  : new URL('./pixel-worker-entry.js', import.meta.url);
+const ENTRY = builtModule('engine/runtime/pixel-worker-entry.js');
 
 /** Workers: a quarter of the cores, 2 to 4 (a PNG's bands deflate on libuv's pool besides). At least 2, so one
  * image's tensor never waits behind another's compose: with 1, a 2-core folder ran slower than with the work on the
@@ -46,29 +44,6 @@ const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic']);
 
 const workers: PixelWorker[] = [];
 let nextId = 0;
-
-/**
- * The buffers of `values` (typed arrays, or an object's typed-array fields) that a message may move rather than copy:
- * those a view spans whole. Only for arrays this code allocated or received in a message: a Buffer of sharp's is
- * external memory, which Node copies in a transfer list (20) or refuses there (22): never list one.
- */
-export function movableBuffers(...values: unknown[]): ArrayBuffer[] {
-  const views = values.flatMap((value) =>
-    ArrayBuffer.isView(value) ? [value] : typeof value === 'object' && value ? Object.values(value) : [],
-  );
-  const buffers = views.flatMap((view) =>
-    ArrayBuffer.isView(view) &&
-    view.buffer instanceof ArrayBuffer &&
-    view.byteOffset === 0 &&
-    view.byteLength === view.buffer.byteLength
-      ? [view.buffer]
-      : [],
-  );
-  return [...new Set(buffers)]; // a buffer listed twice is refused
-}
-
-/** A Buffer over a typed array's bytes, without a copy (a message delivers plain typed arrays, a job's results too). */
-export const bufferOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** Starts a worker; unref'd while it has no job, so an idle one never holds the process open. */
 function startWorker(): PixelWorker {

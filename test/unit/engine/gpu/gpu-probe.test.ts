@@ -3,10 +3,10 @@
 
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSoftwareAdapter, loaderAdapters } from '../../../src/engine/gpu/gpu-environment.js';
-import { probeGpu } from '../../../src/engine/gpu/gpu-probe.js';
+import { isSoftwareAdapter, loaderAdapters } from '../../../../src/engine/gpu/gpu-environment.js';
+import { probeGpu } from '../../../../src/engine/gpu/gpu-probe.js';
 
-const HUNG = path.join(import.meta.dirname, '../../fixtures/hung-probe.mjs');
+const HUNG = path.join(import.meta.dirname, '../../../fixtures/hung-probe.mjs');
 
 describe('probeGpu', () => {
   it('kills a probe that ignores SIGTERM once its limit passes, and says it timed out after that long', async () => {

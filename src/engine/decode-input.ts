@@ -1,16 +1,18 @@
 // Photos the API does not take (HEIC/HEIF, AVIF, TIFF), for rmbg's own callers: checked against the API's limits
 // from their header, then decoded here (oriented, sRGB) for the engine on this computer, or converted to an image
 // the API takes before an upload to a server. `rmbg serve` never calls this: it takes JPG, PNG and WebP only.
+// Beside pipeline.ts, above image/ and runtime/: it runs a HEIC's decode (image/heic-decoder.ts) on a pixel worker.
 
 import sharp, { type Sharp } from 'sharp';
-import { RmbgError } from '../../api/errors.js';
-import { LIMIT_TEXT, LIMITS } from '../../api/limits.js';
-import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../../api/media-types.js';
-import { buildTiff, type Entry } from './exif.js';
-import { checkByteSize, checkDimensions } from './image-probe.js';
-import { decoderReason } from './input-errors.js';
-import { bufferOf, onPixelWorker } from '../output/pixel-workers.js';
-import type { DecodedPhoto } from '../types.js';
+import { RmbgError } from '../api/errors.js';
+import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
+import { CONVERTIBLE_FORMATS, type ConvertibleFormat } from '../api/media-types.js';
+import { buildTiff, type Entry } from './image/exif.js';
+import { checkByteSize, checkDimensions } from './image/image-probe.js';
+import { decoderReason } from './image/input-errors.js';
+import { onPixelWorker } from './runtime/pixel-workers.js';
+import { bufferOf } from '../platform/thread-transfer.js';
+import type { DecodedPhoto } from './types.js';
 
 /** What an upload of a converted photo is: lossless when it fits the API's byte limit. */
 export type UploadFormat = 'png' | 'jpeg' | 'webp';

@@ -4,10 +4,10 @@
 // waits for real time to pass.
 
 import { afterEach, expect, it, vi } from 'vitest';
-import { SOFTWARE_GPU_OPT_IN } from '../../../src/api/device.js';
-import { createEngine } from '../../../src/engine/index.js';
-import { warmKeyModel } from '../../helpers/fast-models.js';
-import { type InferenceGate, inferenceGate } from '../../helpers/inference-gate.js';
+import { SOFTWARE_GPU_OPT_IN } from '../../../../src/api/device.js';
+import { createEngine } from '../../../../src/engine/index.js';
+import { warmKeyModel } from '../../../helpers/fast-models.js';
+import { type InferenceGate, inferenceGate } from '../../../helpers/inference-gate.js';
 
 // lavapipe is a software adapter: --device gpu runs on it only with the opt-in for tests.
 process.env[SOFTWARE_GPU_OPT_IN] = '1';

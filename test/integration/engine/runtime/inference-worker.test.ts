@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RmbgError } from '../../../src/api/errors.js';
-import { WorkerSession } from '../../../src/engine/runtime/inference-worker.js';
-import type { ResolvedModel } from '../../../src/engine/model/model-registry.js';
-import { writeRedChannelModel, writeSlowModel } from '../../helpers/onnx-writer.js';
+import { RmbgError } from '../../../../src/api/errors.js';
+import { WorkerSession } from '../../../../src/engine/runtime/inference-worker.js';
+import type { ResolvedModel } from '../../../../src/engine/model/model-registry.js';
+import { writeRedChannelModel, writeSlowModel } from '../../../helpers/onnx-writer.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rmbg-inference-worker-'));
 const width = 4;

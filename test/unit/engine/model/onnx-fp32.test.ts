@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeFp16ConvModel } from '../../helpers/onnx-writer.js';
-import { removeTempDirs, tempDir } from '../../helpers/cli.js';
-import { convertToFp32 } from '../../../src/engine/model/onnx-fp32.js';
+import { writeFp16ConvModel } from '../../../helpers/onnx-writer.js';
+import { removeTempDirs, tempDir } from '../../../helpers/cli.js';
+import { convertToFp32 } from '../../../../src/engine/model/onnx-fp32.js';
 
 afterAll(removeTempDirs);
 

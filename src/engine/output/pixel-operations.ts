@@ -1,8 +1,8 @@
 // The per-pixel JavaScript of one image, as plain functions of typed arrays and numbers: the model's input tensor,
-// the mask as bytes fitted to the result with its foreground box, the auto format's choice, compose (compose.ts),
-// the PNG (png-encode.ts), and a HEIC's decode (image/heic-decoder.ts). They run on pixel workers (pixel-workers.ts)
+// the mask as bytes fitted to the result with its foreground box, the auto format's choice, compose (compose.ts)
+// and the PNG (png-encode.ts). They run as jobs on pixel workers (runtime/pixel-jobs.ts, runtime/pixel-workers.ts)
 // so the main thread only orchestrates; the same code in process gives the same bytes
-// (test/integration/engine/pixel-workers.test.ts).
+// (test/integration/engine/runtime/pixel-workers.test.ts).
 
 import type { Rgba } from '../../api/color.js';
 import { AUTO_FORMAT, OUTPUT_FORMATS } from '../../api/media-types.js';
@@ -10,7 +10,7 @@ import type { Format, OutputFormat } from '../../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { upsampleMask, type Dimensions } from './mask-upsample.js';
 import { encodePng } from './png-encode.js';
-import { bufferOf } from './pixel-workers.js';
+import { bufferOf } from '../../platform/thread-transfer.js';
 
 /** RGB bytes at the model's size and the model's normalisation (model-contract.ts). */
 export interface TensorJob {
@@ -142,48 +142,8 @@ export async function finishCutout(job: FinishJob): Promise<Finished> {
   const { mask, bounds } = fitMask({ ...job.mask, to: { width, height }, findBounds: job.findBounds });
   const composeJob = { pixels, channels, mask, width, height, background };
   const format = chooseFormat(job.format, background, mask, composeJob);
-  if (format === 'png') return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
+  if (OUTPUT_FORMATS[format].encoder.by === 'png-bands')
+    return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
   const composed = rowComposer(composeJob, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
   return { format, bounds, composed: composed.pixels, channels: composed.channels };
 }
-
-/** A HEIC's bytes and the size of the image to decode (its primary, whose header was checked). */
-export interface HeicJob {
-  heic: Uint8Array;
-  width: number;
-  height: number;
-}
-
-/** The HEIC's image as RGBA bytes (image/heic-decoder.ts: libheif in WebAssembly, seconds for a 12 MP photo, which
- * on the main thread held every other photo in flight); undefined when it holds no image of that size. */
-async function decodeHeic({ heic, width, height }: HeicJob): Promise<Uint8Array | undefined> {
-  const { decodeHeicPixels } = await import('../image/heic-decoder.js'); // loaded only when a HEIC comes
-  return decodeHeicPixels(bufferOf(heic), { width, height });
-}
-
-/** The jobs a pixel worker runs, by name: what pixel-worker-entry.ts dispatches and a test calls in process. */
-export const PIXEL_JOBS = { tensor: modelTensor, mask: fitMask, finish: finishCutout, heic: decodeHeic };
-
-export type PixelJobName = keyof typeof PIXEL_JOBS;
-export type PixelJobInput<Name extends PixelJobName> = Parameters<(typeof PIXEL_JOBS)[Name]>[0];
-export type PixelJobOutput<Name extends PixelJobName> = Awaited<ReturnType<(typeof PIXEL_JOBS)[Name]>>;
-
-/** Runs a job's work somewhere: on a pixel worker (pixel-workers.ts `onPixelWorker`) or in process (`inProcess`).
- * `transfer`: buffers the caller gives up, moved to a worker rather than copied. */
-export type PixelWork = <Name extends PixelJobName>(
-  name: Name,
-  input: PixelJobInput<Name>,
-  transfer?: ArrayBuffer[],
-) => Promise<PixelJobOutput<Name>>;
-
-/** One job run on this thread: the worker's dispatch, and the in-process path. */
-export async function runPixelJob<Name extends PixelJobName>(
-  name: Name,
-  input: PixelJobInput<Name>,
-): Promise<PixelJobOutput<Name>> {
-  const job = PIXEL_JOBS[name] as (input: PixelJobInput<Name>) => PixelJobOutput<Name> | Promise<PixelJobOutput<Name>>;
-  return job(input);
-}
-
-/** The jobs on the calling thread (a test's yardstick for the workers' bytes). */
-export const inProcess: PixelWork = (name, input) => runPixelJob(name, input);

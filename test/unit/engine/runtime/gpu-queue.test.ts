@@ -2,7 +2,7 @@
 // the process), while one session's runs may wait in its worker behind the one in the model.
 
 import { describe, expect, it } from 'vitest';
-import { gpuTurn } from '../../../src/engine/gpu/gpu-queue.js';
+import { gpuTurn } from '../../../../src/engine/runtime/gpu-queue.js';
 
 /**
  * A scenario: works asked for in groups (a drain after each group), each "name:owner:upTo" (owner a, b, or - for

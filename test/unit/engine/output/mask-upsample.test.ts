@@ -4,7 +4,7 @@
 
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { isUpsizing, upsampleMask } from '../../../src/engine/output/mask-upsample.js';
+import { isUpsizing, upsampleMask } from '../../../../src/engine/output/mask-upsample.js';
 
 /** Bilinear with centre-aligned samples, in floating point: the definition the integer pass approximates. */
 function exact(src: Uint8Array, sw: number, sh: number, dw: number, dh: number): Uint8Array {

@@ -7,25 +7,25 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_OPTIONS, parseRemoveOptions } from '../../../src/api/options.js';
-import { createEngine } from '../../../src/engine/index.js';
+import { DEFAULT_OPTIONS, parseRemoveOptions } from '../../../../src/api/options.js';
+import { createEngine } from '../../../../src/engine/index.js';
+import type { FinishJob } from '../../../../src/engine/output/pixel-operations.js';
 import {
-  type FinishJob,
   inProcess,
   type PixelJobName,
   type PixelWork,
   runPixelJob,
-} from '../../../src/engine/output/pixel-jobs.js';
-import { onPixelWorker, PIXEL_JOB_LIMIT_MS, PIXEL_WORKERS } from '../../../src/engine/output/pixel-workers.js';
-import { type ModelRunner, runPipeline } from '../../../src/engine/pipeline.js';
-import type { Engine } from '../../../src/engine/types.js';
-import type { WorkerSession } from '../../../src/engine/runtime/inference-worker.js';
-import { removeTempDirs, tempDir } from '../../helpers/cli.js';
-import { warmKeyModel } from '../../helpers/fast-models.js';
-import { heicFromJpeg } from '../../helpers/photo-formats.js';
-import { seededRandom } from '../../helpers/seeded-random.js';
+} from '../../../../src/engine/runtime/pixel-jobs.js';
+import { onPixelWorker, PIXEL_JOB_LIMIT_MS, PIXEL_WORKERS } from '../../../../src/engine/runtime/pixel-workers.js';
+import { type ModelRunner, runPipeline } from '../../../../src/engine/pipeline.js';
+import type { Engine } from '../../../../src/engine/types.js';
+import type { WorkerSession } from '../../../../src/engine/runtime/inference-worker.js';
+import { removeTempDirs, tempDir } from '../../../helpers/cli.js';
+import { warmKeyModel } from '../../../helpers/fast-models.js';
+import { heicFromJpeg } from '../../../helpers/photo-formats.js';
+import { seededRandom } from '../../../helpers/seeded-random.js';
 
-const SAMPLES = path.join(import.meta.dirname, '..', '..', '..', 'samples');
+const SAMPLES = path.join(import.meta.dirname, '..', '..', '..', '..', 'samples');
 
 function randomFinishJob(seed: number, width: number, height: number, channels: 3 | 4): FinishJob {
   const next = seededRandom(seed);
