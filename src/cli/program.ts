@@ -99,6 +99,18 @@ export function buildProgram(): Command {
     .addHelpText('after', ROOT_EXAMPLES)
     .showHelpAfterError('(run with --help for usage)');
 
+  addRemoveCommand(program);
+  addServeCommand(program);
+  addStoreCommands(program);
+  addAccountCommand(program);
+  addConfigCommand(program);
+  addDoctorCommand(program);
+  addModelsCommands(program);
+  return program;
+}
+
+/** `rmbg remove`: its batch settings, the image options and the API call's. */
+function addRemoveCommand(program: Command): void {
   const remove = program
     .command('remove')
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
@@ -109,7 +121,10 @@ export function buildProgram(): Command {
   addSettingFlags(remove, BATCH_SETTINGS);
   addImageOptions(remove);
   addSettingFlags(remove, CALL_TABLE).addHelpText('after', REMOVE_EXAMPLES).action(lazyAction('remove'));
+}
 
+/** `rmbg serve`: the server's settings rows. */
+function addServeCommand(program: Command): void {
   const serve = program.command('serve').description('run the background-removal API (api-spec 1.0) on this machine');
   addSettingFlags(serve, SERVE_TABLE, { trustProxy: parseTrustProxy })
     .addHelpText(
@@ -122,7 +137,10 @@ Examples:
   $ curl -H "X-API-Key: $KEY" -F image_file=@photo.jpg http://127.0.0.1:5000/v1.0/removebg -o cutout.png`,
     )
     .action(lazyAction('serve'));
+}
 
+/** `rmbg keys create|list|revoke` and `rmbg credits add`: commands on the store. */
+function addStoreCommands(program: Command): void {
   const keys = program.command('keys').description('manage API keys of the local service');
   storeCommand(keys, 'create', 'keys-create', (command) =>
     addSettingFlags(command.description('create an account and API key (printed once)'), KEYS_CREATE_SETTINGS),
@@ -141,14 +159,20 @@ Examples:
       CREDITS_ADD_SETTINGS,
     ),
   );
+}
 
+/** `rmbg account`: the balance of an API account. */
+function addAccountCommand(program: Command): void {
   const account = program
     .command('account')
     .description('show the credit balance of an API account (GET /v1.0/account)')
     .option('--json', 'JSON output');
   addApiOptions(account);
   account.action(lazyAction('account'));
+}
 
+/** `rmbg config`: the user settings file. */
+function addConfigCommand(program: Command): void {
   program
     .command('config')
     .description('user settings: API URL, API key, device, default image options')
@@ -168,7 +192,10 @@ Examples:
   $ rmbg config unset size`,
     )
     .action(lazyAction('config'));
+}
 
+/** `rmbg doctor`: what rmbg sees on this machine. */
+function addDoctorCommand(program: Command): void {
   storeCommand(program, 'doctor', 'doctor', (command) =>
     command
       .description(
@@ -182,7 +209,10 @@ Exit code 1 when what the settings ask for cannot work here (device gpu without 
 would use, RMBG_MODEL or else the default, missing or corrupt); 0 otherwise.`,
       ),
   );
+}
 
+/** `rmbg models list|add|pull|remove`. */
+function addModelsCommands(program: Command): void {
   const models = program.command('models').description('on-device models');
   storeCommand(models, 'list', 'models-list', (command) =>
     command
@@ -242,6 +272,4 @@ Examples:
       .description('forget a model added with models add or pulled with models pull, and delete its file')
       .argument('<name>', 'model name'),
   );
-
-  return program;
 }
