@@ -4,11 +4,9 @@
 // which every later start checks like any model's. HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply (undici's
 // EnvHttpProxyAgent); --from takes a mirror's URL or a local folder instead of the publisher's URL.
 
-import { createHash } from 'node:crypto';
 import {
   closeSync,
   createReadStream,
-  createWriteStream,
   existsSync,
   fsyncSync,
   openSync,
@@ -22,13 +20,11 @@ import {
 } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { EnvHttpProxyAgent, fetch } from 'undici';
 import { RmbgError } from '../../api/errors.js';
 import type { CatalogueModel } from './catalogue.js';
 import { recordUserModel, type UserModelEntry } from './user-models.js';
-import { hashAndStamp } from './weight-check.js';
+import { fileDigests, stampVerified } from './weight-check.js';
 
 export interface PullProgress {
   /** Bytes in the partial file so far (a resumed download starts above 0). */
@@ -81,18 +77,6 @@ function checkFreeSpace(dir: string, needed: number): void {
     );
 }
 
-/** Counts the bytes passing through, for the progress report. */
-function counter(start: number, total: number | undefined, onProgress: PullOptions['onProgress']): Transform {
-  let received = start;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      received += chunk.length;
-      onProgress?.({ received, total, resumedFrom: start });
-      done(null, chunk);
-    },
-  });
-}
-
 /** The source's URL for this model: the publisher's, or the same file name under a mirror's base URL. */
 const sourceUrl = (model: CatalogueModel, from: string | undefined): string =>
   from ? `${from.replace(/\/+$/, '')}/${encodeURIComponent(model.file)}` : model.url;
@@ -106,12 +90,11 @@ async function copyFromFolder(model: CatalogueModel, folder: string, part: strin
   const total = statSync(source).size;
   checkFreeSpace(join(part, '..'), total);
   discardPart(part);
-  await pipeline(
-    createReadStream(source),
-    counter(0, total, options.onProgress),
-    createWriteStream(part),
-    options.signal ? { signal: options.signal } : {},
-  );
+  const read = createReadStream(source, {
+    highWaterMark: 4 * 1024 * 1024,
+    ...(options.signal && { signal: options.signal }),
+  });
+  await appendBody(read, part, { resumed: false, start: 0, total, options });
 }
 
 async function download(url: string, part: string, options: PullOptions, dispatcher: EnvHttpProxyAgent) {
@@ -170,7 +153,8 @@ async function download(url: string, part: string, options: PullOptions, dispatc
     );
 }
 
-/** Writes each chunk as it arrives, so whatever came before a cut is kept in the partial file for the resume. */
+/** Writes each chunk as it arrives, so whatever came before a cut is kept in the partial file for the resume; reports
+ * the progress of a download and of a copy from a folder alike. */
 async function appendBody(
   body: AsyncIterable<Uint8Array>,
   part: string,
@@ -195,12 +179,6 @@ async function appendBody(
   }
 }
 
-async function digestOf(path: string, algorithm: 'md5' | 'sha256'): Promise<string> {
-  const hash = createHash(algorithm);
-  for await (const chunk of createReadStream(path, { highWaterMark: 4 * 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
 /** Downloads (or copies) the model into `dir`, checks the pinned hash, installs it atomically and records it. */
 export async function pullModel(
   model: CatalogueModel,
@@ -214,7 +192,9 @@ export async function pullModel(
   if (from && !isUrl(from)) await copyFromFolder(model, from, part, options);
   else await download(source, part, options, new EnvHttpProxyAgent());
 
-  const got = await digestOf(part, model.pin.algorithm);
+  // One read for the publisher's pin and the sha256 every later start checks.
+  const digests = await fileDigests(part, [...new Set([model.pin.algorithm, 'sha256' as const])]);
+  const got = digests[model.pin.algorithm];
   if (got !== model.pin.hex.toLowerCase()) {
     discardPart(part);
     throw new RmbgError(
@@ -225,7 +205,8 @@ export async function pullModel(
   const file = `${model.name}.onnx`;
   renameSync(part, join(dir, file));
   rmSync(originPathOf(part), { force: true });
-  const sha256 = await hashAndStamp(join(dir, file));
+  const { sha256 } = digests;
+  stampVerified(join(dir, file), sha256);
   return recordUserModel(dir, {
     name: model.name,
     ...model.contract,

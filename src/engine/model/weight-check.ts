@@ -3,10 +3,21 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs';
 
+export type DigestName = 'md5' | 'sha256';
+
+/** The file's digests by each of `algorithms`, from one read of it (a model is 5 MB to 1 GB). */
+export async function fileDigests<A extends DigestName>(path: string, algorithms: A[]): Promise<Record<A, string>> {
+  const hashes = algorithms.map((algorithm) => createHash(algorithm));
+  for await (const chunk of createReadStream(path, { highWaterMark: 4 * 1024 * 1024 }))
+    for (const hash of hashes) hash.update(chunk as Buffer);
+  return Object.fromEntries(algorithms.map((algorithm, i) => [algorithm, hashes[i]?.digest('hex')])) as Record<
+    A,
+    string
+  >;
+}
+
 export async function sha256OfFile(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 4 * 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  return (await fileDigests(path, ['sha256'])).sha256;
 }
 
 /** `<model>.verified`: size, mtime and sha256 at the last hash; while size and mtime hold, no re-hash
@@ -50,8 +61,13 @@ export async function fileMatches(path: string, bytes: number, expected: string)
 
 /** Hashes a file just written (e.g. a model copied in by `rmbg models add`) and stamps it as verified. */
 export async function hashAndStamp(path: string): Promise<string> {
-  const { size, mtimeMs } = statSync(path);
   const sha256 = await sha256OfFile(path);
-  writeStamp(path, { bytes: size, mtimeMs, sha256 });
+  stampVerified(path, sha256);
   return sha256;
+}
+
+/** Stamps a file as verified with the sha256 its bytes were just read to (a rename keeps size and mtime). */
+export function stampVerified(path: string, sha256: string): void {
+  const { size, mtimeMs } = statSync(path);
+  writeStamp(path, { bytes: size, mtimeMs, sha256 });
 }
