@@ -1,6 +1,6 @@
 // Skip or send, decided before any work: shared with --dry-run so an estimate counts what the batch would send.
 
-import { SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
+import { isFlagged, SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import type { JournalRecord } from './journal.js';
 import { existingOutput, type OutputSlot } from './output-paths.js';
 
@@ -20,7 +20,7 @@ export function planItem(
   const existing = existingOutput(slot);
   if (flags.retryReview) {
     // Only the cutouts the journal flagged run again, over their outputs.
-    if (!isFlagged(previous, flags.reviewBelow ?? SUSPECT_BELOW))
+    if (!isFlaggedRecord(previous, flags.reviewBelow ?? SUSPECT_BELOW))
       return { action: 'skip', reason: 'not-flagged', output: existing ?? null };
     return { action: 'send' };
   }
@@ -41,6 +41,6 @@ export function planItem(
 }
 
 /** A cutout done with a confidence under `below`: shown first in review.html, run again by --retry-review. */
-export function isFlagged(record: JournalRecord | undefined, below: number): boolean {
-  return record?.state === 'done' && record.confidence !== undefined && record.confidence < below;
+export function isFlaggedRecord(record: JournalRecord | undefined, below: number): boolean {
+  return record?.state === 'done' && isFlagged(record.confidence, below);
 }

@@ -3,6 +3,7 @@
 // script, the images linked by relative URLs (nothing embedded) and loaded lazily, so it opens from file://.
 
 import { relative, sep } from 'node:path';
+import { isFlagged } from '../engine/output/mask-confidence.js';
 import { writeFileAtomic } from './atomic-write.js';
 
 export const REVIEW_PAGE_NAME = 'review.html';
@@ -30,8 +31,8 @@ export function reviewOrder(entries: readonly ReviewEntry[]): ReviewEntry[] {
 
 export function reviewPageHtml(outputDir: string, entries: readonly ReviewEntry[], below: number): string {
   const ordered = reviewOrder(entries);
-  const flagged = ordered.filter((entry) => isFlagged(entry, below)).length;
-  const rows = ordered.map((entry) => row(outputDir, entry, isFlagged(entry, below))).join('\n');
+  const flagged = ordered.filter((entry) => isFlagged(entry.confidence, below)).length;
+  const rows = ordered.map((entry) => row(outputDir, entry, isFlagged(entry.confidence, below))).join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -62,10 +63,6 @@ ${rows}
 </body>
 </html>
 `;
-}
-
-function isFlagged(entry: ReviewEntry, below: number): boolean {
-  return entry.confidence !== undefined && entry.confidence < below;
 }
 
 function row(outputDir: string, entry: ReviewEntry, flagged: boolean): string {

@@ -14,7 +14,7 @@ import type { InputItem } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
 import { addOutputSlot, assignOutputSlots, existingOutput, type OutputSlot } from './output-paths.js';
-import { SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
+import { isFlagged, SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
 import { type ReviewEntry, writeReviewPage } from './review-page.js';
@@ -183,7 +183,7 @@ class BatchRun {
     if (event.reason === 'failed-before') this.summary.failedBefore += 1;
     if (event.output !== null) {
       this.reviewEntries.push({ input: event.input, output: event.output, confidence: event.confidence });
-      if (event.confidence !== undefined && event.confidence < this.reviewBelow) this.summary.toReview += 1;
+      if (isFlagged(event.confidence, this.reviewBelow)) this.summary.toReview += 1;
     }
   }
 

@@ -25,7 +25,7 @@ import { engineOptionsOf } from '../../library/engine-settings.js';
 import { recordTiming } from '../../engine/model/model-timings.js';
 import { dataDirOf } from '../../config/setting-rules.js';
 import { Journal } from '../../batch/journal.js';
-import { isFlagged } from '../../batch/plan-item.js';
+import { isFlaggedRecord } from '../../batch/plan-item.js';
 import { BATCH_SETTINGS } from '../../settings/remove.js';
 import { resolve } from 'node:path';
 
@@ -175,7 +175,7 @@ async function findInputs(
 function retryReviewNote(flags: RemoveFlags, items: InputItem[]): string {
   const below = flags.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default;
   const records = Journal.readRecords(resolve(flags.outDir as string));
-  const flagged = items.filter((item) => isFlagged(records.get(item.path), below)).length;
+  const flagged = items.filter((item) => isFlaggedRecord(records.get(item.path), below)).length;
   return flagged === 0
     ? `--retry-review: the journal flags no cutout of these inputs (confidence under ${below}); nothing to run again`
     : `--retry-review: running the ${flagged} flagged cutout${flagged === 1 ? '' : 's'} (confidence under ${below}) again with the model ${flags.model}, overwriting them; the others are left as they are`;

@@ -52,3 +52,8 @@ export function confidenceOf(ambiguity: number, foregroundShare: number): number
   if (!Number.isFinite(d)) return 0;
   return Math.round((1 / (1 + d * d)) * 1000) / 1000;
 }
+
+/** Whether a cutout is one to check: its confidence is under `below` (none, from a peer server: never flagged). */
+export function isFlagged(confidence: number | undefined, below: number): boolean {
+  return confidence !== undefined && confidence < below;
+}
