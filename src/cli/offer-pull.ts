@@ -2,7 +2,7 @@
 // elsewhere (a script, CI) the engine refuses with model_not_pulled and the exact `rmbg models pull` command.
 
 import { dataDirOf } from '../config/setting-rules.js';
-import { catalogueModel } from '../engine/model/catalogue.js';
+import { catalogueModel, pullTerms } from '../engine/model/catalogue.js';
 import { readUserModels, userModelsDirOf } from '../engine/model/user-models.js';
 import { ask } from './plan-batch.js';
 
@@ -12,8 +12,7 @@ export async function offerToPull(name: string | undefined): Promise<void> {
   const model = catalogueModel(name);
   if (!model) return;
   if (readUserModels(userModelsDirOf(dataDirOf(undefined))).some((m) => m.name === name)) return;
-  const size = `about ${Math.round(model.approxBytes / 1e6)} MB`;
-  if (!(await ask(`rmbg: model ${name} is not pulled yet: pull it now? (${size}, ${model.licence}) [y/N] `))) return;
+  if (!(await ask(`rmbg: model ${name} is not pulled yet: pull it now? (${pullTerms(model)}) [y/N] `))) return;
   const { pullByName } = await import('./commands/models-pull.js');
   await pullByName(name, {});
 }

@@ -216,3 +216,7 @@ export const catalogueModel = (name: string): CatalogueModel | undefined => cata
 /** The command that pulls a model, as error messages and the docs give it. */
 export const pullCommand = (model: CatalogueModel): string =>
   `rmbg models pull ${model.name}${model.licenceGate ? ` --accept-licence ${model.licenceGate}` : ''}`;
+
+/** What pulling a model costs and binds you to, as the messages before a pull say it: "about 224 MB, MIT". */
+export const pullTerms = (model: CatalogueModel): string =>
+  `about ${Math.round(model.approxBytes / 1e6)} MB, ${model.licence}`;

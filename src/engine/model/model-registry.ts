@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RmbgError } from '../../api/errors.js';
 import { type BuiltInModel, builtInModelPath, cannotMake, makeBuiltInModel } from './built-in-weights.js';
-import { catalogue, catalogueModel, pullCommand } from './catalogue.js';
+import { catalogue, catalogueModel, pullCommand, pullTerms } from './catalogue.js';
 import type { ModelContract } from './model-contract.js';
 import { readUserModels } from './user-models.js';
 import { fileMatches } from './weight-check.js';
@@ -66,7 +66,7 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
   if (pullable)
     throw new RmbgError(
       'model_not_pulled',
-      `model ${wanted} is in rmbg's catalogue but not pulled yet (about ${Math.round(pullable.approxBytes / 1e6)} MB, ${pullable.licence}); run: ${pullCommand(pullable)}`,
+      `model ${wanted} is in rmbg's catalogue but not pulled yet (${pullTerms(pullable)}); run: ${pullCommand(pullable)}`,
     );
   if (wanted.endsWith('.onnx') || wanted.includes('/')) {
     const path = resolve(wanted);
