@@ -4,6 +4,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { RmbgError } from '../api/errors.js';
+import { whenAnswerGone } from './answer-gone.js';
 
 /**
  * The bytes of answers still being sent, across the server, past which new image requests get 503: about eight of
@@ -37,16 +38,16 @@ export class AnswerSends {
   }
 
   /**
-   * Counts an answer of `bytes` from now until it is sent (the response's 'close': all of it handed to the kernel,
-   * or the connection gone); past the send timeout its connection is destroyed, which frees what it held.
+   * Counts an answer of `bytes` from now until it is gone (whenAnswerGone: all of it handed to the kernel, or its
+   * connection closed); past the send timeout its connection is destroyed, which frees what it held.
    */
   track(response: ServerResponse, bytes: number): void {
     if (response.writableFinished || response.destroyed) return;
     this.#unsentBytes += bytes;
     // destroy?.(): fastify's inject() hands in a socket stand-in without it.
-    const timer = setTimeout(() => response.socket?.destroy?.(), this.sendTimeoutMs);
+    const timer = setTimeout(() => (response.socket ?? response.req?.socket)?.destroy?.(), this.sendTimeoutMs);
     timer.unref();
-    response.once('close', () => {
+    whenAnswerGone(response, () => {
       clearTimeout(timer);
       this.#unsentBytes -= bytes;
     });

@@ -21,7 +21,7 @@ import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import { metricsOpenToLoopback, type ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
-import { shareConnections, shareRequests } from './fair-connections.js';
+import { refuseOverCap, shareConnections, shareRequests } from './fair-connections.js';
 import { type TrustedProxies, trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { UploadPlaces } from '../service/upload-places.js';
@@ -95,7 +95,10 @@ function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies
 /** What buildApp gave the routes and hooks of each app (the rest of its settings are read back from Node's server). */
 const routeSettings = new WeakMap<
   FastifyInstance,
-  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress' | 'sendTimeoutMs'>
+  Pick<
+    AppSettings,
+    'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress' | 'maxPipelinedRequests' | 'sendTimeoutMs'
+  >
 >();
 
 /** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
@@ -149,6 +152,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
+  app.addHook('onRequest', refuseOverCap({ maxPipelined: options.maxPipelinedRequests }));
   app.addHook('onRequest', shareRequests(options.maxConnectionsPerAddress, proxies));
   // Every answer, errors included, is sent within the send timeout or its connection is cut (Node bounds only
   // the receiving of a request); the bytes of answers being sent are counted against the server's budget.
@@ -175,6 +179,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
     bodyTimeoutMs: options.bodyTimeoutMs,
     maxUploads: uploads.size,
     maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+    maxPipelinedRequests: options.maxPipelinedRequests,
     sendTimeoutMs: answers.sendTimeoutMs,
   });
   const routes = [

@@ -105,6 +105,14 @@ export const SERVER_SETTINGS = {
     default: 64,
     help: 'open connections of one client address; more are closed on arrival (behind --trust-proxy: requests in progress per forwarded address, past it 429)',
   },
+  maxPipelinedRequests: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: 10_000,
+    default: 16,
+    help: 'requests of one connection in progress at once (HTTP pipelining); past it 429 and the connection closed',
+  },
   maxUploads: {
     type: 'whole',
     to: 'app',
