@@ -97,7 +97,12 @@ const routeSettings = new WeakMap<
   FastifyInstance,
   Pick<
     AppSettings,
-    'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress' | 'maxPipelinedRequests' | 'sendTimeoutMs'
+    | 'bodyTimeoutMs'
+    | 'maxUploads'
+    | 'maxConnectionsPerAddress'
+    | 'maxPipelinedRequests'
+    | 'sendTimeoutMs'
+    | 'sendStallTimeoutMs'
   >
 >();
 
@@ -154,12 +159,17 @@ export function buildApp(given: AppOptions): FastifyInstance {
   });
   app.addHook('onRequest', refuseOverCap({ maxPipelined: options.maxPipelinedRequests }));
   app.addHook('onRequest', shareRequests(options.maxConnectionsPerAddress, proxies));
-  // Every answer, errors included, is sent within the send timeout or its connection is cut (Node bounds only
-  // the receiving of a request); the bytes of answers being sent are counted against the server's budget.
-  const answers = new AnswerSends(options.sendTimeoutMs);
+  // Every answer, errors included, is sent within the send timeout (and keeps being read) or its connection is cut
+  // (Node bounds only the receiving of a request); the bytes of answers being sent count against the server's budget.
+  const answers = new AnswerSends({
+    sendTimeoutMs: options.sendTimeoutMs,
+    sendStallTimeoutMs: options.sendStallTimeoutMs,
+  });
   app.addHook('onSend', async (_request, reply, payload) => {
-    answers.track(reply.raw, payloadBytes(payload));
-    return payload;
+    const sent = answers.track(reply.raw, payload);
+    // Sent in slices (a stream): fastify would otherwise send it chunked.
+    if (sent !== payload) reply.header('content-length', String(payloadBytes(payload)));
+    return sent;
   });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   const { metrics } = options;
@@ -180,7 +190,8 @@ export function buildApp(given: AppOptions): FastifyInstance {
     maxUploads: uploads.size,
     maxConnectionsPerAddress: options.maxConnectionsPerAddress,
     maxPipelinedRequests: options.maxPipelinedRequests,
-    sendTimeoutMs: answers.sendTimeoutMs,
+    sendTimeoutMs: answers.limits.sendTimeoutMs,
+    sendStallTimeoutMs: answers.limits.sendStallTimeoutMs,
   });
   const routes = [
     ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads, answers }),

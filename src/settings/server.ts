@@ -80,6 +80,15 @@ export const SERVER_SETTINGS = {
     unit: 'seconds',
     help: "time to send an answer (a client that reads it slower is cut off); the key's request counts as in progress until then",
   },
+  sendStallTimeout: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: MAX_TIMER_SECONDS,
+    default: 15,
+    unit: 'seconds',
+    help: 'time an answer may go with nothing of it read before it is cut off (one that keeps being read has the send timeout)',
+  },
   leaseTime: {
     type: 'whole',
     to: 'service',
