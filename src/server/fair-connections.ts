@@ -1,18 +1,22 @@
 // Keeps one address from taking every connection of the server (issue #38), and one connection from queueing
 // without end:
-// - a TCP peer may hold at most --max-connections-per-address sockets; more are closed on arrival. A trusted
-//   proxy (--trust-proxy) is exempt, since its connections carry everyone behind it: there the cap applies per
-//   request, to the client address of X-Forwarded-For (requests in progress at once, past it 429);
+// - a TCP peer (IPv6: its /64, which one host holds whole) may hold at most --max-connections-per-address sockets.
+//   As many again are let in only to answer their first request 429 with Connection: close (a client at once needs
+//   an answer, not a reset); past that they are closed on arrival. A trusted proxy (--trust-proxy) is exempt, since
+//   its connections carry everyone behind it: there the cap applies per request, to the client address of
+//   X-Forwarded-For (requests in progress at once, past it 429);
 // - a connection may have at most --max-pipelined-requests requests in progress at once; past it 429 and the
 //   connection is closed after that answer;
 // - once the server holds BUSY_SHARE of --max-connections, a connection still waiting for a request's headers
 //   (half-open, or idle between kept-alive requests) is cut after BUSY_HEADERS_TIMEOUT_MS instead of
-//   --headers-timeout, so that slow or silent connections make room for those that send requests.
+//   --headers-timeout, so that slow or silent connections make room for those that send requests. A connection
+//   over the cap has that shorter time always.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RmbgError } from '../api/errors.js';
+import { throttledUnit } from '../service/auth-throttle.js';
 import { whenAnswerGone } from './answer-gone.js';
 import { writeClientError } from './client-error.js';
 import type { TrustedProxies } from './trusted-proxies.js';
@@ -23,7 +27,7 @@ export const BUSY_SHARE = 0.75;
 export const BUSY_HEADERS_TIMEOUT_MS = 2000;
 /** How often the busy server looks for connections past that time (as often as Node checks its own timeouts). */
 const CHECK_INTERVAL_MS = 1000;
-/** Retry-After of a 429 for too many requests of one address or connection: about one request's time. */
+/** Retry-After of a 429 for too many connections or requests of one address: about one request's time. */
 const RETRY_AFTER_SECONDS = 2;
 
 interface Waiting {
@@ -49,12 +53,20 @@ class Counts<K> {
   }
 }
 
-/** The TCP half: per-peer cap and the busy server's shorter headers timeout, on Node's server. */
+/** The connections let in over their address's cap, to be answered 429 (refuseOverCap). */
+export type OverCap = WeakSet<Socket>;
+
+/**
+ * The TCP half: per-peer cap and the busy server's shorter headers timeout, on Node's server. The connections let
+ * in over the cap are added to `overCap`, whose requests the app answers 429 (refuseOverCap).
+ */
 export function shareConnections(
   server: Server,
-  options: { maxConnectionsPerAddress: number; headersTimeoutMs: number; proxies: TrustedProxies },
+  options: { maxConnectionsPerAddress: number; headersTimeoutMs: number; proxies: TrustedProxies; overCap: OverCap },
 ): void {
+  const { overCap } = options;
   const perPeer = new Counts<string>();
+  const overCapPerPeer = new Counts<string>();
   const waiting = new Map<Socket, Waiting>();
   const busyTimeoutMs = Math.min(BUSY_HEADERS_TIMEOUT_MS, options.headersTimeoutMs);
   const startWaiting = (socket: Socket) =>
@@ -63,12 +75,15 @@ export function shareConnections(
   server.on('connection', (socket: Socket) => {
     const peer = socket.remoteAddress ?? '';
     if (!options.proxies.trusts(peer)) {
-      if (perPeer.of(peer) >= options.maxConnectionsPerAddress) {
+      const unit = throttledUnit(peer);
+      const held = perPeer.of(unit) < options.maxConnectionsPerAddress ? perPeer : overCapPerPeer;
+      if (held.of(unit) >= options.maxConnectionsPerAddress) {
         socket.destroy();
         return;
       }
-      perPeer.add(peer);
-      socket.once('close', () => perPeer.remove(peer));
+      if (held === overCapPerPeer) overCap.add(socket);
+      held.add(unit);
+      socket.once('close', () => held.remove(unit));
     }
     startWaiting(socket);
     socket.once('close', () => waiting.delete(socket));
@@ -89,10 +104,11 @@ export function shareConnections(
   server.on('checkContinue', requestBegan);
 
   const cutOverdue = () => {
-    if (waiting.size === 0 || openConnections(server) < BUSY_SHARE * server.maxConnections) return;
+    if (waiting.size === 0) return;
+    const busy = openConnections(server) >= BUSY_SHARE * server.maxConnections;
     const now = performance.now();
     for (const [socket, state] of waiting) {
-      if (now - state.since < busyTimeoutMs) continue;
+      if ((!busy && !overCap.has(socket)) || now - state.since < busyTimeoutMs) continue;
       // One turn of the loop later, and only if still waiting: headers read meanwhile (after the loop was held)
       // become a request first, since libuv reads sockets before setImmediate callbacks run.
       setImmediate(() => {
@@ -127,7 +143,7 @@ export function shareRequests(maxPerAddress: number, proxies: TrustedProxies) {
   const inProgress = new Counts<string>();
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!proxies.trusts(request.socket.remoteAddress)) return;
-    const client = request.ip;
+    const client = throttledUnit(request.ip);
     if (inProgress.of(client) >= maxPerAddress) {
       throw new RmbgError(
         'rate_limited',
@@ -141,22 +157,25 @@ export function shareRequests(maxPerAddress: number, proxies: TrustedProxies) {
 }
 
 /**
- * The connection's own limit, a fastify onRequest hook: a request past the connection's requests in progress
- * (pipelined) is answered 429 rate_limited and the connection closed after it.
+ * The connection's own limits, a fastify onRequest hook: a request on a connection over its address's cap, or past
+ * the connection's requests in progress (pipelined), is answered 429 rate_limited and the connection closed after.
  */
-export function refuseOverCap(options: { maxPipelined: number }) {
+export function refuseOverCap(options: { overCap: OverCap; maxConnectionsPerAddress: number; maxPipelined: number }) {
   const inProgress = new Counts<Socket>();
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const socket = request.raw.socket;
     const earlier = inProgress.of(socket);
     inProgress.add(socket);
     whenAnswerGone(reply.raw, () => inProgress.remove(socket));
-    if (earlier < options.maxPipelined) return;
+    const refusal = options.overCap.has(socket)
+      ? `too many connections from this address (at most ${options.maxConnectionsPerAddress} at once)`
+      : earlier >= options.maxPipelined
+        ? `too many requests in progress on one connection (at most ${options.maxPipelined}, pipelined)`
+        : undefined;
+    if (refusal === undefined) return;
     reply.header('Connection', 'close');
-    throw new RmbgError(
-      'rate_limited',
-      `too many requests in progress on one connection (at most ${options.maxPipelined}, pipelined); retry in ${RETRY_AFTER_SECONDS} s`,
-      { retryAfterSeconds: RETRY_AFTER_SECONDS },
-    );
+    throw new RmbgError('rate_limited', `${refusal}; retry in ${RETRY_AFTER_SECONDS} s`, {
+      retryAfterSeconds: RETRY_AFTER_SECONDS,
+    });
   };
 }

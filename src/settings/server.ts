@@ -112,7 +112,7 @@ export const SERVER_SETTINGS = {
     min: 1,
     max: 1_000_000,
     default: 64,
-    help: 'open connections of one client address; more are closed on arrival (behind --trust-proxy: requests in progress per forwarded address, past it 429)',
+    help: 'open connections of one client address (IPv6: its /64); past it 429 and closed (behind --trust-proxy: requests in progress per forwarded address)',
   },
   maxPipelinedRequests: {
     type: 'whole',
