@@ -9,6 +9,7 @@ import { HEADERS } from '../api/response-headers.js';
 import type { AccountRecord, RemoveResultJson } from '../api/wire-types.js';
 import type { RemoveOutcome, RequestBody, Service } from '../service/index.js';
 import type { UploadPlaces } from '../service/upload-places.js';
+import { whenAnswerGone } from './answer-gone.js';
 import type { AnswerSends } from './answer-sends.js';
 import { watchBodyPace } from './body-pace.js';
 import { contentLengthOf, headerValue, rateLimitHeaders } from './headers.js';
@@ -120,16 +121,19 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
 /** Aborts when the connection closes before the answer was sent: nobody is left to receive the result. */
 function clientGoneSignal(reply: FastifyReply): AbortSignal {
   const gone = new AbortController();
-  reply.raw.once('close', () => {
+  whenAnswerGone(reply.raw, () => {
     if (!reply.raw.writableFinished)
       gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
   });
   return gone.signal;
 }
 
-/** Settles once the answer was handed to the kernel or the connection closed (the send timeout bounds both). */
+/**
+ * Settles once the answer was handed to the kernel or its connection closed, pipelined or not (the send timeouts
+ * bound both): the key's place in flight is held until then.
+ */
 function answeredPromise(reply: FastifyReply): Promise<void> {
-  return new Promise((resolve) => reply.raw.once('close', () => resolve()));
+  return new Promise((resolve) => whenAnswerGone(reply.raw, resolve));
 }
 
 /** Every header value is a string, as the spec asks; X-Idempotent-Replayed only on replays. */

@@ -21,7 +21,7 @@ import { writeClientError } from './client-error.js';
 import { sendError } from './error-reply.js';
 import { metricsOpenToLoopback, type ServerMetrics } from './metrics.js';
 import { healthHandler, metricsHandler, readyHandler } from './ops-routes.js';
-import { shareConnections, shareRequests } from './fair-connections.js';
+import { type OverCap, refuseOverCap, shareConnections, shareRequests } from './fair-connections.js';
 import { type TrustedProxies, trustedProxies } from './trusted-proxies.js';
 import { webPageRoutes } from './web-page.js';
 import { UploadPlaces } from '../service/upload-places.js';
@@ -71,7 +71,7 @@ export const KEEP_ALIVE_MS = 5000;
 const REQUEST_TIMEOUT_SLACK_MS = 2000;
 
 /** Node's server with its timeouts (fastify's default is none) and at most maxConnections sockets. */
-function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies) {
+function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies, overCap: OverCap) {
   return (handler: RequestListener) => {
     const server = createServer(
       {
@@ -83,7 +83,7 @@ function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies
       handler,
     );
     server.maxConnections = options.maxConnections;
-    shareConnections(server, { ...options, proxies });
+    shareConnections(server, { ...options, proxies, overCap });
     closeIdleConnectionsAfterPendingReads(server);
     // Expect: 100-continue is answered by the route once the caller is authenticated (Node would send
     // 100 Continue at once, inviting the body before anyone checked the key).
@@ -95,7 +95,15 @@ function serverFactory(options: Omit<AppSettings, 'ui'>, proxies: TrustedProxies
 /** What buildApp gave the routes and hooks of each app (the rest of its settings are read back from Node's server). */
 const routeSettings = new WeakMap<
   FastifyInstance,
-  Pick<AppSettings, 'bodyTimeoutMs' | 'maxUploads' | 'maxConnectionsPerAddress' | 'sendTimeoutMs'>
+  Pick<
+    AppSettings,
+    | 'bodyTimeoutMs'
+    | 'maxUploads'
+    | 'maxConnectionsPerAddress'
+    | 'maxPipelinedRequests'
+    | 'sendTimeoutMs'
+    | 'sendStallTimeoutMs'
+  >
 >();
 
 /** The app's settings in force, as Node's server and the routes hold them (a row that reaches neither is missing). */
@@ -111,6 +119,8 @@ export function appSettingsOf(app: FastifyInstance): Partial<AppSettings> {
 export function buildApp(given: AppOptions): FastifyInstance {
   const options = { ...APP_DEFAULTS, ...given };
   const proxies = trustedProxies(options.trustProxy ?? []);
+  // The connections over their address's cap: shareConnections lets them in, refuseOverCap answers them.
+  const overCap: OverCap = new WeakSet();
   const app = Fastify({
     // request.ip: the socket's peer, or with trusted proxies the first address of X-Forwarded-For, from the
     // right, that is not one of them (proxy-addr's walk, called with our own check of each hop).
@@ -123,7 +133,7 @@ export function buildApp(given: AppOptions): FastifyInstance {
     return503OnClosing: false,
     clientErrorHandler: writeClientError,
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
-    serverFactory: serverFactory(options, proxies),
+    serverFactory: serverFactory(options, proxies, overCap),
   });
 
   // The route reads bodies itself (src/api/request-parsing.ts), streamed and within our limits; fastify's
@@ -149,13 +159,26 @@ export function buildApp(given: AppOptions): FastifyInstance {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
+  app.addHook(
+    'onRequest',
+    refuseOverCap({
+      overCap,
+      maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+      maxPipelined: options.maxPipelinedRequests,
+    }),
+  );
   app.addHook('onRequest', shareRequests(options.maxConnectionsPerAddress, proxies));
-  // Every answer, errors included, is sent within the send timeout or its connection is cut (Node bounds only
-  // the receiving of a request); the bytes of answers being sent are counted against the server's budget.
-  const answers = new AnswerSends(options.sendTimeoutMs);
+  // Every answer, errors included, is sent within the send timeout (and keeps being read) or its connection is cut
+  // (Node bounds only the receiving of a request); the bytes of answers being sent count against the server's budget.
+  const answers = new AnswerSends({
+    sendTimeoutMs: options.sendTimeoutMs,
+    sendStallTimeoutMs: options.sendStallTimeoutMs,
+  });
   app.addHook('onSend', async (_request, reply, payload) => {
-    answers.track(reply.raw, payloadBytes(payload));
-    return payload;
+    const sent = answers.track(reply.raw, payload);
+    // Sent in slices (a stream): fastify would otherwise send it chunked.
+    if (sent !== payload) reply.header('content-length', String(payloadBytes(payload)));
+    return sent;
   });
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   const { metrics } = options;
@@ -175,7 +198,9 @@ export function buildApp(given: AppOptions): FastifyInstance {
     bodyTimeoutMs: options.bodyTimeoutMs,
     maxUploads: uploads.size,
     maxConnectionsPerAddress: options.maxConnectionsPerAddress,
-    sendTimeoutMs: answers.sendTimeoutMs,
+    maxPipelinedRequests: options.maxPipelinedRequests,
+    sendTimeoutMs: answers.limits.sendTimeoutMs,
+    sendStallTimeoutMs: answers.limits.sendStallTimeoutMs,
   });
   const routes = [
     ...apiRoutes({ service: options.service, bodyTimeoutMs: options.bodyTimeoutMs, uploads, answers }),

@@ -80,6 +80,15 @@ export const SERVER_SETTINGS = {
     unit: 'seconds',
     help: "time to send an answer (a client that reads it slower is cut off); the key's request counts as in progress until then",
   },
+  sendStallTimeout: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: MAX_TIMER_SECONDS,
+    default: 15,
+    unit: 'seconds',
+    help: 'time an answer may go with nothing of it read before it is cut off (one that keeps being read has the send timeout)',
+  },
   leaseTime: {
     type: 'whole',
     to: 'service',
@@ -103,7 +112,15 @@ export const SERVER_SETTINGS = {
     min: 1,
     max: 1_000_000,
     default: 64,
-    help: 'open connections of one client address; more are closed on arrival (behind --trust-proxy: requests in progress per forwarded address, past it 429)',
+    help: 'open connections of one client address (IPv6: its /64); past it 429 and closed (behind --trust-proxy: requests in progress per forwarded address)',
+  },
+  maxPipelinedRequests: {
+    type: 'whole',
+    to: 'app',
+    min: 1,
+    max: 10_000,
+    default: 16,
+    help: 'requests of one connection in progress at once (HTTP pipelining); past it 429 and the connection closed',
   },
   maxUploads: {
     type: 'whole',
