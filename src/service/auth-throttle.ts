@@ -59,14 +59,12 @@ export class AuthThrottle {
 
   /**
    * The 429 rate_limited for `address` while it is over its failures of the current minute, else undefined.
-   * The caller decides whom it refuses: a request with a valid key is never refused by it. `retryWithinSeconds`
-   * caps Retry-After (a key the server may not know yet is worth retrying before the minute ends).
+   * The caller decides whom it refuses: a request with a valid key is never refused by it.
    */
-  refusal(address: string | undefined, now: number, retryWithinSeconds = Infinity): RmbgError | undefined {
+  refusal(address: string | undefined, now: number): RmbgError | undefined {
     const window = this.#current(address === undefined ? undefined : throttledUnit(address), now);
     if (!window || window.failures < this.maxFailuresPerMinute) return undefined;
-    const untilWindowEnds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
-    const retryAfterSeconds = Math.min(untilWindowEnds, retryWithinSeconds);
+    const retryAfterSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
     return new RmbgError(
       'rate_limited',
       `too many requests with a missing or invalid API key from this address (at most ${this.maxFailuresPerMinute} a minute); retry in ${retryAfterSeconds} s with a valid key`,
