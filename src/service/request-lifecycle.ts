@@ -61,17 +61,19 @@ export async function authenticateCaller(ctx: ServiceContext, request: OpenReque
   // An address over its failures still has every valid key looked up (the set of valid keys says which, with
   // no lookup, brought up to date first so that a key created a moment ago is known): the throttle must not lock
   // out the customers behind one address (a proxy, a NAT). Any other key gets 429 without a lookup, so a flood of
-  // bad keys costs the store no lookup.
+  // bad keys costs the store no lookup; each one still counts as a failure, keeping the address's window in use.
   const refusal = ctx.authThrottle.refusal(frame.clientAddress, startedAt);
-  if (refusal && !(await ctx.keyLookups.known(frame.apiKey, request.budget))) throw refusal;
+  if (refusal && !(await ctx.keyLookups.known(frame.apiKey, request.budget))) {
+    ctx.authThrottle.fail(frame.clientAddress, startedAt);
+    throw refusal;
+  }
   let caller: KeyOwner;
   try {
     caller = await ctx.keyLookups.authenticate(frame.apiKey, request.budget);
   } catch (error) {
     if (!isAuthFailure(error)) request.anonymous = false;
-    else if (refusal) throw refusal;
     else ctx.authThrottle.fail(frame.clientAddress, startedAt);
-    throw error;
+    throw isAuthFailure(error) && refusal ? refusal : error;
   }
   request.anonymous = false;
   request.usage.accountId = caller.accountId;
