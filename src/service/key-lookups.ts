@@ -1,6 +1,7 @@
-// The store's key lookups, guarded: at most a few at once (a flood of keys must not take the connection pool
-// from the requests already running), and told which keys are valid without one (ValidKeys), so an address the
-// throttle refuses has only valid keys looked up: its unknown keys get 429 after one read of the store's count of key changes (shared by the callers of the moment), never a lookup.
+// The store's key lookups, guarded: at most a few lookups of keys this server does not know at once (a flood of
+// keys must not take the connection pool from the requests already running), while the keys it knows valid
+// (ValidKeys) skip that queue. An address the throttle refuses has only valid keys looked up: its unknown keys get
+// 429 after one read of the store's count of key changes (shared by the callers of the moment), never a lookup.
 // A lookup waits for its place and its answer within the request's database budget (answer-bound.ts): past it,
 // 503 service_unavailable, while a lookup already sent keeps its place until the store answers or gives it up.
 
@@ -42,9 +43,14 @@ export class KeyLookups {
     return this.#holds(apiKey);
   }
 
-  /** authenticate() in turn with the other lookups; what it finds about the key corrects the set of valid keys. */
+  /**
+   * authenticate(); a key the set of valid keys does not hold waits its turn with the other such lookups. What the
+   * lookup finds about the key corrects the set.
+   */
   async authenticate(apiKey: string | undefined, budget: DatabaseBudget = new DatabaseBudget()): Promise<KeyOwner> {
-    await this.#take(budget);
+    // A known key is still looked up (it may have been revoked a moment ago), but never queued behind a flood.
+    const queued = !this.#holds(apiKey);
+    if (queued) await this.#take(budget);
     const lookup = authenticate(this.store, apiKey).then(
       (owner) => {
         this.validKeys.add(digest(apiKey as string));
@@ -58,10 +64,11 @@ export class KeyLookups {
     );
     // The place is held until the store answers (or the driver gives the query up), even past the budget: the
     // lookups stuck on a database that stopped answering must not let more of them take the pool.
-    void lookup.then(
-      () => this.#release(),
-      () => this.#release(),
-    );
+    if (queued)
+      void lookup.then(
+        () => this.#release(),
+        () => this.#release(),
+      );
     return budget.bound(lookup);
   }
 
