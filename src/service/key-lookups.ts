@@ -1,6 +1,7 @@
-// The store's key lookups, guarded: at most a few at once (a flood of keys must not take the connection pool
-// from the requests already running), and told which keys are valid without one (ValidKeys), so an address the
-// throttle refuses has only valid keys looked up: its unknown keys get 429 without costing the store anything.
+// The store's key lookups, guarded: at most a few lookups of keys this server does not know at once (a flood of
+// keys must not take the connection pool from the requests already running), while the keys it knows valid
+// (ValidKeys) skip that queue. An address the throttle refuses has only valid keys looked up: its unknown keys get
+// 429 after one read of the store's count of key changes (shared by the callers of the moment), never a lookup.
 // A lookup waits for its place and its answer within the request's database budget (answer-bound.ts): past it,
 // 503 service_unavailable, while a lookup already sent keeps its place until the store answers or gives it up.
 
@@ -26,14 +27,30 @@ export class KeyLookups {
     readonly maxConcurrent: number = MAX_CONCURRENT_KEY_LOOKUPS,
   ) {}
 
-  /** Whether `apiKey` is one of the store's unrevoked keys as this server last read them (no lookup). */
-  known(apiKey: string | undefined): boolean {
-    return apiKey !== undefined && apiKey.trim() !== '' && this.validKeys.has(digest(apiKey));
+  /**
+   * Whether `apiKey` is one of the store's unrevoked keys, a key created a moment ago included: the set of valid
+   * keys, brought up to date first when it does not hold the key (no lookup). False for a missing key, and when the
+   * store cannot say within the budget.
+   */
+  async known(apiKey: string | undefined, budget: DatabaseBudget = new DatabaseBudget()): Promise<boolean> {
+    if (apiKey === undefined || apiKey.trim() === '') return false;
+    if (this.#holds(apiKey)) return true;
+    try {
+      await budget.bound(this.validKeys.current());
+    } catch {
+      return false;
+    }
+    return this.#holds(apiKey);
   }
 
-  /** authenticate() in turn with the other lookups; what it finds about the key corrects the set of valid keys. */
+  /**
+   * authenticate(); a key the set of valid keys does not hold waits its turn with the other such lookups. What the
+   * lookup finds about the key corrects the set.
+   */
   async authenticate(apiKey: string | undefined, budget: DatabaseBudget = new DatabaseBudget()): Promise<KeyOwner> {
-    await this.#take(budget);
+    // A known key is still looked up (it may have been revoked a moment ago), but never queued behind a flood.
+    const queued = !this.#holds(apiKey);
+    if (queued) await this.#take(budget);
     const lookup = authenticate(this.store, apiKey).then(
       (owner) => {
         this.validKeys.add(digest(apiKey as string));
@@ -47,11 +64,16 @@ export class KeyLookups {
     );
     // The place is held until the store answers (or the driver gives the query up), even past the budget: the
     // lookups stuck on a database that stopped answering must not let more of them take the pool.
-    void lookup.then(
-      () => this.#release(),
-      () => this.#release(),
-    );
+    if (queued)
+      void lookup.then(
+        () => this.#release(),
+        () => this.#release(),
+      );
     return budget.bound(lookup);
+  }
+
+  #holds(apiKey: string | undefined): boolean {
+    return apiKey !== undefined && apiKey.trim() !== '' && this.validKeys.has(digest(apiKey));
   }
 
   async #take(budget: DatabaseBudget): Promise<void> {

@@ -8,7 +8,6 @@ import { policyOf, RmbgError, toRmbgError, messageOf } from '../api/errors.js';
 import type { KeyOwner, UsageEndpoint, UsageRecord } from '../store/index.js';
 import type { RateLimitInfo } from '../api/wire-types.js';
 import type { ServiceContext } from './service-context.js';
-import { KEY_SET_KNOWN_WITHIN_S } from './valid-keys.js';
 import { DatabaseBudget } from './answer-bound.js';
 
 export interface RequestFrame {
@@ -60,25 +59,21 @@ export function openRequest(ctx: ServiceContext, frame: RequestFrame): OpenReque
 export async function authenticateCaller(ctx: ServiceContext, request: OpenRequest): Promise<KeyOwner> {
   const { frame, startedAt } = request;
   // An address over its failures still has every valid key looked up (the set of valid keys says which, with
-  // no lookup): the throttle must not lock out the customers behind one address (a proxy, a NAT). Any other key
-  // gets 429 without a lookup, so a flood of bad keys costs the store nothing.
-  // A key sent but not known may be one created elsewhere since the last reload of the valid keys: its 429 says
-  // to retry once the set knows it, not at the end of the throttle's minute.
-  const keySent = frame.apiKey !== undefined && frame.apiKey.trim() !== '';
-  const refusal = ctx.authThrottle.refusal(
-    frame.clientAddress,
-    startedAt,
-    keySent ? KEY_SET_KNOWN_WITHIN_S : Number.POSITIVE_INFINITY,
-  );
-  if (refusal && !ctx.keyLookups.known(frame.apiKey)) throw refusal;
+  // no lookup, brought up to date first so that a key created a moment ago is known): the throttle must not lock
+  // out the customers behind one address (a proxy, a NAT). Any other key gets 429 without a lookup, so a flood of
+  // bad keys costs the store no lookup; each one still counts as a failure, keeping the address's window in use.
+  const refusal = ctx.authThrottle.refusal(frame.clientAddress, startedAt);
+  if (refusal && !(await ctx.keyLookups.known(frame.apiKey, request.budget))) {
+    ctx.authThrottle.fail(frame.clientAddress, startedAt);
+    throw refusal;
+  }
   let caller: KeyOwner;
   try {
     caller = await ctx.keyLookups.authenticate(frame.apiKey, request.budget);
   } catch (error) {
     if (!isAuthFailure(error)) request.anonymous = false;
-    else if (refusal) throw refusal;
     else ctx.authThrottle.fail(frame.clientAddress, startedAt);
-    throw error;
+    throw isAuthFailure(error) && refusal ? refusal : error;
   }
   request.anonymous = false;
   request.usage.accountId = caller.accountId;

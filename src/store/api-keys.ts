@@ -3,7 +3,7 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { camelRow, one, type SqlExecutor } from './sql.js';
-import type { CreatedKey, KeyInfo, KeyOwner, Plan } from './types.js';
+import type { CreatedKey, KeyChange, KeyInfo, KeyOwner, Plan } from './types.js';
 
 const KEY_PREFIX = 'rmbg_';
 /** Characters kept for display: "rmbg_" and 6 of the 43 random ones (36 bits of 256 shown). */
@@ -40,16 +40,27 @@ async function keyById(db: SqlExecutor, id: string): Promise<KeyInfo | undefined
   return row && toKeyInfo(row);
 }
 
+/**
+ * Counts one key change and returns its number; inside the transaction that makes the change. On PostgreSQL the
+ * counter's row stays locked until that transaction ends, so changes commit in the order of their numbers: a
+ * server that reads the count N sees every change numbered up to N.
+ */
+async function nextKeyChange(db: SqlExecutor): Promise<number> {
+  const row = await one<{ latest: number }>(
+    db,
+    'UPDATE key_changes SET latest = latest + 1 WHERE id = 1 RETURNING latest',
+  );
+  return Number(row?.latest);
+}
+
+/** A new key of the account; inside a transaction (the count of key changes moves with it). */
 export async function createKey(db: SqlExecutor, accountId: string, now: number): Promise<CreatedKey> {
   const key = generateApiKey();
   const id = newKeyId();
-  await db.run('INSERT INTO api_keys (id, account_id, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?)', [
-    id,
-    accountId,
-    hashApiKey(key),
-    key.slice(0, DISPLAY_LENGTH),
-    now,
-  ]);
+  await db.run(
+    'INSERT INTO api_keys (id, account_id, key_hash, key_prefix, created_at, key_change) VALUES (?, ?, ?, ?, ?, ?)',
+    [id, accountId, hashApiKey(key), key.slice(0, DISPLAY_LENGTH), now, await nextKeyChange(db)],
+  );
   return { ...((await keyById(db, id)) as KeyInfo), key };
 }
 
@@ -57,8 +68,13 @@ export async function listKeys(db: SqlExecutor): Promise<KeyInfo[]> {
   return (await db.all<KeyRow>(`${SELECT} ORDER BY k.created_at, k.id`)).map(toKeyInfo);
 }
 
+/** Inside a transaction, like createKey (a revocation of no key, or of one already revoked, is a change of nothing). */
 export async function revokeKey(db: SqlExecutor, id: string, now: number): Promise<KeyInfo | undefined> {
-  await db.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, id]);
+  await db.run('UPDATE api_keys SET revoked_at = ?, key_change = ? WHERE id = ? AND revoked_at IS NULL', [
+    now,
+    await nextKeyChange(db),
+    id,
+  ]);
   return keyById(db, id);
 }
 
@@ -74,17 +90,18 @@ export async function keyOwner(db: SqlExecutor, apiKey: string): Promise<KeyOwne
   return row && { keyId: row.key_id, accountId: row.account_id, plan: row.plan };
 }
 
-/**
- * What changes whenever a key is created or revoked, whoever did it: the keys' count and the revoked ones'. Keys
- * are never deleted and a revocation is never undone, so both only grow; counts, unlike the latest created_at,
- * cannot miss a key written with a clock behind another server's.
- */
-export async function keyChangeMarker(db: SqlExecutor): Promise<string> {
-  const row = await one<{ created: number | string; revoked: number | string }>(
-    db,
-    'SELECT count(*) AS created, count(revoked_at) AS revoked FROM api_keys',
+/** The number of the latest key change (created or revoked, by any process): one row, whatever the keys. */
+export async function keyChangeCount(db: SqlExecutor): Promise<number> {
+  return Number((await one<{ latest: number }>(db, 'SELECT latest FROM key_changes WHERE id = 1'))?.latest ?? 0);
+}
+
+/** The keys changed after change number `since`, each with whether it is revoked now (by the index on key_change). */
+export async function keysChangedSince(db: SqlExecutor, since: number): Promise<KeyChange[]> {
+  const rows = await db.all<{ key_hash: string; revoked_at: number | null }>(
+    'SELECT key_hash, revoked_at FROM api_keys WHERE key_change > ?',
+    [since],
   );
-  return `${row?.created ?? 0}/${row?.revoked ?? 0}`;
+  return rows.map((row) => ({ keyHash: row.key_hash, revoked: row.revoked_at !== null }));
 }
 
 /** The sha256 (hex) of every unrevoked key. */

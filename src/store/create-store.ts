@@ -4,7 +4,15 @@
 import { RmbgError } from '../api/errors.js';
 import { AccountTurns } from './account-turns.js';
 import { createAccount, lockAccount } from './accounts.js';
-import { activeKeyHashes, createKey, keyChangeMarker, keyOwner, listKeys, revokeKey } from './api-keys.js';
+import {
+  activeKeyHashes,
+  createKey,
+  keyChangeCount,
+  keyOwner,
+  keysChangedSince,
+  listKeys,
+  revokeKey,
+} from './api-keys.js';
 import { balance, charge, grant, ledgerMismatches, NOTHING, refundCharge } from './credit-ledger.js';
 import {
   beginIdempotent,
@@ -68,7 +76,8 @@ function accountOperations(
   | 'listKeys'
   | 'revokeKey'
   | 'accountForKey'
-  | 'keyChangeMarker'
+  | 'keyChangeCount'
+  | 'keysChangedSince'
   | 'activeKeyHashes'
 > {
   const tx = transactionOf(driver);
@@ -89,7 +98,8 @@ function accountOperations(
     listKeys: () => listKeys(driver),
     revokeKey: (id, now = Date.now()) => tx((db) => revokeKey(db, id, now)),
     accountForKey: (apiKey) => keyOwner(driver, apiKey),
-    keyChangeMarker: () => keyChangeMarker(driver),
+    keyChangeCount: () => keyChangeCount(driver),
+    keysChangedSince: (since) => keysChangedSince(driver, since),
     activeKeyHashes: () => activeKeyHashes(driver),
   };
 }

@@ -137,14 +137,31 @@ const KEPT_BALANCES = (t: Types) => `
   CREATE INDEX usage_records_created ON usage_records (created_at);
 `;
 
+/**
+ * Version 4: a one-row count of the key changes (a key created or revoked), bumped in the transaction that makes
+ * the change, and each key's number of the change that last wrote it: a server learns from one row whether its set
+ * of valid keys is stale, and then reads only the keys changed since.
+ */
+const KEY_CHANGES = (t: Types) => `
+  CREATE TABLE key_changes (
+    id      ${t.int} PRIMARY KEY CHECK (id = 1),
+    latest  ${t.int} NOT NULL
+  )${t.strict};
+  INSERT INTO key_changes (id, latest) VALUES (1, 0);
+  ALTER TABLE api_keys ADD COLUMN key_change ${t.int} NOT NULL DEFAULT 0;
+  CREATE INDEX api_keys_key_change ON api_keys (key_change);
+`;
+
 export const SQLITE_MIGRATIONS: readonly string[] = [
   FIRST_SCHEMA(SQLITE),
   LEASES_AND_RATE_WINDOWS(SQLITE.int),
   KEPT_BALANCES(SQLITE),
+  KEY_CHANGES(SQLITE),
 ];
 
 export const POSTGRES_MIGRATIONS: readonly string[] = [
   FIRST_SCHEMA(POSTGRES),
   LEASES_AND_RATE_WINDOWS(POSTGRES.int),
   KEPT_BALANCES(POSTGRES),
+  KEY_CHANGES(POSTGRES),
 ];

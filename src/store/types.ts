@@ -56,6 +56,12 @@ export interface KeyOwner {
   plan: Plan;
 }
 
+/** A key created or revoked since some change: its hash, and whether it is revoked now. */
+export interface KeyChange {
+  keyHash: string;
+  revoked: boolean;
+}
+
 export type CreditTarget = { accountId: string } | { apiKey: string };
 
 export interface StoredReplay {
@@ -166,8 +172,10 @@ export interface Store {
   /** Revokes a key; undefined when no key has that id. Revoking twice keeps the first time. */
   revokeKey(id: string, now?: number): Promise<KeyInfo | undefined>;
   accountForKey(apiKey: string): Promise<KeyOwner | undefined>;
-  /** A value that changes whenever any key is created or revoked (by any process): cheap to compare, opaque. */
-  keyChangeMarker(): Promise<string>;
+  /** The number of the latest key change (a key created or revoked, by any process): one row read. */
+  keyChangeCount(): Promise<number>;
+  /** The keys created or revoked after the change numbered `since`. */
+  keysChangedSince(since: number): Promise<KeyChange[]>;
   /** The sha256 (hex) of every unrevoked key, as accountForKey hashes them. */
   activeKeyHashes(): Promise<string[]>;
 

@@ -75,6 +75,31 @@ onEachStore(ENGINES, (engine, at) => {
     await expect(at.store.createAccount('gold' as 'pro')).rejects.toThrow(/plan must be one of pro, enterprise, free/);
   });
 
+  it('counts key changes: each create and revoke, from any store, is one more, and the keys changed since are read back', async () => {
+    const before = await at.store.keyChangeCount();
+    const a = await at.store.createAccountWithKey({ plan: 'pro', now: T0 });
+    const second = await openStore(at.target);
+    try {
+      // Two servers creating keys at once: every change gets its own number.
+      const created = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? second : at.store).createKey(a.accountId, T0 + i)),
+      );
+      await second.revokeKey(a.id, T0 + 10);
+      await second.revokeKey(a.id, T0 + 11); // a revocation of nothing may count; it changes no key
+      const latest = await at.store.keyChangeCount();
+      expect(latest - before).toBeGreaterThanOrEqual(8);
+      const hash = (key: string) => createHash('sha256').update(key).digest('hex');
+      const changed = await second.keysChangedSince(before);
+      expect(changed).toHaveLength(7);
+      expect(new Map(changed.map((change) => [change.keyHash, change.revoked]))).toEqual(
+        new Map([[hash(a.key), true], ...created.map((key) => [hash(key.key), false] as const)]),
+      );
+      expect(await at.store.keysChangedSince(latest)).toEqual([]);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('adds credits by account or key, charges subscription first, refuses with the balance when short', async () => {
     const a = await at.store.createAccountWithKey({ plan: 'pro', credits: 2, pool: 'subscription' });
     expect(await at.store.addCredits({ apiKey: a.key }, 5, 'payg')).toEqual({ subscription: 2, payg: 5, total: 7 });

@@ -16,7 +16,10 @@ it('lookups on a store that never answers: each one 503 with Retry-After within 
   const silent = {
     accountForKey: () => new Promise<KeyOwner | undefined>((resolve) => answers.push(resolve)),
   };
-  const validKeys = new ValidKeys({ keyChangeMarker: async () => 'm', activeKeyHashes: async () => [] }, () => {});
+  const validKeys = new ValidKeys(
+    { keyChangeCount: async () => 0, keysChangedSince: async () => [], activeKeyHashes: async () => [] },
+    () => {},
+  );
   const lookups = new KeyLookups(silent, validKeys, 2);
 
   const started = performance.now();
