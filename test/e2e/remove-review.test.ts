@@ -203,6 +203,46 @@ describe('a batch on this computer', () => {
   });
 });
 
+describe('review.html only when a cutout is flagged, or asked for', () => {
+  const clearPhoto = () => path.join(inputs, 'clear.jpg');
+  const run = (out: string, extra: string[] = []) =>
+    rmbg(['remove', clearPhoto(), '-o', out, '--local', '--model', WARM, '--json', ...extra]);
+
+  it('one photo with nothing flagged leaves no page, and the summary names none', async () => {
+    const out = path.join(work, 'one-clear');
+    const result = await run(out);
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ done: 1, toReview: 0, reviewPage: null });
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+
+  it.skipIf(!HAS_SCRIPT)('says nothing of a page at a terminal when none is written', async () => {
+    const out = path.join(work, 'one-clear-terminal');
+    const result = await rmbgOnTerminal(['remove', clearPhoto(), '-o', out, '--local', '--model', WARM]);
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(result.stdout).toContain('1 done');
+    expect(result.stdout).not.toContain('review.html');
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+
+  it('--review-page writes it all the same, and the summary names it', async () => {
+    const out = path.join(work, 'one-clear-asked');
+    const result = await run(out, ['--review-page']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const page = path.join(out, 'review.html');
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ toReview: 0, reviewPage: page });
+    expect(readFileSync(page, 'utf8')).toContain('<title>rmbg review: 0 of 1 to check</title>');
+  });
+
+  it("a run that flags nothing removes an earlier run's page, which told of other cutouts", async () => {
+    const out = path.join(work, 'one-clear-after-asked');
+    await run(out, ['--review-page']);
+    const result = await run(out, ['--overwrite']);
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ done: 1, reviewPage: null });
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+});
+
 describe('through a server and the library', () => {
   let server: RmbgServer;
   let apiKey: string;

@@ -178,6 +178,7 @@ describe('a first run', () => {
       overwrite: false,
       retryFailed: false,
       reviewBelow: 0.5,
+      reviewPage: false,
       retryReview: false,
     };
     expect(events[0]).toEqual({ type: 'start', total: 3, settings });
