@@ -1,8 +1,9 @@
 // Every cutout's confidence where a user meets it, and what a batch does with it: the --json lines, the journal (a
 // resumed batch keeps it), the summary's count of cutouts to check, review.html opened from file:// in Chromium
 // (least confident first, images loaded, a hostile file name shown as text), --retry-review running only the
-// flagged cutouts with another model, and the confidence through a server (X-Confidence, the JSON result, a remote
-// batch) and the library. The warm-key model (test/helpers/fast-models.ts) gives known masks in milliseconds; the
+// flagged cutouts with another model, review.html only when a cutout is flagged or
+// --review-page asks, and the confidence through a server (X-Confidence, not in the JSON result; a remote batch) and
+// the library. The warm-key model (test/helpers/fast-models.ts) gives known masks in milliseconds; the
 // real model's ordering is test/integration/engine/confidence-real-model.test.ts.
 
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRmbg, createServer, type RmbgServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
+import { SPEC_RESULT_FIELDS } from '../helpers/api-answers.js';
 import { launchBrowser, SCREENSHOTS } from '../helpers/browser-harness.js';
 import { ensureBuilt, HAS_SCRIPT, jsonLines, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
 import { warmKeyModel } from '../helpers/fast-models.js';
@@ -271,14 +273,15 @@ describe('through a server and the library', () => {
     });
   }
 
-  it('serve sends X-Confidence, and the JSON result has it', async () => {
+  it("serve sends X-Confidence with the image and with the JSON result, which holds the spec's fields only", async () => {
     const image = await post();
     expect(image.status).toBe(200);
     const header = Number(image.headers.get('x-confidence'));
     expect(header).toBeGreaterThan(0);
     expect(header).toBeLessThan(0.5);
     const json = await post('application/json');
-    expect(((await json.json()) as { data: { confidence: number } }).data.confidence).toBe(header);
+    expect(Number(json.headers.get('x-confidence'))).toBe(header);
+    expect(Object.keys(((await json.json()) as { data: object }).data).sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
   });
 
   it('a remote batch reads it into its --json lines and journal; the library gives it, locally and remotely', async () => {
