@@ -87,11 +87,8 @@ class BatchRun {
   /** Takes the output folder's journal (and its lock) and gives every input its output slot. */
   static async open(batch: BatchOptions): Promise<BatchRun> {
     const started = performance.now();
-    if (batch.retryReview && batch.remover.mode === 'remote')
-      throw new RmbgError(
-        'usage_error',
-        '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
-      );
+    const refusal = batch.retryReview ? batch.remover.retryReviewRefusal : undefined;
+    if (refusal !== undefined) throw new RmbgError('usage_error', refusal);
     const items = [...batch.items];
     // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
     const outputDir = resolve(batch.outputDir);

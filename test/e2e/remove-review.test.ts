@@ -1,7 +1,7 @@
 // Every cutout's confidence where a user meets it, and what a batch does with it: the --json lines, the journal (a
 // resumed batch keeps it), the summary's count of cutouts to check, review.html opened from file:// in Chromium
 // (least confident first, images loaded, a hostile file name shown as text), --retry-review running only the
-// flagged cutouts with another model, review.html only when a cutout is flagged or
+// flagged cutouts with another model (refused through a server), review.html only when a cutout is flagged or
 // --review-page asks, and the confidence through a server (X-Confidence, not in the JSON result; a remote batch) and
 // the library. The warm-key model (test/helpers/fast-models.ts) gives known masks in milliseconds; the
 // real model's ordering is test/integration/engine/confidence-real-model.test.ts.
@@ -282,6 +282,25 @@ describe('through a server and the library', () => {
     const json = await post('application/json');
     expect(Number(json.headers.get('x-confidence'))).toBe(header);
     expect(Object.keys(((await json.json()) as { data: object }).data).sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
+  });
+
+  it('--retry-review through a server is refused before anything is sent, and says what to do', async () => {
+    // The CLI refuses it while reading its flags (a server runs its own model: --model is refused with it).
+    const out = path.join(work, 'remote-retry');
+    const refused = await rmbg(
+      ['remove', inputs, '-o', out, '--api-url', server.url, '--retry-review', '--model', WARM],
+      { env: { RMBG_API_KEY: apiKey } },
+    );
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain('--model applies on this computer only');
+    // The library reaches the batch, whose remote remover says it cannot retry.
+    const batch = library.removeBackgrounds(inputs, { apiUrl: server.url, apiKey, outDir: out, retryReview: true });
+    await expect(batch.next()).rejects.toMatchObject({
+      code: 'usage_error',
+      message:
+        '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
+    });
+    expect(existsSync(path.join(out, JOURNAL))).toBe(false);
   });
 
   it('a remote batch reads it into its --json lines and journal; the library gives it, locally and remotely', async () => {
