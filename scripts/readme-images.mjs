@@ -91,7 +91,7 @@ function checkerboard(width, height, square = 10) {
 }
 
 async function webPageScreenshot() {
-  const { chromium } = await import('playwright-core');
+  const { launchChromium } = await import('./lib/chromium.mjs');
   const dataDir = join(work, 'data');
   const created = await run(
     process.execPath,
@@ -114,19 +114,7 @@ async function webPageScreenshot() {
       });
       server.once('exit', (code) => failed(new Error(`rmbg serve exited with ${code}`)));
     });
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 900, height: 1000 } });
     await page.goto(`${url}/`);
     await page.getByLabel('Key').fill(key);

@@ -298,6 +298,7 @@ function components(): Schema {
       ),
       RemoveResult: {
         type: 'object',
+        description: `The spec's fields only; the cutout's confidence is in the ${HEADERS.confidence} header.`,
         required: ['data'],
         additionalProperties: false,
         properties: {
@@ -308,7 +309,6 @@ function components(): Schema {
             properties: {
               result_b64: { type: 'string', contentEncoding: 'base64' },
               ...Object.fromEntries(RESULT_FIELDS.map((name) => [name, { type: 'integer', minimum: 0 }])),
-              confidence: { type: 'number', minimum: 0, maximum: 1, description: HEADER_DESCRIPTIONS.confidence },
             },
           },
         },

@@ -27,7 +27,7 @@ export interface AccountRecord {
   };
 }
 
-/** POST /v1.0/removebg's answer when the client asks for JSON (Accept: application/json). */
+/** POST /v1.0/removebg's answer when the client asks for JSON (Accept: application/json): the spec's fields only. */
 export interface RemoveResultJson {
   data: {
     result_b64: string;
@@ -38,7 +38,5 @@ export interface RemoveResultJson {
     foreground_left: number;
     foreground_width: number;
     foreground_height: number;
-    /** Extension (X-Confidence): 0..1; absent from a replay stored before it was kept. */
-    confidence?: number;
   };
 }

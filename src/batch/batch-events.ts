@@ -46,7 +46,7 @@ export interface BatchSummary {
   /** Cutouts of this batch (done now or before) whose confidence is under `reviewBelow`. */
   toReview: number;
   reviewBelow: number;
-  /** The output folder's review.html, written when any cutout has a confidence; else null. */
+  /** The output folder's review.html, written when a cutout is flagged or the batch asks for it; else null. */
   reviewPage: string | null;
   /** Where the model runs, for a batch on this computer: its GPU or CPU. */
   device?: 'gpu' | 'cpu';

@@ -13,6 +13,7 @@ export interface BatchRows {
   overwrite?: boolean | undefined;
   retryFailed?: boolean | undefined;
   reviewBelow?: number | undefined;
+  reviewPage?: boolean | undefined;
   retryReview?: boolean | undefined;
 }
 
@@ -22,7 +23,7 @@ export function batchRowsOf(
   remover: Remover,
 ): Pick<
   BatchOptions,
-  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'retryReview'
+  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'reviewPage' | 'retryReview'
 > {
   return {
     outputDir: rows.outDir,
@@ -31,6 +32,7 @@ export function batchRowsOf(
     overwrite: Boolean(rows.overwrite),
     retryFailed: Boolean(rows.retryFailed),
     reviewBelow: rows.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default,
+    reviewPage: Boolean(rows.reviewPage),
     retryReview: Boolean(rows.retryReview),
   };
 }

@@ -53,6 +53,8 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
     mode: 'remote',
     client,
     settings: { apiUrl: options.baseUrl, apiKey: keyEnd(options.apiKey), timeoutMs: options.timeoutMs },
+    retryReviewRefusal:
+      '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
     onThrottle: (listener) => listeners.push(listener),
     async remove(image, removeOptions, call) {
       // Same request as an earlier run: keep its key, so a request the server already charged is replayed for free.

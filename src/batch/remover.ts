@@ -54,6 +54,8 @@ export interface Remover {
    * (its end only) and time limit, and the metadata kept. The batch's start event reports them in force.
    */
   readonly settings?: Readonly<Record<string, unknown>>;
+  /** Why it cannot run flagged cutouts again with another model (--retry-review); absent when it can. */
+  readonly retryReviewRefusal?: string;
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;

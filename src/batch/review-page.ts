@@ -2,6 +2,7 @@
 // first, those under the threshold marked. Offline and light for a 5,000-photo batch: plain HTML and CSS, no
 // script, the images linked by relative URLs (nothing embedded) and loaded lazily, so it opens from file://.
 
+import { rm } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
 import { isFlagged } from '../engine/output/mask-confidence.js';
 import { writeFileAtomic } from './atomic-write.js';
@@ -18,10 +19,17 @@ export interface ReviewEntry {
 
 /** Writes the page into `outputDir` (atomically: a browser never reads half of it); gives its path. */
 export async function writeReviewPage(outputDir: string, entries: ReviewEntry[], below: number): Promise<string> {
-  const path = `${outputDir}${sep}${REVIEW_PAGE_NAME}`;
+  const path = reviewPagePath(outputDir);
   await writeFileAtomic(path, Buffer.from(reviewPageHtml(outputDir, entries, below)));
   return path;
 }
+
+/** Removes the page an earlier run wrote into `outputDir`, if any. */
+export async function removeReviewPage(outputDir: string): Promise<void> {
+  await rm(reviewPagePath(outputDir), { force: true });
+}
+
+const reviewPagePath = (outputDir: string): string => `${outputDir}${sep}${REVIEW_PAGE_NAME}`;
 
 /** Lowest confidence first; those without one last, in input order. */
 export function reviewOrder(entries: readonly ReviewEntry[]): ReviewEntry[] {

@@ -17,7 +17,7 @@ import { addOutputSlot, assignOutputSlots, existingOutput, type OutputSlot } fro
 import { isFlagged, SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
-import { type ReviewEntry, writeReviewPage } from './review-page.js';
+import { removeReviewPage, type ReviewEntry, writeReviewPage } from './review-page.js';
 
 export interface BatchOptions {
   items: InputItem[];
@@ -33,6 +33,8 @@ export interface BatchOptions {
   retryFailed: boolean;
   /** Cutouts under this confidence are flagged (counted, first in review.html); default SUSPECT_BELOW. */
   reviewBelow?: number;
+  /** Write review.html even when no cutout is flagged (it is written when one is). */
+  reviewPage?: boolean;
   /** Run only the cutouts the journal flags, over their outputs (on this computer, with another model). */
   retryReview?: boolean;
   /** Aborting stops scheduling; files in flight finish (their signal is not aborted). */
@@ -85,11 +87,8 @@ class BatchRun {
   /** Takes the output folder's journal (and its lock) and gives every input its output slot. */
   static async open(batch: BatchOptions): Promise<BatchRun> {
     const started = performance.now();
-    if (batch.retryReview && batch.remover.mode === 'remote')
-      throw new RmbgError(
-        'usage_error',
-        '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
-      );
+    const refusal = batch.retryReview ? batch.remover.retryReviewRefusal : undefined;
+    if (refusal !== undefined) throw new RmbgError('usage_error', refusal);
     const items = [...batch.items];
     // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
     const outputDir = resolve(batch.outputDir);
@@ -114,7 +113,7 @@ class BatchRun {
 
   /** The settings in force: the remover's, and the batch's own as this run holds them. */
   private settings(): BatchSettings {
-    const { remover, recursive, overwrite, retryFailed, retryReview, arrivals } = this.batch;
+    const { remover, recursive, overwrite, retryFailed, reviewPage, retryReview, arrivals } = this.batch;
     return {
       ...remover.settings,
       outDir: this.outputDir,
@@ -124,6 +123,7 @@ class BatchRun {
       overwrite,
       retryFailed,
       reviewBelow: this.reviewBelow,
+      reviewPage: Boolean(reviewPage),
       retryReview: Boolean(retryReview),
     };
   }
@@ -187,16 +187,20 @@ class BatchRun {
     }
   }
 
-  /** review.html, once any cutout has a confidence (a server may send none). */
+  /**
+   * review.html when a cutout is flagged or the batch asks for it; otherwise an earlier run's page goes, so that
+   * the folder holds no page about other cutouts than this run's.
+   */
   async writeReview(): Promise<void> {
-    if (!this.reviewEntries.some((entry) => entry.confidence !== undefined)) return;
-    this.summary.reviewPage = await writeReviewPage(this.outputDir, this.reviewEntries, this.reviewBelow).catch(
-      (error: Error) => {
-        throw new RmbgError('io_error', `cannot write the review page in ${this.outputDir}: ${error.message}`, {
-          cause: error,
-        });
-      },
-    );
+    const written = this.summary.toReview > 0 || Boolean(this.batch.reviewPage);
+    const page = written
+      ? writeReviewPage(this.outputDir, this.reviewEntries, this.reviewBelow)
+      : removeReviewPage(this.outputDir).then(() => null);
+    this.summary.reviewPage = await page.catch((error: Error) => {
+      throw new RmbgError('io_error', `cannot write the review page in ${this.outputDir}: ${error.message}`, {
+        cause: error,
+      });
+    });
   }
 
   /** Completes the summary and emits it. */

@@ -1,9 +1,8 @@
-// Whether each native part rmbg runs on loads here (`rmbg doctor`): sharp (libvips), onnxruntime's binding and the
-// SQLite driver. Each is loaded for real, since an installed package whose binary is missing or built for another
-// Node only fails then.
+// Whether each native part rmbg runs on loads here (`rmbg doctor`): sharp (libvips) and onnxruntime's binding; the
+// SQLite driver's check is the store's, above this floor (cli/sqlite-check.ts). Each is loaded for real, since an
+// installed package whose binary is missing or built for another Node only fails then.
 
 import { createRequire } from 'node:module';
-import { sqliteSupport } from '../store/sqlite-connection.js';
 
 export interface NativePart {
   name: string;
@@ -16,7 +15,9 @@ export interface NativePart {
   fix?: string;
 }
 
-const firstLine = (error: unknown): string => String((error as Error)?.message ?? error).split('\n')[0] as string;
+/** The first line of an error's message: what a check shows of why a part does not load. */
+export const firstLine = (error: unknown): string =>
+  String((error as Error)?.message ?? error).split('\n')[0] as string;
 
 /** Where a dependency is installed, for a fix that runs npm there. */
 function installFolder(name: string): string {
@@ -55,18 +56,4 @@ export async function checkOnnxruntime(): Promise<NativePart> {
       fix: `cd ${installFolder('onnxruntime-node')} && npm rebuild onnxruntime-node`,
     };
   }
-}
-
-export async function checkSqlite(): Promise<NativePart> {
-  const support = await sqliteSupport().catch((error: unknown) => ({
-    available: false as const,
-    reason: firstLine(error),
-  }));
-  return support.available
-    ? {
-        name: 'SQLite',
-        loads: true,
-        version: `${support.driver} ${support.driverVersion}, SQLite ${support.sqliteVersion}`,
-      }
-    : { name: 'SQLite', loads: false, error: support.reason };
 }

@@ -167,7 +167,6 @@ function resultJson(outcome: RemoveOutcome): RemoveResultJson {
       foreground_left: image.foreground.left,
       foreground_width: image.foreground.width,
       foreground_height: image.foreground.height,
-      ...(image.confidence !== undefined && { confidence: image.confidence }),
     },
   };
 }

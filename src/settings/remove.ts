@@ -95,6 +95,10 @@ export const BATCH_SETTINGS = {
     default: SUSPECT_BELOW,
     help: "cutouts whose confidence (0..1, from the mask) is under this are flagged: counted in the summary and shown first in the output folder's review.html; the default flags what the rule of many ambiguous edge pixels or a tiny foreground would",
   },
+  reviewPage: {
+    type: 'switch',
+    help: "write the output folder's review.html even when no cutout is flagged (it is written when one is)",
+  },
   retryReview: {
     type: 'switch',
     help: 'run only the cutouts the journal flagged (confidence under --review-below) again, on this computer, overwriting them; give another --model',

@@ -1,8 +1,9 @@
 // Every cutout's confidence where a user meets it, and what a batch does with it: the --json lines, the journal (a
 // resumed batch keeps it), the summary's count of cutouts to check, review.html opened from file:// in Chromium
 // (least confident first, images loaded, a hostile file name shown as text), --retry-review running only the
-// flagged cutouts with another model, and the confidence through a server (X-Confidence, the JSON result, a remote
-// batch) and the library. The warm-key model (test/helpers/fast-models.ts) gives known masks in milliseconds; the
+// flagged cutouts with another model (refused through a server), review.html only when a cutout is flagged or
+// --review-page asks, and the confidence through a server (X-Confidence, not in the JSON result; a remote batch) and
+// the library. The warm-key model (test/helpers/fast-models.ts) gives known masks in milliseconds; the
 // real model's ordering is test/integration/engine/confidence-real-model.test.ts.
 
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRmbg, createServer, type RmbgServer } from '../../src/index.js';
 import { openStore } from '../../src/store/index.js';
+import { SPEC_RESULT_FIELDS } from '../helpers/api-answers.js';
 import { launchBrowser, SCREENSHOTS } from '../helpers/browser-harness.js';
 import { ensureBuilt, HAS_SCRIPT, jsonLines, removeTempDirs, rmbg, rmbgOnTerminal, tempDir } from '../helpers/cli.js';
 import { warmKeyModel } from '../helpers/fast-models.js';
@@ -203,6 +205,46 @@ describe('a batch on this computer', () => {
   });
 });
 
+describe('review.html only when a cutout is flagged, or asked for', () => {
+  const clearPhoto = () => path.join(inputs, 'clear.jpg');
+  const run = (out: string, extra: string[] = []) =>
+    rmbg(['remove', clearPhoto(), '-o', out, '--local', '--model', WARM, '--json', ...extra]);
+
+  it('one photo with nothing flagged leaves no page, and the summary names none', async () => {
+    const out = path.join(work, 'one-clear');
+    const result = await run(out);
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ done: 1, toReview: 0, reviewPage: null });
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+
+  it.skipIf(!HAS_SCRIPT)('says nothing of a page at a terminal when none is written', async () => {
+    const out = path.join(work, 'one-clear-terminal');
+    const result = await rmbgOnTerminal(['remove', clearPhoto(), '-o', out, '--local', '--model', WARM]);
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(result.stdout).toContain('1 done');
+    expect(result.stdout).not.toContain('review.html');
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+
+  it('--review-page writes it all the same, and the summary names it', async () => {
+    const out = path.join(work, 'one-clear-asked');
+    const result = await run(out, ['--review-page']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const page = path.join(out, 'review.html');
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ toReview: 0, reviewPage: page });
+    expect(readFileSync(page, 'utf8')).toContain('<title>rmbg review: 0 of 1 to check</title>');
+  });
+
+  it("a run that flags nothing removes an earlier run's page, which told of other cutouts", async () => {
+    const out = path.join(work, 'one-clear-after-asked');
+    await run(out, ['--review-page']);
+    const result = await run(out, ['--overwrite']);
+    expect(jsonLines(result.stdout).at(-1)).toMatchObject({ done: 1, reviewPage: null });
+    expect(existsSync(path.join(out, 'review.html'))).toBe(false);
+  });
+});
+
 describe('through a server and the library', () => {
   let server: RmbgServer;
   let apiKey: string;
@@ -231,14 +273,34 @@ describe('through a server and the library', () => {
     });
   }
 
-  it('serve sends X-Confidence, and the JSON result has it', async () => {
+  it("serve sends X-Confidence with the image and with the JSON result, which holds the spec's fields only", async () => {
     const image = await post();
     expect(image.status).toBe(200);
     const header = Number(image.headers.get('x-confidence'));
     expect(header).toBeGreaterThan(0);
     expect(header).toBeLessThan(0.5);
     const json = await post('application/json');
-    expect(((await json.json()) as { data: { confidence: number } }).data.confidence).toBe(header);
+    expect(Number(json.headers.get('x-confidence'))).toBe(header);
+    expect(Object.keys(((await json.json()) as { data: object }).data).sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
+  });
+
+  it('--retry-review through a server is refused before anything is sent, and says what to do', async () => {
+    // The CLI refuses it while reading its flags (a server runs its own model: --model is refused with it).
+    const out = path.join(work, 'remote-retry');
+    const refused = await rmbg(
+      ['remove', inputs, '-o', out, '--api-url', server.url, '--retry-review', '--model', WARM],
+      { env: { RMBG_API_KEY: apiKey } },
+    );
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain('--model applies on this computer only');
+    // The library reaches the batch, whose remote remover says it cannot retry.
+    const batch = library.removeBackgrounds(inputs, { apiUrl: server.url, apiKey, outDir: out, retryReview: true });
+    await expect(batch.next()).rejects.toMatchObject({
+      code: 'usage_error',
+      message:
+        '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
+    });
+    expect(existsSync(path.join(out, JOURNAL))).toBe(false);
   });
 
   it('a remote batch reads it into its --json lines and journal; the library gives it, locally and remotely', async () => {

@@ -75,9 +75,7 @@ async function expectAllCutouts(work: string, names: Array<keyof typeof SIZES>):
     const [width, height] = SIZES[name];
     await expectCutout(path.join(work, 'out', name.replace('.jpg', '.png')), width, height);
   }
-  expect(listFiles(path.join(work, 'out'))).toEqual(
-    [JOURNAL, REVIEW_PAGE, ...names.map((n) => n.replace('.jpg', '.png'))].sort(),
-  );
+  expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, ...names.map((n) => n.replace('.jpg', '.png'))].sort());
 }
 
 /**
@@ -123,7 +121,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
       finished = lines.filter((l) => l.status === 'done').map((l) => path.basename(l.input as string));
       expect(finished.sort()).toEqual(['p1.jpg', 'p2.jpg']);
       // Exactly the finished files are on disk, whole; no temp file, no lock.
-      expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'p1.png', 'p2.png', REVIEW_PAGE]);
+      expect(listFiles(path.join(work, 'out'))).toEqual([JOURNAL, 'p1.png', 'p2.png']);
     } finally {
       gate.open();
       gate.remove();
@@ -159,7 +157,7 @@ describe('Ctrl-C during rmbg remove --local', () => {
       });
       expect(lines.find((l) => l.status === 'failed')).toMatchObject({ output: null, error: { code: 'interrupted' } });
       expect(listFiles(path.join(work, 'out'))).toEqual(
-        [JOURNAL, REVIEW_PAGE, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
+        [JOURNAL, ...finished.map((n) => n.replace('.jpg', '.png'))].sort(),
       );
     } finally {
       gate.open();

@@ -2,36 +2,15 @@
 // four bodies a few bytes a second holds one place (its share), not all four, and that one only until its pace
 // is judged; another key's upload is served meanwhile.
 
-import { rmSync } from 'node:fs';
 import net from 'node:net';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  balance,
-  call,
-  createKey,
-  ensureBuilt,
-  startIdentityServe,
-  tempDataDir,
-  type ServeProcess,
-} from '../helpers/serve-harness.js';
+import { describe, expect, it } from 'vitest';
+import { balance, call, createKey, identityServeForFile } from '../helpers/serve-harness.js';
 
 /** The server's body timeout (the default): the dripping body must be cut well before it. */
 const BODY_TIMEOUT_S = 30;
 
-let server: ServeProcess;
-let dataDir: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  dataDir = tempDataDir();
-  server = await startIdentityServe(dataDir, ['--max-uploads', '4', '--rate-limit', '1000']);
-});
-
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const at = identityServeForFile(['--max-uploads', '4', '--rate-limit', '1000']);
 
 interface Drip {
   /** The first answer line: 100 once the body may be sent (an upload place was taken), else the final status. */
@@ -78,8 +57,8 @@ function drip(url: URL, key: string): Drip {
 
 describe('upload places', () => {
   it('one key dripping 4 bodies holds 1 of 4 places and is cut early (408); another key uploads meanwhile', async () => {
-    const [dripper, honest] = await Promise.all([createKey(dataDir, 5), createKey(dataDir, 5)]);
-    const url = new URL(server.url);
+    const [dripper, honest] = await Promise.all([createKey(at.dataDir, 5), createKey(at.dataDir, 5)]);
+    const url = new URL(at.server.url);
     const drips = Array.from({ length: 4 }, () => drip(url, dripper.key));
     // Each has its answer to the head: a place (100 Continue) or a refusal.
     const placed = await Promise.all(drips.map((client) => client.placed));
@@ -89,7 +68,7 @@ describe('upload places', () => {
     const photo = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#336699' } })
       .png()
       .toBuffer();
-    const served = await call(`${server.url}/v1.0/removebg`, {
+    const served = await call(`${at.server.url}/v1.0/removebg`, {
       method: 'POST',
       headers: { 'x-api-key': honest.key, 'content-type': 'application/json' },
       body: JSON.stringify({ image_file_b64: photo.toString('base64') }),
@@ -103,7 +82,7 @@ describe('upload places', () => {
     // Cut once its pace is judged (5 s, checked every second), not at the body timeout.
     expect(cut[0]?.closedAfterMs).toBeLessThan((BODY_TIMEOUT_S / 3) * 1000);
     for (const end of ends.filter((each) => each.status !== 408)) expect(end.code).toBe('rate_limited');
-    expect(await balance(server.url, dripper.key)).toMatchObject({ total: 5 });
-    expect(await balance(server.url, honest.key)).toMatchObject({ total: 4 });
+    expect(await balance(at.server.url, dripper.key)).toMatchObject({ total: 5 });
+    expect(await balance(at.server.url, honest.key)).toMatchObject({ total: 4 });
   }, 120_000);
 });

@@ -1,68 +1,47 @@
 // Attacks on the real `rmbg serve` (real SQLite, 127.0.0.1, a tiny identity model: no attack reaches the
 // model), one shared server: each test is an attack from issue #10 and what a user sees while it runs.
 
-import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { samplePeakRss, rssBytes } from '../helpers/peak-rss.js';
 import { answerCode, uploadUntilAnswered } from '../helpers/raw-upload.js';
 import { trickle, type Trickler } from '../helpers/trickle-client.js';
-import {
-  balance,
-  call,
-  createKey,
-  ensureBuilt,
-  startIdentityServe,
-  tempDataDir,
-  type ServeProcess,
-} from '../helpers/serve-harness.js';
+import { balance, call, createKey, identityServeForFile } from '../helpers/serve-harness.js';
 
 const MB = 1024 * 1024;
 const HEADERS_TIMEOUT_S = 2;
 const BODY_TIMEOUT_S = 3;
 
-let server: ServeProcess;
-let dataDir: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  dataDir = tempDataDir();
-  // Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
-  // Short headers and body timeouts, so the slow-client test sees the server close connections.
-  server = await startIdentityServe(dataDir, [
-    '--rate-limit',
-    '1000',
-    '--max-auth-failures',
-    '1000',
-    '--headers-timeout',
-    String(HEADERS_TIMEOUT_S),
-    '--body-timeout',
-    String(BODY_TIMEOUT_S),
-    // The slow-client attack is 200 connections from 127.0.0.1 (serve-fair-connections tests the per-address cap).
-    '--max-connections-per-address',
-    '1000',
-  ]);
-});
-
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+// Failed authentications are not throttled here (the unit tests cover that): the upload attack is 30 of them.
+// Short headers and body timeouts, so the slow-client test sees the server close connections.
+const at = identityServeForFile([
+  '--rate-limit',
+  '1000',
+  '--max-auth-failures',
+  '1000',
+  '--headers-timeout',
+  String(HEADERS_TIMEOUT_S),
+  '--body-timeout',
+  String(BODY_TIMEOUT_S),
+  // The slow-client attack is 200 connections from 127.0.0.1 (serve-fair-connections tests the per-address cap).
+  '--max-connections-per-address',
+  '1000',
+]);
 
 describe('bodies are not read before authentication', () => {
   it('30 concurrent unauthenticated 30 MB uploads: each 403 before its body is sent, RSS grows < 200 MB, a keyed request is served meanwhile', async () => {
-    const { key } = await createKey(dataDir, 5);
-    const pid = server.child.pid as number;
+    const { key } = await createKey(at.dataDir, 5);
+    const pid = at.server.child.pid as number;
     const before = rssBytes(pid);
     const peak = samplePeakRss(pid);
     const attacks = Array.from({ length: 30 }, () =>
-      uploadUntilAnswered(`${server.url}/v1.0/removebg`, {
+      uploadUntilAnswered(`${at.server.url}/v1.0/removebg`, {
         headers: { 'content-type': 'application/json' },
         prefix: '{"image_file_b64":"',
         totalBytes: 30 * MB,
       }),
     );
     // An account query, not an image: a run of the model alone takes hundreds of MB, which would hide what the attack costs.
-    const honest = call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
+    const honest = call(`${at.server.url}/v1.0/account`, { headers: { 'X-API-Key': key } });
     const answers = await Promise.all(attacks);
     const served = await honest;
     const grown = peak.stop() - before;
@@ -75,18 +54,18 @@ describe('bodies are not read before authentication', () => {
     }
     expect(grown).toBeLessThan(200 * MB);
     expect(served.status).toBe(200);
-    expect(await balance(server.url, key)).toMatchObject({ total: 5 });
+    expect(await balance(at.server.url, key)).toMatchObject({ total: 5 });
   });
 });
 
 describe('slow clients', () => {
   it('200 connections trickling headers or bodies: a normal client is served within 5 s; the server closes them at its timeouts', async () => {
     const [normal, slowA, slowB] = await Promise.all([
-      createKey(dataDir, 5),
-      createKey(dataDir, 5),
-      createKey(dataDir, 5),
+      createKey(at.dataDir, 5),
+      createKey(at.dataDir, 5),
+      createKey(at.dataDir, 5),
     ]);
-    const url = new URL(server.url);
+    const url = new URL(at.server.url);
     const slow: Trickler[] = [];
     for (let i = 0; i < 100; i++)
       slow.push(trickle(url, { head: 'POST /v1.0/removebg HTTP/1.1\r\nHost: x\r\nX-Slow: ', body: 'a' }));
@@ -99,7 +78,7 @@ describe('slow clients', () => {
     // which would measure the model, not the slow clients), sent once every slow connection is open.
     await Promise.all(slow.map((client) => client.connected));
     const started = performance.now();
-    const served = await call(`${server.url}/v1.0/account`, { headers: { 'X-API-Key': normal.key } });
+    const served = await call(`${at.server.url}/v1.0/account`, { headers: { 'X-API-Key': normal.key } });
     const servedMs = performance.now() - started;
     expect(served.status).toBe(200);
     expect(servedMs).toBeLessThan(5000);
@@ -117,6 +96,6 @@ describe('slow clients', () => {
     expect(statuses.filter((status) => status === 408)).toHaveLength(8);
     expect(statuses.filter((status) => status === 429)).toHaveLength(92);
     for (const end of bodyEnds) expect(end.closedAfterMs).toBeLessThan((BODY_TIMEOUT_S + 3) * 1000);
-    expect(await balance(server.url, slowA.key)).toMatchObject({ total: 5 });
+    expect(await balance(at.server.url, slowA.key)).toMatchObject({ total: 5 });
   });
 });

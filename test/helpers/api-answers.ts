@@ -1,20 +1,18 @@
 // The spec's answers as a client reads them, checked the same way by the app-level contract test and the
 // real-model test: the JSON result of POST /v1.0/removebg, and the error body.
 
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 
-// The spec's fields and rmbg's extension, the cutout's confidence (docs/api.md).
-const FIELDS = [
-  'confidence',
-  'credits_charged',
-  'foreground_height',
-  'foreground_left',
-  'foreground_top',
-  'foreground_width',
-  'result_b64',
-  'result_height',
-  'result_width',
-];
+/**
+ * The JSON result's fields as the spec's table lists them (`| data.result_b64 | …`), read from docs/api-spec.md
+ * itself, so that a field added on either side fails the tests that check an answer's shape.
+ */
+export const SPEC_RESULT_FIELDS: readonly string[] = (() => {
+  const spec = readFileSync(new URL('../../docs/api-spec.md', import.meta.url), 'utf8');
+  const section = spec.slice(spec.indexOf('### Processing result (JSON form'), spec.indexOf('### Account record'));
+  return [...section.matchAll(/^\| data\.(\w+) \|/gm)].map((match) => match[1] as string);
+})();
 
 /** An HTTP answer as the tests collect it. */
 export interface ApiAnswer {
@@ -25,13 +23,13 @@ export interface ApiAnswer {
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Asserts a 200 JSON answer holding exactly `{ data: { …the spec's fields, confidence } }` and gives its `data`. */
+/** Asserts a 200 JSON answer holding exactly `{ data: { …the spec's fields } }` and gives its `data`. */
 export function jsonResultOf(answer: ApiAnswer): Record<string, number | string> {
   expect(answer.status).toBe(200);
   expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
   const json = JSON.parse(answer.body.toString()) as { data: Record<string, number | string> };
   expect(Object.keys(json)).toEqual(['data']);
-  expect(Object.keys(json.data).sort()).toEqual([...FIELDS].sort());
+  expect(Object.keys(json.data).sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
   return json.data;
 }
 

@@ -1,11 +1,12 @@
 // Shared by the serve-*.test.ts files: spawns the real `rmbg` CLI (over dist/, which the run's globalSetup
 // builds) and starts `rmbg serve` on 127.0.0.1:0.
 
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll } from 'vitest';
 import { rmbg as runCli } from './cli.js';
 import { writeIdentityModel } from './onnx-writer.js';
 
@@ -121,6 +122,30 @@ export async function startIdentityServe(
   const model = join(dataDir, 'identity.onnx');
   writeIdentityModel(model, 'input', 'output');
   return startServe(dataDir, ['--model', model, ...flags], env);
+}
+
+/** The server of a test file (identityServeForFile), set once its tests may run. */
+export interface FileServe {
+  server: ServeProcess;
+  dataDir: string;
+}
+
+/**
+ * One identity `rmbg serve` (startIdentityServe) with `flags` for all the tests of a file: started in a fresh data
+ * directory before them, stopped and its directory removed after them.
+ */
+export function identityServeForFile(flags: string[]): FileServe {
+  const at = {} as FileServe;
+  beforeAll(async () => {
+    await ensureBuilt();
+    at.dataDir = tempDataDir();
+    at.server = await startIdentityServe(at.dataDir, flags);
+  });
+  afterAll(async () => {
+    await at.server?.stop();
+    if (at.dataDir) rmSync(at.dataDir, { recursive: true, force: true });
+  });
+  return at;
 }
 
 export interface HttpAnswer {

@@ -22,11 +22,12 @@ import {
   verdictKey,
   type GpuVerdict,
 } from '../../engine/gpu/gpu-verdict.js';
-import { checkOnnxruntime, checkSharp, checkSqlite, type NativePart } from '../../platform/native-parts.js';
+import { checkOnnxruntime, checkSharp, type NativePart } from '../../platform/native-parts.js';
 import { rmbgVersion } from '../../platform/package-info.js';
 import { storeTarget } from '../../store/open-store.js';
 import { redactedStoreUrl } from '../../store/redact-url.js';
 import { EXIT } from '../exit-codes.js';
+import { checkSqlite } from '../sqlite-check.js';
 import { modelRows } from './models-list.js';
 import { resolveModel } from '../../engine/model/model-registry.js';
 import { userModelsDirOf } from '../../engine/model/user-models.js';

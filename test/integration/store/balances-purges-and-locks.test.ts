@@ -16,13 +16,19 @@ import { openPostgresDriver } from '../../../src/store/postgres-driver.js';
 import type { SqlDriver } from '../../../src/store/sql.js';
 import { PURGE_BATCH, PURGE_MAX_BATCHES } from '../../../src/store/idempotency-records.js';
 import { USAGE_RETENTION_MS } from '../../../src/store/usage-records.js';
-import { openStore, type Lease, type Store } from '../../../src/store/index.js';
+import { openStore, type Lease, type Store, type UsageRecord } from '../../../src/store/index.js';
+import { openRequest } from '../../../src/service/request-lifecycle.js';
+import type { ServiceContext } from '../../../src/service/service-context.js';
 import { freshDatabase, pgRows } from '../../helpers/postgres.js';
 import { onEachStore, sqlitePath, storeEngines } from '../../helpers/store-matrix.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 const T0 = 1_700_000_000_000;
 const lease = (requestId: string, expiresAt = T0 + 30_000): Lease => ({ requestId, owner: 'inst-a', expiresAt });
+
+/** The usage record a GET /v1.0/account opens with at `createdAt`, as the service makes it (it reads only the clock). */
+const accountUsage = (requestId: string, createdAt: number): UsageRecord =>
+  openRequest({ now: () => createdAt } as ServiceContext, { apiKey: undefined, requestId, endpoint: 'account' }).usage;
 
 let dir: string;
 beforeAll(() => {
@@ -113,23 +119,8 @@ onEachStore(ENGINES, (engine, at) => {
     await at.store.beginIdempotent(accountId, 'done', 'fp', lease('r-done'), T0);
     await at.store.deliver('r-done', { ref: { accountId, key: 'done', requestId: 'r-done' }, replay }, T0);
     await at.store.beginIdempotent(accountId, 'running', 'fp', lease('r-run'), T0);
-    const usage = {
-      accountId,
-      keyId: null,
-      endpoint: 'account' as const,
-      status: 200,
-      code: null,
-      credits: 0,
-      replayed: false,
-      inputBytes: null,
-      size: null,
-      format: null,
-      width: null,
-      height: null,
-      durationMs: 1,
-    };
-    await at.store.recordUsage({ ...usage, requestId: 'u-old', createdAt: T0 });
-    await at.store.recordUsage({ ...usage, requestId: 'u-new', createdAt: T0 + USAGE_RETENTION_MS });
+    await at.store.recordUsage({ ...accountUsage('u-old', T0), accountId });
+    await at.store.recordUsage({ ...accountUsage('u-new', T0 + USAGE_RETENTION_MS), accountId });
 
     expect(await at.store.purgeExpired(T0 + LIMITS.replayWindowMs)).toEqual({ replays: 1, keys: 0, usageRecords: 0 });
     expect(

@@ -178,6 +178,7 @@ describe('a first run', () => {
       overwrite: false,
       retryFailed: false,
       reviewBelow: 0.5,
+      reviewPage: false,
       retryReview: false,
     };
     expect(events[0]).toEqual({ type: 'start', total: 3, settings });
@@ -536,5 +537,27 @@ describe('stopping (Ctrl-C)', () => {
     const again = fakeRemover();
     expect((await run(items, out, again.remover)).summary).toMatchObject({ done: 2, failed: 0 });
     expect(again.calls[0]?.call.earlier?.token).toBe(cancelled[0]?.token);
+  });
+});
+
+describe('retryReview', () => {
+  it('is refused, before the journal is opened, by a remover that says it cannot retry, whichever kind it is', async () => {
+    const { out, items } = folder(['a.jpg']);
+    const { remover, calls } = fakeRemover();
+    const refusing: Remover = { ...remover, mode: 'local', retryReviewRefusal: 'this remover cannot retry' };
+    const refused = run(items, out, refusing, { retryReview: true });
+    await expect(refused).rejects.toMatchObject({ code: 'usage_error', message: 'this remover cannot retry' });
+    expect(calls).toEqual([]);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('runs with a remover that does not refuse, whichever kind it is', async () => {
+    const { out, items } = folder(['a.jpg']);
+    const { remover } = fakeRemover();
+    expect(remover.mode).toBe('remote');
+    const { summary, files } = await run(items, out, remover, { retryReview: true });
+    // Nothing was flagged before: nothing to run again.
+    expect(files.map((file) => file.reason)).toEqual(['not-flagged']);
+    expect(summary).toMatchObject({ done: 0, skipped: 1 });
   });
 });

@@ -3,7 +3,7 @@
 // OpenAPI document that declares what the server sends.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { UUID } from '../../helpers/api-answers.js';
+import { SPEC_RESULT_FIELDS, UUID } from '../../helpers/api-answers.js';
 import { HEADERS } from '../../../src/api/response-headers.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS } from '../../../src/api/options.js';
 import * as http from '../../helpers/http-contract-server.js';
@@ -26,22 +26,29 @@ describe('the OpenAPI document declares what the server sends', () => {
     return Object.keys(resolved?.headers ?? {}).map((name) => name.toLowerCase());
   }
 
-  it('every API header of a 200 is declared, the X-Confidence extension and its JSON member included', async () => {
+  it('every API header of a 200 is declared, the X-Confidence extension included; the JSON result is closed', async () => {
     await http.start();
     const answer = await http.post(http.form());
     expect(answer.status).toBe(200);
+    type Closed = { additionalProperties: boolean; required: string[]; properties: Record<string, unknown> };
     const doc = (await (await fetch(`${http.server.url}/v1.0/openapi.json`)).json()) as Doc & {
-      components: { schemas: Record<string, { properties: { data: { properties: Record<string, unknown> } } }> };
+      components: {
+        headers: Record<string, { description: string }>;
+        schemas: Record<string, Closed & { description: string; properties: { data: Closed } }>;
+      };
     };
     const apiHeaders = new Set(Object.values(HEADERS).map((name) => name.toLowerCase()));
     const sent = [...answer.headers.keys()].filter((name) => apiHeaders.has(name));
     expect(sent).toContain('x-confidence');
     expect(declaredHeaders(doc, 200)).toEqual(expect.arrayContaining(sent));
-    expect(doc.components.schemas.RemoveResult!.properties.data.properties.confidence).toMatchObject({
-      type: 'number',
-      minimum: 0,
-      maximum: 1,
-    });
+    expect(doc.components.headers['X-Confidence']?.description).toMatch(/^Extension \(not in the API spec\)/);
+    // The JSON result: the spec's fields and nothing else; it points to the header for the confidence.
+    const result = doc.components.schemas.RemoveResult!;
+    expect(result.additionalProperties).toBe(false);
+    expect(result.properties.data.additionalProperties).toBe(false);
+    expect(Object.keys(result.properties.data.properties).sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
+    expect(result.properties.data.required.sort()).toEqual([...SPEC_RESULT_FIELDS].sort());
+    expect(result.description).toContain('X-Confidence header');
   });
 
   it('every API header of a 409 in progress, a 503 busy and a 429 is declared for its status (Retry-After included)', async () => {
