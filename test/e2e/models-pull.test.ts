@@ -376,3 +376,39 @@ describe('rmbg models pull, run twice at once or over what an earlier pull left'
     expect(existsSync(part)).toBe(false);
   });
 });
+
+describe('RMBG_MODEL_CATALOGUE entries are checked', () => {
+  /** A data directory two folders down in a folder of the test's own (where a name of ../../x would land), and the
+   * environment of a run with `models` as the catalogue. */
+  const withCatalogue = (models: unknown[]) => {
+    const root = tempDir('rmbg-catalogue-');
+    const file = path.join(root, 'catalogue.json');
+    writeFileSync(file, JSON.stringify(models));
+    const { env } = freshData({ RMBG_DATA_DIR: path.join(root, 'a', 'data'), RMBG_MODEL_CATALOGUE: file });
+    return { root, file, env };
+  };
+  const filesUnder = (root: string) =>
+    readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((found) => found.isFile())
+      .map((found) => path.relative(root, path.join(found.parentPath, found.name)));
+
+  it.each([
+    ['a name with ../', { name: '../../escaped' }, "'../../escaped': name must be 1-64 letters"],
+    ['a file with ../', { file: '../../tiny-v1.onnx' }, "'escaped': file must be a file name"],
+  ])('%s is refused (exit 2) and nothing is written', async (_, change, said) => {
+    const { root, file, env } = withCatalogue([{ ...entry('escaped', 'tiny-v1.onnx', modelBytes), ...change }]);
+    const pulled = await rmbg(['models', 'pull', (change as { name?: string }).name ?? 'escaped'], { env });
+    expect(pulled.exitCode).toBe(2);
+    expect(pulled.stderr).toContain(`RMBG_MODEL_CATALOGUE=${file}: ${said}`);
+    expect(filesUnder(root)).toEqual(['catalogue.json']);
+  });
+
+  it('an entry without its pin gives a clear error (exit 2), not a TypeError', async () => {
+    const { pin: _, ...pinless } = entry('tiny', 'tiny-v1.onnx', modelBytes);
+    const { env } = withCatalogue([pinless]);
+    const pulled = await rmbg(['models', 'pull', 'tiny'], { env });
+    expect(pulled.exitCode).toBe(2);
+    expect(pulled.stderr).toContain(`'tiny': pin must be { "algorithm": "md5" | "sha256", "hex": the hash in hex }`);
+    expect(pulled.stderr).not.toContain('TypeError');
+  });
+});
