@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from './inputs.mjs';
 import { listeningUrl } from './serve-url.mjs';
+import { servingPid } from './serving-process.mjs';
 
 const CLI = join(ROOT, 'bin', 'rmbg.js');
 const run = promisify(execFile);
@@ -123,7 +124,7 @@ export async function serveProbe({ small, large, sequential = 4, concurrent = 8,
     const t = performance.now();
     await Promise.all(Array.from({ length: concurrent }, () => timedPost(largeBytes)));
     const concurrentMs = performance.now() - t;
-    return { readyMs, requests, concurrentMs, maxRss: await peakRss(server.child.pid) };
+    return { readyMs, requests, concurrentMs, maxRss: await peakRss(servingPid(server.child.pid)) };
   } finally {
     await server.stop();
   }

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { basename, join } from 'node:path';
 import { ROOT } from './inputs.mjs';
 import { listeningUrl } from './serve-url.mjs';
+import { servingPid } from './serving-process.mjs';
 
 const SIZES = ['preview', 'small', 'regular', 'medium', 'hd', 'full'];
 const FORMATS = ['png', 'jpg', 'webp'];
@@ -78,12 +79,13 @@ export async function soakServe({
   };
   try {
     const url = await listeningUrl(child, () => stderr);
+    const server = servingPid(child.pid);
     const rss = [];
     const statuses = {};
     for (let first = 0; first < requests; first += concurrency) {
       const round = Array.from({ length: Math.min(concurrency, requests - first) }, (_, k) => send(url, first + k));
       for (const status of await Promise.all(round)) statuses[status] = (statuses[status] ?? 0) + 1;
-      rss.push({ requests: first + round.length, rss: rssOf(child.pid) });
+      rss.push({ requests: first + round.length, rss: rssOf(server) });
     }
     return { rss, statuses };
   } catch (error) {

@@ -27,6 +27,7 @@ work="$(mktemp -d)"
 mkdir "$work/deploy"
 cp test/container/compose.local.yaml "$work/"
 cp deploy/haproxy.cfg "$work/deploy/"
+cp -p -r deploy/postgres "$work/deploy/"
 # The copy without the balancer's `networks:` mapping, which podman-compose 1.0.3 cannot read (its address is
 # given below with --ip); Debian's python3-yaml comes with podman-compose.
 /usr/bin/python3 -c '
@@ -36,6 +37,7 @@ del compose["services"]["balancer"]["networks"]
 yaml.safe_dump(compose, open(sys.argv[1], "w"), sort_keys=False)
 ' "$work/compose.yaml"
 openssl rand -hex 24 >"$work/db-password.txt"
+openssl rand -hex 24 >"$work/db-admin-password.txt"
 export RMBG_TEST_METRICS_TOKEN="$(openssl rand -hex 16)"
 # A free port for the one URL (5000, compose.yaml's default, may be taken on a shared machine).
 export RMBG_PORT="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"

@@ -4,11 +4,13 @@
 // `rmbg serve` started with the Deployment's own arguments, and the ports, selectors and grace period agree.
 
 import { readFileSync } from 'node:fs';
+import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job } from 'kubernetes-models/batch/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -26,6 +28,7 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'batch/v1/Job': Job,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
 };
 
 // biome-ignore lint/suspicious/noExplicitAny: manifests are checked field by field below, after their schema.
@@ -158,6 +161,29 @@ describe('the Kubernetes manifests', () => {
       name: deployment.metadata.name,
     });
     expect(autoscaler.spec.metrics[0].resource.name).toBe('cpu');
+  });
+
+  it("believes X-Forwarded-For from private addresses only, which the NetworkPolicy leaves to the controller's pods", () => {
+    const trusted = String(flagsOf(server.args).get('--trust-proxy'));
+    const [network = '', prefix = ''] = trusted.split('/');
+    expect(isIPv4(network) && Number(prefix) >= 8, `--trust-proxy ${trusted}: one IPv4 block`).toBe(true);
+    const privateRanges = new BlockList();
+    privateRanges.addSubnet('10.0.0.0', 8);
+    privateRanges.addSubnet('172.16.0.0', 12);
+    privateRanges.addSubnet('192.168.0.0', 16);
+    expect(privateRanges.check(network), `${trusted} is inside a private range`).toBe(true);
+
+    const policy = only('NetworkPolicy');
+    expect(policy.spec.podSelector.matchLabels).toEqual(pod.metadata.labels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toHaveLength(1);
+    const [rule] = policy.spec.ingress as Manifest[];
+    expect(rule?.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    // Two peers: the controller's namespace, and this namespace's Job pods; nothing open to every pod or address.
+    expect(rule?.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': expect.any(String) } } },
+      { podSelector: { matchLabels: only('Job').spec.template.metadata.labels } },
+    ]);
   });
 
   describe('on a real rmbg serve started with the Deployment arguments', () => {

@@ -331,3 +331,84 @@ describe('rmbg models pull', () => {
     expect(registry(fromUrl.modelsDir).map((m) => m.name)).toEqual(['tiny-offline']);
   });
 });
+
+describe('rmbg models pull, run twice at once or over what an earlier pull left', () => {
+  it('three pulls of one model at once: one downloads, the others wait for it; the right bytes, listed', async () => {
+    const { modelsDir, env } = freshData();
+    const seen = release.requests.length;
+    const release_ = release.hold();
+    const pulls = [1, 2, 3].map(() => rmbg(['models', 'pull', 'tiny'], { env }));
+    let stderr = ['', '', ''];
+    for (const [i, pull] of pulls.entries())
+      pull.stderr?.on('data', (chunk: Buffer) => {
+        stderr[i] += chunk.toString();
+      });
+    const waiting = () => stderr.filter((said) => said.includes('rmbg: another pull of tiny is running (pid ')).length;
+    // Until one download and two waits are seen (or, without a lock, three downloads).
+    await expect.poll(() => release.requests.length - seen + waiting(), { timeout: 60_000 }).toBe(3);
+    release_();
+    const results = await Promise.all(pulls);
+    stderr = results.map((result) => result.stderr);
+    expect(results.map((result) => result.exitCode)).toEqual([0, 0, 0]);
+    expect(release.requests.length - seen).toBe(1);
+    expect(waiting()).toBe(2);
+    expect(stderr.filter((said) => said.includes('rmbg: tiny is already pulled and verified'))).toHaveLength(2);
+    expect(readFileSync(path.join(modelsDir, 'tiny.onnx')).equals(modelBytes)).toBe(true);
+    expect(readdirSync(modelsDir).sort()).toEqual(['models.json', 'tiny.onnx', 'tiny.onnx.verified']);
+    const list = await rmbg(['models', 'list', '--json'], { env });
+    const row = (JSON.parse(list.stdout) as { name: string; status: string }[]).find((r) => r.name === 'tiny');
+    expect(row?.status).toBe('verified');
+  });
+
+  it('a complete partial file (416 on its resume) is checked and installed, not downloaded again', async () => {
+    const { modelsDir, env } = freshData();
+    mkdirSync(modelsDir, { recursive: true });
+    const part = path.join(modelsDir, 'tiny.onnx.part');
+    writeFileSync(part, modelBytes);
+    writeFileSync(`${part}.json`, JSON.stringify({ url: `${release.url}/tiny-v1.onnx` }));
+    const seen = release.requests.length;
+    const pulled = await rmbg(['models', 'pull', 'tiny'], { env });
+    expect(pulled.exitCode, pulled.stderr).toBe(0);
+    expect(release.requests.slice(seen)).toEqual([
+      { path: '/tiny-v1.onnx', range: `bytes=${modelBytes.length}-`, ifRange: undefined },
+    ]);
+    expect(readFileSync(path.join(modelsDir, 'tiny.onnx')).equals(modelBytes)).toBe(true);
+    expect(existsSync(part)).toBe(false);
+  });
+});
+
+describe('RMBG_MODEL_CATALOGUE entries are checked', () => {
+  /** A data directory two folders down in a folder of the test's own (where a name of ../../x would land), and the
+   * environment of a run with `models` as the catalogue. */
+  const withCatalogue = (models: unknown[]) => {
+    const root = tempDir('rmbg-catalogue-');
+    const file = path.join(root, 'catalogue.json');
+    writeFileSync(file, JSON.stringify(models));
+    const { env } = freshData({ RMBG_DATA_DIR: path.join(root, 'a', 'data'), RMBG_MODEL_CATALOGUE: file });
+    return { root, file, env };
+  };
+  const filesUnder = (root: string) =>
+    readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((found) => found.isFile())
+      .map((found) => path.relative(root, path.join(found.parentPath, found.name)));
+
+  it.each([
+    ['a name with ../', { name: '../../escaped' }, "'../../escaped': name must be 1-64 letters"],
+    ['a file with ../', { file: '../../tiny-v1.onnx' }, "'escaped': file must be a file name"],
+  ])('%s is refused (exit 2) and nothing is written', async (_, change, said) => {
+    const { root, file, env } = withCatalogue([{ ...entry('escaped', 'tiny-v1.onnx', modelBytes), ...change }]);
+    const pulled = await rmbg(['models', 'pull', (change as { name?: string }).name ?? 'escaped'], { env });
+    expect(pulled.exitCode).toBe(2);
+    expect(pulled.stderr).toContain(`RMBG_MODEL_CATALOGUE=${file}: ${said}`);
+    expect(filesUnder(root)).toEqual(['catalogue.json']);
+  });
+
+  it('an entry without its pin gives a clear error (exit 2), not a TypeError', async () => {
+    const { pin: _, ...pinless } = entry('tiny', 'tiny-v1.onnx', modelBytes);
+    const { env } = withCatalogue([pinless]);
+    const pulled = await rmbg(['models', 'pull', 'tiny'], { env });
+    expect(pulled.exitCode).toBe(2);
+    expect(pulled.stderr).toContain(`'tiny': pin must be { "algorithm": "md5" | "sha256", "hex": the hash in hex }`);
+    expect(pulled.stderr).not.toContain('TypeError');
+  });
+});

@@ -30,7 +30,7 @@ const at = identityServeForFile([
 describe('bodies are not read before authentication', () => {
   it('30 concurrent unauthenticated 30 MB uploads: each 403 before its body is sent, RSS grows < 200 MB, a keyed request is served meanwhile', async () => {
     const { key } = await createKey(at.dataDir, 5);
-    const pid = at.server.child.pid as number;
+    const pid = at.server.pid;
     const before = rssBytes(pid);
     const peak = samplePeakRss(pid);
     const attacks = Array.from({ length: 30 }, () =>

@@ -62,7 +62,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const server of servers) if (server.child.pid) process.kill(server.child.pid, 'SIGCONT');
+  for (const server of servers) process.kill(server.pid, 'SIGCONT');
   await Promise.all(servers.map((server) => server.stop('SIGKILL')));
   rmSync(work, { recursive: true, force: true });
 });
@@ -97,7 +97,7 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
         { timeout: 30_000, interval: 20 },
       )
       .toBe(1);
-    process.kill(stopped.child.pid as number, 'SIGSTOP');
+    process.kill(stopped.pid, 'SIGSTOP');
     await outsider.query('COMMIT');
   } finally {
     await outsider.end();
@@ -129,7 +129,7 @@ it('a server stopped inside a transaction stalls nobody; its request is refunded
   expect(Math.max(...during)).toBeLessThan(3000);
 
   // Woken, the stopped server finds its session ended and its request refunded: 503, and the key is failed.
-  process.kill(stopped.child.pid as number, 'SIGCONT');
+  process.kill(stopped.pid, 'SIGCONT');
   const answer = await inFlight;
   expect([answer.status, errorCode(answer)]).toEqual([503, 'service_unavailable']);
   const retry = await remove(a, victim.key, bigPhoto, 'stuck-1');

@@ -275,3 +275,17 @@ describe('rmbg models add NAME FILE: a user model runs with its contract', () =>
     expect((await rmbg(['models', 'remove', 'gone'], env())).exitCode).toBe(2);
   });
 });
+
+describe('the registry of user models, changed by several commands at once', () => {
+  it('six `models add` at once: each one recorded, all six listed', async () => {
+    const shared = { env: { RMBG_DATA_DIR: tempDir(), XDG_CACHE_HOME: path.join(work, 'cache') }, cwd: work };
+    const names = ['one', 'two', 'three', 'four', 'five', 'six'];
+    const added = await Promise.all(
+      names.map((name) => rmbg(['models', 'add', name, 'isnet.onnx', '--preset', 'isnet'], shared)),
+    );
+    expect(added.map((result) => result.exitCode)).toEqual(names.map(() => 0));
+    const list = await rmbg(['models', 'list', '--json'], shared);
+    const listed = (JSON.parse(list.stdout) as { name: string }[]).map((row) => row.name);
+    expect(listed).toEqual(expect.arrayContaining(names));
+  });
+});

@@ -19,6 +19,8 @@ export interface ReleaseServer {
   put(name: string, bytes: Buffer): void;
   /** The next answer's body stops after `bytes` bytes and the connection closes. */
   cutNextAfter(bytes: number): void;
+  /** Answers wait, unsent, until the function this returns is called. */
+  hold(): () => void;
   close(): Promise<void>;
 }
 
@@ -26,10 +28,12 @@ export async function startReleaseServer(files: Record<string, Buffer> = {}): Pr
   const served = new Map(Object.entries(files));
   const requests: SeenRequest[] = [];
   let cutAfter: number | undefined;
+  let held: Promise<void> = Promise.resolve();
   const etagOf = (bytes: Buffer) => `"${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}"`;
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     requests.push({ path, range: req.headers.range, ifRange: req.headers['if-range'] as string | undefined });
+    await held;
     const bytes = served.get(path.slice(1));
     if (!bytes) {
       res.writeHead(404).end('not found');
@@ -67,6 +71,14 @@ export async function startReleaseServer(files: Record<string, Buffer> = {}): Pr
     put: (name, bytes) => served.set(name, bytes),
     cutNextAfter: (bytes) => {
       cutAfter = bytes;
+    },
+    hold: () => {
+      let release = () => {};
+      held = new Promise((resolve) => (release = resolve));
+      return () => {
+        held = Promise.resolve();
+        release();
+      };
     },
     close: () =>
       new Promise((resolve) => {

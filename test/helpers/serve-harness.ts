@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll } from 'vitest';
+import { servingPid } from '../../bench/lib/serving-process.mjs';
 import { rmbg as runCli } from './cli.js';
 import { writeIdentityModel } from './onnx-writer.js';
 
@@ -56,8 +57,12 @@ export interface ServeProcess {
   url: string;
   dataDir: string;
   child: ResultPromise<{ reject: false; forceKillAfterDelay: false }>;
+  /** The serving process's pid, for what is read of it or done to it alone (its memory, SIGSTOP): on Node 20 a
+   * child of `child` (bin/malloc-tuning.js), else `child`'s own. */
+  pid: number;
   stderr(): string;
-  /** Sends the signal and resolves with the exit code once the process is gone. */
+  /** Sends the signal to the serving process and resolves with the exit code once the spawned one is gone (on
+   * Node 20 it ends as its child did). */
   stop(signal?: NodeJS.Signals): Promise<number | undefined>;
 }
 
@@ -99,13 +104,15 @@ export async function startServe(
       rejectUrl(new Error(`rmbg serve exited with ${result.exitCode} before listening; stderr:\n${stderr}`));
     });
   });
+  const pid = servingPid(child.pid as number);
   return {
     url,
     dataDir,
     child,
+    pid,
     stderr: () => stderr,
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && !child.killed) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) process.kill(pid, signal);
       return (await child).exitCode;
     },
   };

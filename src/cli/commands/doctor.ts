@@ -111,6 +111,7 @@ interface DoctorReport {
 /** bin/malloc-tuning.js, the command's first step (plain CommonJS: it runs before any module of dist/). */
 interface MallocTuning {
   MALLOC_TUNABLES: string;
+  RESTARTED: string;
   mallocThresholdsFixed(env: NodeJS.ProcessEnv): boolean;
   glibcVersion(): string | undefined;
 }
@@ -123,10 +124,14 @@ function allocatorReport(): DoctorReport['allocator'] {
   const glibc = `glibc ${version}`;
   if (tuning.mallocThresholdsFixed(process.env))
     return { libc: glibc, thresholds: `fixed thresholds (GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''})` };
+  const startWith = `start it with GLIBC_TUNABLES=${tuning.MALLOC_TUNABLES} (docs/deploy.md)`;
   return {
     libc: glibc,
     thresholds: "dynamic thresholds (a long run's memory grows: glibc keeps the image-sized buffers it frees)",
-    fix: `Node.js ${process.version} cannot restart rmbg with them fixed (22.15 and later can): start it with GLIBC_TUNABLES=${tuning.MALLOC_TUNABLES} (docs/deploy.md)`,
+    fix:
+      process.env[tuning.RESTARTED] !== undefined
+        ? 'glibc dropped the GLIBC_TUNABLES rmbg restarted with: it ignores malloc settings in a privileged process (setcap, setuid); run rmbg without privileges (a port above 1023, or the sysctl net.ipv4.ip_unprivileged_port_start) (docs/deploy.md)'
+        : `Node.js ${process.version} cannot restart rmbg with them fixed (22.15 and later can; rmbg serve runs in a child process that has them): ${startWith}`,
   };
 }
 

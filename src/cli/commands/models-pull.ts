@@ -2,11 +2,13 @@
 // where `--model NAME` then finds it. Weights under a non-commercial licence need `--accept-licence`.
 
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
 import { dataDirOf } from '../../config/setting-rules.js';
 import { CATALOGUE_ENV, type CatalogueModel, catalogue, catalogueModel } from '../../engine/model/catalogue.js';
 import { fileMatches } from '../../engine/model/weight-check.js';
+import { lockModelPull } from '../../engine/model/model-locks.js';
 import { pullModel } from '../../engine/model/pull-model.js';
 import { readUserModels, userModelsDirOf } from '../../engine/model/user-models.js';
 import { EXIT } from '../exit-codes.js';
@@ -39,6 +41,21 @@ export async function pullByName(
   if (process.env[CATALOGUE_ENV])
     process.stderr.write(`rmbg: using the catalogue in ${CATALOGUE_ENV}=${process.env[CATALOGUE_ENV]}\n`);
   const dir = userModelsDirOf(dataDirOf(options.dataDir));
+  await mkdir(dir, { recursive: true });
+  // One pull of a model at a time: a second waits, then finds it pulled (or pulls it, if the first failed).
+  const release = await lockModelPull(dir, name, (holder) =>
+    process.stderr.write(`rmbg: another pull of ${name} is running (${holder}); waiting for it\n`),
+  );
+  try {
+    await pullUnlessPulled(model, dir, options.from);
+  } finally {
+    release();
+  }
+}
+
+/** Pulls `model` into `dir` unless it is there, pulled and verified; with a progress bar or lines on stderr. */
+async function pullUnlessPulled(model: CatalogueModel, dir: string, from: string | undefined): Promise<void> {
+  const { name } = model;
   const pulled = readUserModels(dir).find((m) => m.name === name && m.pulled);
   if (
     pulled &&
@@ -54,7 +71,7 @@ export async function pullByName(
   process.once('SIGINT', interrupt);
   try {
     const installed = await pullModel(model, dir, {
-      ...(options.from ? { from: options.from } : {}),
+      ...(from ? { from } : {}),
       onProgress: progress.update,
       signal: stop.signal,
     });

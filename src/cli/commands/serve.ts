@@ -34,11 +34,25 @@ function storeFlagOf(service: { store: { engine: string }; dataDir: string }): s
     : `--data-dir ${JSON.stringify(service.dataDir)}`;
 }
 
+/** Starts the service, unless a signal comes first: then exits at once, as nothing was served yet (the model may
+ * take minutes to load, and a container's PID 1 ignores a SIGTERM it has no handler for: `docker stop` would wait
+ * out its grace period). A process left with a stale store lock is taken over at the next start (pid-lock.ts). */
+async function startUnlessStopped(
+  flags: ReturnType<typeof settingFlags>,
+  signalled: Promise<NodeJS.Signals>,
+): Promise<import('../../library/create-server.js').LocalService> {
+  // The model (onnxruntime, ~90 MB of weights), fastify and SQLite load only when this command runs.
+  const starting = import('../../library/create-server.js').then(({ startLocalService }) => startLocalService(flags));
+  const first = await Promise.race([starting, signalled]);
+  if (typeof first !== 'string') return first;
+  await new Promise((resolve) => process.stderr.write(`rmbg: ${first} while starting; exiting\n`, resolve));
+  process.exit(EXIT.ok);
+}
+
 export async function run(_opts: Record<string, unknown>, _args: string[], command: Command): Promise<number> {
   const flags = settingFlags(command, SERVE_TABLE);
-  // The model (onnxruntime, ~90 MB of weights), fastify and SQLite load only when this command runs.
-  const { startLocalService } = await import('../../library/create-server.js');
-  const service = await startLocalService(flags);
+  const signalled = untilSignal();
+  const service = await startUnlessStopped(flags, signalled);
   try {
     if (flags.allowPrivateUrls) {
       process.stderr.write(
@@ -53,7 +67,7 @@ export async function run(_opts: Record<string, unknown>, _args: string[], comma
     process.stdout.write(`rmbg: listening on ${service.url} (the model is ${describeDevice(service.device)})\n`);
     if (flags.ui !== false) process.stderr.write(`rmbg: web page at ${service.url}/ (turn it off with --no-ui)\n`);
 
-    const ended = await Promise.race([untilSignal(), service.lost.then(() => 'lost' as const)]);
+    const ended = await Promise.race([signalled, service.lost.then(() => 'lost' as const)]);
     // Its store's lock lost, the server has closed itself and said why (create-server.ts): a failure, exit 1.
     if (ended === 'lost') return EXIT.failed;
     process.stderr.write(`rmbg: ${ended}: finishing requests in flight, then exiting\n`);

@@ -7,7 +7,8 @@
 
 import { readFileSync } from 'node:fs';
 import { RmbgError } from '../../api/errors.js';
-import { type ModelContract, PRESETS, type PresetName } from './model-contract.js';
+import { type ModelContract, PRESET_NAMES, PRESETS, type PresetName } from './model-contract.js';
+import { USER_MODEL_NAME } from './user-models.js';
 
 export interface CatalogueModel {
   /** What --model and `rmbg models pull` take (rembg's name for the same weights). */
@@ -207,8 +208,49 @@ export function catalogue(env: NodeJS.ProcessEnv = process.env): readonly Catalo
     }
     if (!Array.isArray(replaced.models))
       throw new RmbgError('usage_error', `${CATALOGUE_ENV}=${path}: not a JSON array of models`);
+    replaced.models.forEach((model, index) => {
+      const problem = entryProblem(model);
+      if (problem === undefined) return;
+      const which = typeof model?.name === 'string' ? `'${model.name}'` : `entry ${index + 1}`;
+      replaced = undefined;
+      throw new RmbgError('usage_error', `${CATALOGUE_ENV}=${path}: ${which}: ${problem}`);
+    });
   }
   return replaced.models;
+}
+
+const HEX_DIGITS = { md5: 32, sha256: 64 } as const;
+const isNumbers = (value: unknown, length: number): boolean =>
+  Array.isArray(value) && value.length === length && value.every((n) => typeof n === 'number' && Number.isFinite(n));
+
+/** What is wrong with an entry of a replacing catalogue, or undefined. Its name and file become file names in the
+ * models folder and under --from DIR, so they are held to `models add`'s names: never a path. */
+function entryProblem(model: CatalogueModel): string | undefined {
+  if (typeof model !== 'object' || model === null) return 'not an object';
+  if (typeof model.name !== 'string' || !USER_MODEL_NAME.test(model.name))
+    return `name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (no path)`;
+  if (typeof model.file !== 'string' || !USER_MODEL_NAME.test(model.file))
+    return `file must be a file name of letters, digits, '.', '_' or '-' (no path)`;
+  if (typeof model.url !== 'string' || !/^https?:\/\//i.test(model.url)) return 'url must be an http(s) URL';
+  const pin = model.pin as Partial<CatalogueModel['pin']> | undefined;
+  if (
+    typeof pin?.hex !== 'string' ||
+    (pin.algorithm !== 'md5' && pin.algorithm !== 'sha256') ||
+    !new RegExp(`^[0-9a-f]{${HEX_DIGITS[pin.algorithm]}}$`, 'i').test(pin.hex)
+  )
+    return 'pin must be { "algorithm": "md5" | "sha256", "hex": the hash in hex }';
+  if (typeof model.approxBytes !== 'number' || !(model.approxBytes > 0)) return 'approxBytes must be a size in bytes';
+  for (const field of ['licence', 'version'] as const)
+    if (typeof model[field] !== 'string' || model[field] === '') return `${field} must be a string`;
+  if (!PRESET_NAMES.includes(model.preset)) return `preset must be one of ${PRESET_NAMES.join(', ')}`;
+  const contract = model.contract as Partial<ModelContract> | undefined;
+  if (
+    !isNumbers(contract?.input?.shape, 4) ||
+    !isNumbers(contract?.normalization?.mean, 3) ||
+    !isNumbers(contract?.normalization?.std, 3)
+  )
+    return 'contract must give input.shape [1, 3, H, W] and normalization.mean and .std (3 numbers each)';
+  return undefined;
 }
 
 export const catalogueModel = (name: string): CatalogueModel | undefined => catalogue().find((m) => m.name === name);

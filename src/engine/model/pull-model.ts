@@ -115,8 +115,10 @@ async function download(url: string, part: string, options: PullOptions, dispatc
     throw new RmbgError('network_error', `cannot download ${url}: ${cause}`, { cause: error });
   }
   if (response.status === 416 && have > 0) {
-    // The partial file is not a prefix of what the server has now: start over.
     await response.body?.cancel();
+    // The partial file is whole (an earlier pull stopped between its last byte and the check): check it as it is.
+    if (/^bytes \*\/(\d+)$/.exec(response.headers.get('content-range') ?? '')?.[1] === String(have)) return;
+    // Not a prefix of what the server has now: start over.
     discardPart(part);
     return download(url, part, options, dispatcher);
   }

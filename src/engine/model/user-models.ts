@@ -13,6 +13,7 @@ import {
 import { join } from 'node:path';
 import { RmbgError } from '../../api/errors.js';
 import type { ModelContract } from './model-contract.js';
+import { withRegistryLock } from './model-locks.js';
 import { hashAndStamp, stampPathOf } from './weight-check.js';
 
 export interface UserModelEntry extends ModelContract {
@@ -77,19 +78,24 @@ export async function addUserModel(
 
 /** Records a model whose file is in place and verified, replacing any entry of the same name. */
 export function recordUserModel(dir: string, entry: UserModelEntry): UserModelEntry {
-  writeRegistry(dir, [...readUserModels(dir).filter((m) => m.name !== entry.name), entry]);
+  withRegistryLock(dir, () => writeRegistry(dir, [...readUserModels(dir).filter((m) => m.name !== entry.name), entry]));
   return entry;
 }
 
 /** Forgets NAME and deletes its copy; false when there is no such user model. */
 export function removeUserModel(dir: string, name: string): boolean {
-  const models = readUserModels(dir);
-  const entry = models.find((m) => m.name === name);
+  if (!existsSync(registryPath(dir))) return false;
+  const entry = withRegistryLock(dir, () => {
+    const models = readUserModels(dir);
+    const found = models.find((m) => m.name === name);
+    if (found)
+      writeRegistry(
+        dir,
+        models.filter((m) => m !== found),
+      );
+    return found;
+  });
   if (!entry) return false;
-  writeRegistry(
-    dir,
-    models.filter((m) => m !== entry),
-  );
   rmSync(join(dir, entry.file), { force: true });
   rmSync(stampPathOf(join(dir, entry.file)), { force: true });
   return true;
