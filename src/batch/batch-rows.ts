@@ -3,6 +3,7 @@
 
 import { BATCH_SETTINGS } from '../settings/remove.js';
 import { concurrencyOf, type Remover } from './remover.js';
+import type { MaskOutput } from './output-paths.js';
 import type { BatchOptions } from './run-batch.js';
 
 /** The rows by their names, as the CLI's flags and the library's options both hold them. */
@@ -14,6 +15,13 @@ export interface BatchRows {
   retryFailed?: boolean | undefined;
   reviewBelow?: number | undefined;
   retryReview?: boolean | undefined;
+  mask?: boolean | undefined;
+  maskOnly?: boolean | undefined;
+}
+
+/** Which mask files the rows ask for (--mask-only wins over --mask). */
+export function maskOutputOf(rows: Pick<BatchRows, 'mask' | 'maskOnly'>): MaskOutput {
+  return rows.maskOnly ? 'only' : rows.mask ? 'beside' : undefined;
 }
 
 /** The batch's settings from its rows; the concurrency left out is the remover's default (concurrencyOf). */
@@ -22,7 +30,7 @@ export function batchRowsOf(
   remover: Remover,
 ): Pick<
   BatchOptions,
-  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'retryReview'
+  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'retryReview' | 'mask'
 > {
   return {
     outputDir: rows.outDir,
@@ -32,5 +40,6 @@ export function batchRowsOf(
     retryFailed: Boolean(rows.retryFailed),
     reviewBelow: rows.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default,
     retryReview: Boolean(rows.retryReview),
+    mask: maskOutputOf(rows),
   };
 }
