@@ -25,6 +25,15 @@ export function possibleExtensions(format: Format): string[] {
   return formats.map((name) => OUTPUT_FORMATS[name].extension);
 }
 
+/** The mask's name without its extension: `base` + this is the stem another input's cutout could have. */
+const MASK_STEM = MASK_SUFFIX.slice(0, MASK_SUFFIX.lastIndexOf('.'));
+
+/** With masks beside the cutouts, photo.mask.jpg's cutout would be photo.jpg's mask (photo.mask.png): such a
+ * `base`, when the other one is among `bases`, keeps its source extension as a shared name does. */
+function masksClash(base: string, bases: { has(base: string): boolean }, mask: MaskOutput): boolean {
+  return mask === 'beside' && base.endsWith(MASK_STEM) && bases.has(base.slice(0, -MASK_STEM.length));
+}
+
 /**
  * A slot per input; inputs that would share one keep their source extension (photo.jpg.png), then a counter.
  * The inputs come sorted, so every run assigns the same slots, which resume relies on.
@@ -43,14 +52,15 @@ export function assignOutputSlots(
   }
   const slots = new Map<InputItem, OutputSlot>();
   const taken = new Set<string>();
+  const alone = (base: string, group: InputItem[]) => group.length === 1 && !masksClash(base, groups, mask);
   for (const [base, group] of groups) {
-    if (group.length === 1) {
+    if (alone(base, group)) {
       slots.set(group[0] as InputItem, { base, extensions, mask });
       taken.add(base);
     }
   }
   for (const [base, group] of groups) {
-    if (group.length === 1) continue;
+    if (alone(base, group)) continue;
     for (const item of group) {
       slots.set(item, { base: claim(join(dirname(base), parse(item.relativePath).base), taken), extensions, mask });
     }
@@ -67,7 +77,10 @@ export function addOutputSlot(
   mask?: MaskOutput,
 ): OutputSlot {
   const plain = plainBase(item, outputDir);
-  const candidate = taken.has(plain) ? join(dirname(plain), parse(item.relativePath).base) : plain;
+  // An arrival whose mask would be an earlier input's cutout moves too (that one's slot never changes).
+  const clash =
+    taken.has(plain) || masksClash(plain, taken, mask) || (mask === 'beside' && taken.has(plain + MASK_STEM));
+  const candidate = clash ? join(dirname(plain), parse(item.relativePath).base) : plain;
   return { base: claim(candidate, taken), extensions: possibleExtensions(format), mask };
 }
 
