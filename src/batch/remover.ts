@@ -42,8 +42,8 @@ export interface RemoveCall {
     /** When the token was first sent (ms since the epoch), when the journal knows. */
     sentAt?: number;
   };
-  /** Also make the mask file (on this computer only: see refuseLocalOnly). */
-  mask?: boolean;
+  /** Also make the mask file, or only it (on this computer only: see refuseLocalOnly). */
+  mask?: 'beside' | 'only' | undefined;
   /** --retry-failed: a request an earlier run may have paid for without a result may be paid for again. */
   payAgain?: boolean;
   /** Awaited before each request goes out, with the opaque token to keep; the batch journals it first. */
@@ -83,7 +83,7 @@ export function localRemover(engine: Engine): Remover {
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       // The photo's own bytes go along: a TIFF's 16 bits and profile, which its decoded copy lacks, make the layers.
-      const local = { mask: Boolean(call.mask), original: image };
+      const local = { mask: call.mask, original: image };
       const result = await engine.cutOut(await engineInput(image), options, call.signal, local);
       return {
         data: result.data,

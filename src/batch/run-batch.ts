@@ -324,7 +324,7 @@ async function processOne(
       filename: item.relativePath,
       earlier: earlier.call,
       payAgain: batch.retryFailed,
-      mask: slot.mask !== undefined,
+      mask: slot.mask,
       beforeSend: async (token) => {
         record = { ...sent, token, sentAt: sentAtFor(token, earlier) };
         await journal.append(record);

@@ -7,7 +7,7 @@ import { MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { LocalFormat } from '../api/media-types.js';
-import type { Bounds, ComposeOutput } from './output/compose.js';
+import { maskBounds, type Bounds, type ComposeOutput } from './output/compose.js';
 import { probeImage } from './image/image-probe.js';
 import { decoderReason } from './image/input-errors.js';
 import { pixelScale } from './model/model-contract.js';
@@ -95,7 +95,7 @@ export async function runPipeline(
     channels: hasAlpha ? 4 : 3,
     maxPixels: maxResultPixels(options.size, options.format),
   };
-  const early = options.crop ? undefined : decodeResultEarly(source);
+  const early = options.crop || local.mask === 'only' ? undefined : decodeResultEarly(source);
   const plane = await inferMask(session, input, timer, signal, pixelWork);
   // On the model's plane, before it is resized or moved to a pixel worker: one pass, the same cost for any photo.
   const { confidence } = maskConfidence(plane.data);
@@ -106,6 +106,23 @@ export async function runPipeline(
   const layered = layeredFormatOf(options.format);
   const photo = layered || local.mask ? photoSourceOf(input, local.original) : undefined;
   photo?.catch(() => undefined); // awaited below
+  if (canvasMask && photo && local.mask === 'only') {
+    // The mask alone: nothing is composed or encoded besides it.
+    const mask = await canvasMask;
+    const data = await encodeMaskFile(await photo, mask, canvas);
+    timer.lap('encode');
+    const foreground = toBox(maskBounds(mask, canvas.width, canvas.height));
+    return {
+      data,
+      format: 'png',
+      mimeType: MIME_OF_FORMAT.png,
+      ...canvas,
+      foreground,
+      confidence,
+      timings: timer.timings,
+      mask: data,
+    };
+  }
   const cutout = early
     ? await fitMaskToResult(early, plane, pixelWork)
     : await cropToForeground(source, plane, pixelWork);

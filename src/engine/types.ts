@@ -25,8 +25,8 @@ export interface EngineResult {
 
 /** What rmbg's own callers ask of the engine on this computer beyond the API's result (the server never does). */
 export interface LocalOutputs {
-  /** Make the mask file (EngineResult.mask). */
-  mask?: boolean;
+  /** Make the mask file (EngineResult.mask); 'only': nothing else, the mask file is the result's data too. */
+  mask?: 'beside' | 'only';
   /** The bytes a decoded photo (TIFF, AVIF) came from: read again for its 16 bits and ICC profile (layered-output.ts). */
   original?: Buffer;
 }

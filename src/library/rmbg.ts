@@ -112,7 +112,7 @@ export function createRmbg(): Rmbg {
         const image = await readImageInput(input, signal);
         const mask = Boolean(options.mask);
         const remover = await removerFor(target, options, removeOptions, mask);
-        const result = await remover.remove(image, removeOptions, { signal, mask });
+        const result = await remover.remove(image, removeOptions, { signal, mask: mask ? 'beside' : undefined });
         return {
           data: result.data,
           format: result.format,

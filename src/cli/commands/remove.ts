@@ -77,7 +77,7 @@ async function removeStdin(remover: Remover, options: RemoveOptions, maskOnly: b
     );
   const image = await readStdin();
   try {
-    const result = await remover.remove(image, options, { filename: 'stdin', mask: maskOnly });
+    const result = await remover.remove(image, options, { filename: 'stdin', mask: maskOnly ? 'only' : undefined });
     const data = maskOnly ? (result.mask as Buffer) : result.data;
     await new Promise<void>((resolve, reject) =>
       process.stdout.write(data, (error) => (error ? reject(error) : resolve())),
