@@ -69,6 +69,9 @@ beforeAll(async () => {
     'shoot/photo.png': await sharp(rgb, { raw: raw8 }).png().toBuffer(),
     // 16 bits, the same picture (each value ×257), tagged Display P3.
     'deep/deep.png': await sharp(wide, { raw: raw8 }).toColourspace('rgb16').withIccProfile('p3').png().toBuffer(),
+    // A 16-bit TIFF (sharp's default JPEG compression would make it 8-bit): the engine decodes it to 8 bits, the
+    // mask is made from its own bytes.
+    'tiff16/scan.tif': await sharp(wide, { raw: raw8 }).toColourspace('rgb16').tiff({ compression: 'lzw' }).toBuffer(),
   });
 }, 60_000);
 
@@ -112,6 +115,17 @@ describe('--mask', () => {
     expect(jsonLines(result.stdout)[0]).toMatchObject({ output: mask, mask, status: 'done' });
     expect(existsSync(path.join(work, 'masks/deep.png')), 'no cutout').toBe(false);
     expect((await sharp(mask).metadata()).depth).toBe('ushort');
+    const data = await sharp(mask).toColourspace('grey16').raw({ depth: 'ushort' }).toBuffer();
+    expect(maxDifference(u16(data), widened(truth))).toBeLessThanOrEqual(257);
+  });
+});
+
+describe('a 16-bit TIFF photo', () => {
+  it('gives a 16-bit mask, as a 16-bit PNG does', async () => {
+    const result = await run(['tiff16', '--mask-only', '-o', 'tiff-masks']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const mask = path.join(work, 'tiff-masks/scan.mask.png');
+    expect(await sharp(mask).metadata()).toMatchObject({ depth: 'ushort', channels: 1, width: SIDE });
     const data = await sharp(mask).toColourspace('grey16').raw({ depth: 'ushort' }).toBuffer();
     expect(maxDifference(u16(data), widened(truth))).toBeLessThanOrEqual(257);
   });
