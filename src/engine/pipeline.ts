@@ -3,10 +3,9 @@
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
+import { MIME_OF_FORMAT, OUTPUT_FORMATS, type LocalFormat } from '../api/media-types.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
-import type { LocalFormat } from '../api/media-types.js';
 import { maskBounds, type Bounds, type ComposeOutput } from './output/compose.js';
 import { probeImage } from './image/image-probe.js';
 import { decoderReason } from './image/input-errors.js';
@@ -106,23 +105,8 @@ export async function runPipeline(
   const layered = layeredFormatOf(options.format);
   const photo = layered || local.mask ? photoSourceOf(input, local.original) : undefined;
   photo?.catch(() => undefined); // awaited below
-  if (canvasMask && photo && local.mask === 'only') {
-    // The mask alone: nothing is composed or encoded besides it.
-    const mask = await canvasMask;
-    const data = await encodeMaskFile(await photo, mask, canvas);
-    timer.lap('encode');
-    const foreground = toBox(maskBounds(mask, canvas.width, canvas.height));
-    return {
-      data,
-      format: 'png',
-      mimeType: MIME_OF_FORMAT.png,
-      ...canvas,
-      foreground,
-      confidence,
-      timings: timer.timings,
-      mask: data,
-    };
-  }
+  if (canvasMask && photo && local.mask === 'only')
+    return maskOnlyResult(await canvasMask, await photo, canvas, confidence, timer);
   const cutout = early
     ? await fitMaskToResult(early, plane, pixelWork)
     : await cropToForeground(source, plane, pixelWork);
@@ -160,6 +144,29 @@ export async function runPipeline(
     confidence,
     timings: timer.timings,
     ...(mask && { mask }),
+  };
+}
+
+/** --mask-only: the mask file is the result (its data and its mask); nothing is composed or encoded besides it. */
+async function maskOnlyResult(
+  mask: Buffer,
+  photo: PhotoSource,
+  canvas: Dimensions,
+  confidence: number,
+  timer: Timer,
+): Promise<EngineResult> {
+  const data = await encodeMaskFile(photo, mask, canvas);
+  timer.lap('encode');
+  const foreground = toBox(maskBounds(mask, canvas.width, canvas.height));
+  return {
+    data,
+    format: 'png',
+    mimeType: MIME_OF_FORMAT.png,
+    ...canvas,
+    foreground,
+    confidence,
+    timings: timer.timings,
+    mask: data,
   };
 }
 
