@@ -12,10 +12,12 @@ export const REQUEST_ENCODINGS = {
 
 export type RequestEncoding = keyof typeof REQUEST_ENCODINGS;
 
-/** How a result is encoded: rmbg's own PNG encoder, deflating bands in parallel (engine/output/png-encode.ts), or
- * sharp's encoder of that name with these options. */
+/** How a result is encoded: rmbg's own PNG encoder, deflating bands in parallel (engine/output/png-encode.ts),
+ * sharp's encoder of that name with these options, or the photo re-read with its alpha for a layered file. */
 export type OutputEncoder =
   | { by: 'png-bands' }
+  /** The photo's own pixels (its depth and ICC profile) with the cutout's alpha: engine/layered-output.ts. */
+  | { by: 'layers' }
   | { by: 'sharp'; method: 'jpeg' | 'webp'; options: Readonly<Record<string, number | string>> };
 
 export interface OutputFormatRow {
@@ -28,6 +30,8 @@ export interface OutputFormatRow {
   maxPixels: number | undefined;
   /** Whether the format keeps an alpha channel; one that does not gets the result flattened onto white. */
   keepsAlpha: boolean;
+  /** Written only by rmbg's own callers on this computer: the HTTP API refuses it as any unknown value (api-spec). */
+  localOnly: boolean;
   encoder: OutputEncoder;
 }
 
@@ -44,6 +48,7 @@ export const OUTPUT_FORMATS = {
     extension: '.png',
     maxPixels: LIMITS.pngMaxPixels,
     keepsAlpha: true,
+    localOnly: false,
     encoder: { by: 'png-bands' },
   },
   jpg: {
@@ -52,6 +57,7 @@ export const OUTPUT_FORMATS = {
     extension: '.jpg',
     maxPixels: undefined,
     keepsAlpha: false,
+    localOnly: false,
     encoder: { by: 'sharp', method: 'jpeg', options: { quality: 90, chromaSubsampling: '4:4:4' } },
   },
   webp: {
@@ -60,13 +66,40 @@ export const OUTPUT_FORMATS = {
     extension: '.webp',
     maxPixels: undefined,
     keepsAlpha: true,
+    localOnly: false,
     encoder: { by: 'sharp', method: 'webp', options: { quality: 90, alphaQuality: 100, effort: 2 } },
+  },
+  psd: {
+    title: 'Photoshop (layered)',
+    mimeType: 'image/vnd.adobe.photoshop',
+    extension: '.psd',
+    maxPixels: undefined,
+    keepsAlpha: true,
+    localOnly: true,
+    encoder: { by: 'layers' },
+  },
+  tiff: {
+    title: 'TIFF',
+    mimeType: 'image/tiff',
+    extension: '.tif',
+    maxPixels: undefined,
+    keepsAlpha: true,
+    localOnly: true,
+    encoder: { by: 'layers' },
   },
 } as const satisfies Record<string, OutputFormatRow>;
 
 export type OutputFormat = keyof typeof OUTPUT_FORMATS;
 
 export const OUTPUT_FORMAT_NAMES = Object.keys(OUTPUT_FORMATS) as OutputFormat[];
+
+/** The formats of the API (api-spec's `format` values) and those only rmbg's own callers write, on this computer. */
+export type ApiFormat = {
+  [F in OutputFormat]: (typeof OUTPUT_FORMATS)[F]['localOnly'] extends false ? F : never;
+}[OutputFormat];
+export type LocalFormat = Exclude<OutputFormat, ApiFormat>;
+export const API_FORMAT_NAMES = OUTPUT_FORMAT_NAMES.filter((name) => !OUTPUT_FORMATS[name].localOnly) as ApiFormat[];
+export const LOCAL_FORMAT_NAMES = OUTPUT_FORMAT_NAMES.filter((name) => OUTPUT_FORMATS[name].localOnly) as LocalFormat[];
 
 /** The formats whose row keeps alpha, as a type: format=auto's choice for a transparent result must be one. */
 type AlphaFormat = {

@@ -4,7 +4,13 @@
 import { ERRORS, wireErrorCodes, type ErrorCode } from './errors.js';
 import { LIMITS } from './limits.js';
 import { OPTION_FIELDS, SOURCE_FIELDS, UNSUPPORTED_FIELDS, type OptionField, type SourceField } from './options.js';
-import { AUTO_FORMAT, OUTPUT_FORMATS, REQUEST_ENCODINGS, type RequestEncoding } from './media-types.js';
+import {
+  API_FORMAT_NAMES,
+  AUTO_FORMAT,
+  OUTPUT_FORMATS,
+  REQUEST_ENCODINGS,
+  type RequestEncoding,
+} from './media-types.js';
 import { MAX_BASE64_CHARS } from './request-limits.js';
 import { HEADERS, HEADER_DESCRIPTIONS, type HeaderName } from './response-headers.js';
 
@@ -36,10 +42,10 @@ const SOURCE_SCHEMAS: Record<SourceField, Schema> = {
 export function outputFormatsExtension(): Schema {
   return {
     'x-output-formats': Object.fromEntries(
-      Object.entries(OUTPUT_FORMATS).map(([format, { title, mimeType, extension, keepsAlpha }]) => [
-        format,
-        { title, mediaType: mimeType, extension, keepsAlpha },
-      ]),
+      API_FORMAT_NAMES.map((format) => {
+        const { title, mimeType, extension, keepsAlpha } = OUTPUT_FORMATS[format];
+        return [format, { title, mediaType: mimeType, extension, keepsAlpha }];
+      }),
     ),
     'x-auto-format': AUTO_FORMAT,
   };
@@ -228,7 +234,7 @@ function removeBackgroundPath(): Schema {
           headers: Object.fromEntries(SUCCESS_HEADERS),
           content: {
             ...Object.fromEntries(
-              Object.values(OUTPUT_FORMATS).map(({ mimeType }) => [
+              API_FORMAT_NAMES.map((format) => OUTPUT_FORMATS[format]).map(({ mimeType }) => [
                 mimeType,
                 { schema: { type: 'string', contentMediaType: mimeType } },
               ]),

@@ -5,14 +5,15 @@ import { describeValue } from './describe-value.js';
 import { RmbgError } from './errors.js';
 import { parseColor, type Rgba } from './color.js';
 import { LIMITS } from './limits.js';
-import { OUTPUT_FORMAT_NAMES, type OutputFormat } from './media-types.js';
+import { API_FORMAT_NAMES, LOCAL_FORMAT_NAMES, type LocalFormat, type OutputFormat } from './media-types.js';
 
 export const SIZES = ['preview', 'small', 'regular', 'medium', 'hd', 'full', '4k', 'auto', '50MP'] as const;
 export type Size = (typeof SIZES)[number];
 
-/** auto, then the output formats of api/media-types.ts's table (a new format is a row there). */
-export const FORMATS = ['auto', ...OUTPUT_FORMAT_NAMES] as const;
-export type Format = (typeof FORMATS)[number];
+/** auto, then the API's output formats of api/media-types.ts's table (a new format is a row there). */
+export const FORMATS = ['auto', ...API_FORMAT_NAMES] as const;
+/** The API's values, and the formats only rmbg's own callers write on this computer (psd, tiff). */
+export type Format = (typeof FORMATS)[number] | LocalFormat;
 export type { OutputFormat };
 
 /** Ceilings on result pixels, per size (api-spec: Endpoints, size ceilings). */
@@ -38,6 +39,8 @@ interface FieldBase {
 interface EnumField extends FieldBase {
   kind: 'enum';
   values: readonly string[];
+  /** Values rmbg's own callers also take (scope 'local'); the HTTP API refuses them as any value not in `values`. */
+  localValues?: readonly string[];
   default: string | undefined;
 }
 interface BooleanField extends FieldBase {
@@ -62,8 +65,10 @@ export const OPTION_FIELDS = [
     name: 'format',
     kind: 'enum',
     values: FORMATS,
+    localValues: LOCAL_FORMAT_NAMES,
     default: 'auto',
-    description: 'auto: PNG if the result has transparency, JPG if opaque.',
+    description:
+      'auto: PNG if the result has transparency, JPG if opaque. On this computer only: psd (the photo as a layer, the cutout as its layer mask), tiff (the photo with an unassociated alpha, its depth and ICC profile kept).',
   },
   { name: 'crop', kind: 'boolean', default: false, description: 'Trim empty borders to the foreground box.' },
   {
@@ -136,26 +141,34 @@ function parseBoolean(name: string, value: unknown): boolean {
   throw new RmbgError('invalid_option', `${name} must be true or false; got ${describeValue(value)}`);
 }
 
-function parseEnum(field: EnumField, value: unknown): string {
-  if (typeof value === 'string' && field.values.includes(value)) return value;
-  const allowed = field.values.join(', ');
+/** Who parses: the HTTP API (the spec's values only), or rmbg's own callers (the CLI, the library, the settings file),
+ * which also take the local values; through a server those are refused before anything is sent. */
+export type OptionScope = 'api' | 'local';
+
+/** A field's values in a scope. */
+export function enumValues(field: EnumField, scope: OptionScope): readonly string[] {
+  return scope === 'local' ? [...field.values, ...(field.localValues ?? [])] : field.values;
+}
+
+function parseEnum(field: EnumField, value: unknown, scope: OptionScope = 'api'): string {
+  const values = enumValues(field, scope);
+  if (typeof value === 'string' && values.includes(value)) return value;
+  const allowed = values.join(', ');
   const got = describeValue(value);
   // Values of type, type_level and channels other than the allowed one are features we do not offer.
-  const code = field.values.length === 1 ? 'unsupported_parameter' : 'invalid_option';
-  throw new RmbgError(
-    code,
-    `${field.name} must be ${field.values.length === 1 ? '' : 'one of '}${allowed}; got ${got}`,
-  );
+  const code = values.length === 1 ? 'unsupported_parameter' : 'invalid_option';
+  throw new RmbgError(code, `${field.name} must be ${values.length === 1 ? '' : 'one of '}${allowed}; got ${got}`);
 }
 
 /**
  * Validates the option fields of a request (any transport) against the closed schema.
  * Image source fields are checked by the caller, which knows how it received them; they are skipped here.
- * Empty values mean "not set": the field's default applies.
+ * Empty values mean "not set": the field's default applies. `scope` 'local' also takes the local-only values.
  */
 export function parseRemoveOptions(
   fields: Record<string, unknown>,
   defaults: RemoveOptions = DEFAULT_OPTIONS,
+  scope: OptionScope = 'api',
 ): RemoveOptions {
   const options: RemoveOptions = { ...defaults };
   for (const [name, value] of Object.entries(fields)) {
@@ -178,7 +191,7 @@ export function parseRemoveOptions(
         options.size = parseEnum(field as EnumField, value) as Size;
         break;
       case 'format':
-        options.format = parseEnum(field as EnumField, value) as Format;
+        options.format = parseEnum(field as EnumField, value, scope) as Format;
         break;
       case 'crop':
         options.crop = parseBoolean('crop', value);
@@ -193,6 +206,11 @@ export function parseRemoveOptions(
     }
   }
   return options;
+}
+
+/** The options' values that only rmbg's own callers on this computer take ('format=psd'); none for the API's. */
+export function localOnlyValues(options: RemoveOptions): string[] {
+  return (LOCAL_FORMAT_NAMES as readonly string[]).includes(options.format) ? [`format=${options.format}`] : [];
 }
 
 /** A canonical string of the options that change the output, for idempotency fingerprints and journal keys. */

@@ -25,6 +25,8 @@ export interface FileEvent {
   confidence?: number;
   /** Where the model ran for a file done on this computer: its GPU or CPU. */
   device?: 'gpu' | 'cpu';
+  /** The mask file this run wrote (--mask, --mask-only). */
+  mask?: string;
   error: { code: string; message: string } | null;
 }
 

@@ -3,6 +3,7 @@
 
 import { BATCH_SETTINGS } from '../settings/remove.js';
 import { concurrencyOf, type Remover } from './remover.js';
+import type { MaskOutput } from './output-paths.js';
 import type { BatchOptions } from './run-batch.js';
 
 /** The rows by their names, as the CLI's flags and the library's options both hold them. */
@@ -15,6 +16,13 @@ export interface BatchRows {
   reviewBelow?: number | undefined;
   reviewPage?: boolean | undefined;
   retryReview?: boolean | undefined;
+  mask?: boolean | undefined;
+  maskOnly?: boolean | undefined;
+}
+
+/** Which mask files the rows ask for (--mask-only wins over --mask). */
+export function maskOutputOf(rows: Pick<BatchRows, 'mask' | 'maskOnly'>): MaskOutput {
+  return rows.maskOnly ? 'only' : rows.mask ? 'beside' : undefined;
 }
 
 /** The batch's settings from its rows; the concurrency left out is the remover's default (concurrencyOf). */
@@ -23,7 +31,15 @@ export function batchRowsOf(
   remover: Remover,
 ): Pick<
   BatchOptions,
-  'outputDir' | 'recursive' | 'concurrency' | 'overwrite' | 'retryFailed' | 'reviewBelow' | 'reviewPage' | 'retryReview'
+  | 'outputDir'
+  | 'recursive'
+  | 'concurrency'
+  | 'overwrite'
+  | 'retryFailed'
+  | 'reviewBelow'
+  | 'reviewPage'
+  | 'retryReview'
+  | 'mask'
 > {
   return {
     outputDir: rows.outDir,
@@ -34,5 +50,6 @@ export function batchRowsOf(
     reviewBelow: rows.reviewBelow ?? BATCH_SETTINGS.reviewBelow.default,
     reviewPage: Boolean(rows.reviewPage),
     retryReview: Boolean(rows.retryReview),
+    mask: maskOutputOf(rows),
   };
 }

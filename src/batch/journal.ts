@@ -24,6 +24,8 @@ export interface JournalRecord {
   /** When the token was first sent (ISO 8601): a server forgets a key LIMITS.idempotencyKeyRetentionMs after. */
   sentAt?: string;
   output?: string;
+  /** The mask file written beside the output (--mask), or as the output (--mask-only). */
+  mask?: string;
   credits?: number;
   /** A done cutout's confidence (0..1, engine/output/mask-confidence.ts), when the remover gave one. */
   confidence?: number;

@@ -7,7 +7,7 @@ import type { RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient, type RemoveResult } from '../client/api-client.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
 import { uploadOf } from './photo-conversion.js';
-import type { RemoveCall, RemovedImage, Remover } from './remover.js';
+import { refuseLocalOnly, type RemoveCall, type RemovedImage, type Remover } from './remover.js';
 
 /** A balance shown in a message is not worth a long wait. */
 const BALANCE_TIMEOUT_MS = 10_000;
@@ -55,6 +55,7 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
     settings: { apiUrl: options.baseUrl, apiKey: keyEnd(options.apiKey), timeoutMs: options.timeoutMs },
     retryReviewRefusal:
       '--retry-review runs the flagged cutouts again with another model on this computer; add --local and --model NAME (a server chooses its own model)',
+    refuseOutputs: refuseLocalOnly,
     onThrottle: (listener) => listeners.push(listener),
     async remove(image, removeOptions, call) {
       // Same request as an earlier run: keep its key, so a request the server already charged is replayed for free.

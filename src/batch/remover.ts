@@ -3,7 +3,8 @@
 // the batch only keeps the remover's token in its journal and hands it back on the next run.
 
 import { LIMITS } from '../api/limits.js';
-import type { OutputFormat, RemoveOptions } from '../api/options.js';
+import { RmbgError } from '../api/errors.js';
+import { localOnlyValues, type OutputFormat, type RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Engine } from '../engine/types.js';
@@ -26,6 +27,8 @@ export interface RemovedImage {
   confidence: number | undefined;
   /** Where the model ran: on this computer, its GPU or CPU; undefined through a server (it does not say). */
   device?: DeviceReport['device'];
+  /** With RemoveCall.mask, on this computer: the mask file's PNG (engine/layered-output.ts). */
+  mask?: Buffer;
 }
 
 export interface RemoveCall {
@@ -39,6 +42,8 @@ export interface RemoveCall {
     /** When the token was first sent (ms since the epoch), when the journal knows. */
     sentAt?: number;
   };
+  /** Also make the mask file, or only it (on this computer only: see refuseLocalOnly). */
+  mask?: 'beside' | 'only' | undefined;
   /** --retry-failed: a request an earlier run may have paid for without a result may be paid for again. */
   payAgain?: boolean;
   /** Awaited before each request goes out, with the opaque token to keep; the batch journals it first. */
@@ -56,6 +61,8 @@ export interface Remover {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Why it cannot run flagged cutouts again with another model (--retry-review); absent when it can. */
   readonly retryReviewRefusal?: string;
+  /** Throws where it cannot make the outputs asked for (a server makes no layered or alpha-only output). */
+  readonly refuseOutputs?: (options: RemoveOptions, mask: boolean) => void;
   remove(image: Buffer, options: RemoveOptions, call: RemoveCall): Promise<RemovedImage>;
   /** Called whenever the server asks to slow down (429/503), so the batch lowers concurrency. */
   onThrottle?(listener: () => void): void;
@@ -79,7 +86,9 @@ export function localRemover(engine: Engine): Remover {
     settings: { ...engine.options },
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
-      const result = await engine.cutOut(await engineInput(image), options, call.signal);
+      // The photo's own bytes go along: a TIFF's 16 bits and profile, which its decoded copy lacks, make the layers.
+      const local = { mask: call.mask, original: image };
+      const result = await engine.cutOut(await engineInput(image), options, call.signal, local);
       return {
         data: result.data,
         format: result.format,
@@ -91,10 +100,22 @@ export function localRemover(engine: Engine): Remover {
         foreground: result.foreground,
         confidence: result.confidence,
         device: engine.device?.device,
+        ...(result.mask && { mask: result.mask }),
       };
     },
     close: () => engine.close(),
   };
+}
+
+/** Through a server, what only this computer makes (a layered format, the mask file) is refused before anything is
+ * sent: the API has no layered or alpha-only output (api-spec), and the server would refuse it anyway. */
+export function refuseLocalOnly(options: RemoveOptions, mask: boolean | undefined): void {
+  const asked = [...localOnlyValues(options), ...(mask ? ['the mask file (mask, maskOnly)'] : [])];
+  if (asked.length === 0) return;
+  throw new RmbgError(
+    'usage_error',
+    `${asked.join(' and ')}: local only, made on this computer (the API has no layered or alpha-only output); run without the server's URL, or add --local`,
+  );
 }
 
 /** What the photo's metadata the results keep (settings/remove.ts keepMetadata, keepGps). */

@@ -1,6 +1,7 @@
 // A folder run: plan, send, write and journal each input under adaptive concurrency; it prints and exits nothing.
 
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
@@ -13,7 +14,15 @@ import type { BatchEvent, BatchSettings, BatchSummary, FileEvent } from './batch
 import type { InputItem } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
-import { addOutputSlot, assignOutputSlots, existingOutput, type OutputSlot } from './output-paths.js';
+import {
+  addOutputSlot,
+  assignOutputSlots,
+  existingCutout,
+  existingOutput,
+  maskPathOf,
+  type MaskOutput,
+  type OutputSlot,
+} from './output-paths.js';
 import { isFlagged, SUSPECT_BELOW } from '../engine/output/mask-confidence.js';
 import { planItem } from './plan-item.js';
 import type { RemoveCall, RemovedImage, Remover } from './remover.js';
@@ -37,6 +46,8 @@ export interface BatchOptions {
   reviewPage?: boolean;
   /** Run only the cutouts the journal flags, over their outputs (on this computer, with another model). */
   retryReview?: boolean;
+  /** The mask file beside each cutout, or instead of it (on this computer only). */
+  mask?: MaskOutput;
   /** Aborting stops scheduling; files in flight finish (their signal is not aborted). */
   stop?: AbortSignal;
   /** Aborting cancels files in flight too (second Ctrl-C). */
@@ -89,13 +100,14 @@ class BatchRun {
     const started = performance.now();
     const refusal = batch.retryReview ? batch.remover.retryReviewRefusal : undefined;
     if (refusal !== undefined) throw new RmbgError('usage_error', refusal);
+    batch.remover.refuseOutputs?.(batch.options, batch.mask !== undefined);
     const items = [...batch.items];
     // Absolute, like the inputs: the journal and the JSON lines must not depend on the directory a run started in.
     const outputDir = resolve(batch.outputDir);
     const journal = await Journal.open(outputDir);
     // Only after taking the journal's lock: another run's temp files are live, a killed run's are debris.
     await removeStaleTempFiles(outputDir);
-    const slots = assignOutputSlots(items, outputDir, batch.options.format);
+    const slots = assignOutputSlots(items, outputDir, batch.options.format, batch.mask);
     return new BatchRun(started, batch, items, outputDir, journal, slots);
   }
 
@@ -138,7 +150,7 @@ class BatchRun {
       for await (const item of arrivals(ended)) {
         if (seen.has(item.path)) continue;
         seen.add(item.path);
-        this.slots.set(item, addOutputSlot(item, taken, this.outputDir, this.batch.options.format));
+        this.slots.set(item, addOutputSlot(item, taken, this.outputDir, this.batch.options.format, this.batch.mask));
         this.items.push(item);
         this.summary.total += 1;
         this.batch.onEvent({ type: 'arrived', input: item.path, total: this.summary.total });
@@ -253,7 +265,9 @@ interface EarlierRequest {
 
 /** What a file's event says beyond its input and time; unsaid fields keep their defaults (nothing done). */
 type FileOutcome = Pick<FileEvent, 'output' | 'status'> &
-  Partial<Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error' | 'device' | 'confidence'>>;
+  Partial<
+    Pick<FileEvent, 'reason' | 'width' | 'height' | 'credits' | 'replayed' | 'error' | 'device' | 'confidence' | 'mask'>
+  >;
 
 /** One input: skipped as planned, or sent through the remover and its output written, each step journaled. */
 async function processOne(
@@ -314,17 +328,20 @@ async function processOne(
       filename: item.relativePath,
       earlier: earlier.call,
       payAgain: batch.retryFailed,
+      mask: slot.mask,
       beforeSend: async (token) => {
         record = { ...sent, token, sentAt: sentAtFor(token, earlier) };
         await journal.append(record);
       },
     });
-    const output = await writeOutput(slot, result);
+    // An output already in place stays unless the run replaces outputs: only its missing mask is written then.
+    const { output, mask } = await writeOutputs(slot, result, batch.overwrite || Boolean(batch.retryReview));
     const { confidence } = result;
     await journal.append({
       ...record,
       state: 'done',
       output,
+      ...(mask && { mask }),
       credits: result.creditsCharged,
       ...(confidence !== undefined && { confidence }),
     });
@@ -338,6 +355,7 @@ async function processOne(
       replayed: result.replayed,
       ...(confidence !== undefined && { confidence }),
       ...(result.device && { device: result.device }),
+      ...(mask && { mask }),
     });
   } catch (error) {
     const { code, message } = toRmbgError(error);
@@ -372,16 +390,36 @@ function creditsOfThisRun(result: RemovedImage, earlier: EarlierRequest): number
   return paidEarlier ? 0 : result.creditsCharged;
 }
 
-/** Writes the result into its slot; the slot's other extensions go (format=auto may switch png↔jpg). */
-async function writeOutput(slot: OutputSlot, result: RemovedImage): Promise<string> {
-  const output = slot.base + OUTPUT_FORMATS[result.format].extension;
-  await writeFileAtomic(output, result.data).catch((error: Error) => {
-    throw new RmbgError('io_error', `cannot write ${output}: ${error.message}`, { cause: error });
+/** Writes `data` atomically, or fails as an io_error naming the file. */
+async function writeFile(path: string, data: Buffer): Promise<void> {
+  await writeFileAtomic(path, data).catch((error: Error) => {
+    throw new RmbgError('io_error', `cannot write ${path}: ${error.message}`, { cause: error });
   });
-  await Promise.all(
-    slot.extensions.filter((ext) => slot.base + ext !== output).map((ext) => rm(slot.base + ext, { force: true })),
-  );
-  return output;
+}
+
+/** Writes the result's files into its slot: the cutout (the slot's other extensions go: format=auto may switch
+ * png↔jpg) and the mask, each unless it is in place and `replace` is off. The output is the mask's with --mask-only. */
+async function writeOutputs(
+  slot: OutputSlot,
+  result: RemovedImage,
+  replace: boolean,
+): Promise<{ output: string; mask: string | undefined }> {
+  let output: string | undefined;
+  if (slot.mask !== 'only') {
+    output = replace ? undefined : existingCutout(slot);
+    if (output === undefined) {
+      const written = slot.base + OUTPUT_FORMATS[result.format].extension;
+      await writeFile(written, result.data);
+      const others = slot.extensions.filter((ext) => slot.base + ext !== written);
+      await Promise.all(others.map((ext) => rm(slot.base + ext, { force: true })));
+      output = written;
+    }
+  }
+  if (slot.mask === undefined) return { output: output as string, mask: undefined };
+  const mask = maskPathOf(slot);
+  if (!result.mask) throw new RmbgError('processing_failed', 'the engine made no mask for this photo');
+  if (replace || !existsSync(mask)) await writeFile(mask, result.mask);
+  return { output: output ?? mask, mask };
 }
 
 /** When an earlier run first sent its token; journals older than `sentAt` give the token's last line's time. */

@@ -11,13 +11,23 @@ import type { InputItem } from '../batch/discover-inputs.js';
 import { Journal } from '../batch/journal.js';
 import { assignOutputSlots, type OutputSlot } from '../batch/output-paths.js';
 import { planItem } from '../batch/plan-item.js';
+import { maskOutputOf } from '../batch/batch-rows.js';
 import type { RemoveFlags } from './create-remover.js';
 import { EXIT } from './exit-codes.js';
 
 /** The flags of `rmbg remove` the plan reads, by their rows' names (settings/remove.ts); outDir always has its default. */
 type PlanFlags = Pick<
   RemoveFlags,
-  'local' | 'overwrite' | 'retryFailed' | 'retryReview' | 'reviewBelow' | 'dryRun' | 'confirmOver' | 'json'
+  | 'local'
+  | 'overwrite'
+  | 'retryFailed'
+  | 'retryReview'
+  | 'reviewBelow'
+  | 'dryRun'
+  | 'confirmOver'
+  | 'json'
+  | 'mask'
+  | 'maskOnly'
 > & {
   outDir: string;
 };
@@ -68,7 +78,7 @@ export async function planBatch({
   if (!flags.dryRun && flags.confirmOver === undefined) return undefined;
   const outputDir = resolve(flags.outDir);
   const records = Journal.readRecords(outputDir);
-  const slots = assignOutputSlots(items, outputDir, options.format);
+  const slots = assignOutputSlots(items, outputDir, options.format, maskOutputOf(flags));
   const optionsKey = canonicalOptions(options);
   const toSend = items.filter(
     (item) =>

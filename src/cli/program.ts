@@ -2,7 +2,7 @@
 // Nothing heavy (sharp, onnxruntime, fastify, SQLite) is imported here, so `rmbg --help` stays instant.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, enumValues, OPTION_FIELDS } from '../api/options.js';
 import { PHOTO_FORMATS_TEXT } from '../api/media-types.js';
 import { PRESET_NAMES } from '../engine/model/model-contract.js';
 import { rmbgVersion } from '../platform/package-info.js';
@@ -70,7 +70,7 @@ function addImageOptions(command: Command): void {
       );
     } else if (field.name === 'format') {
       command.addOption(
-        new Option(`--${flag} <${flag}>`, field.description).choices(field.values).default(field.default),
+        new Option(`--${flag} <${flag}>`, field.description).choices(enumValues(field, 'local')).default(field.default),
       );
     }
     // type, type_level and channels accept a single value with no effect: no flag for them.

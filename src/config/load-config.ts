@@ -35,7 +35,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   const { settings, path } = readUserSettings(env);
   const defaultFields = settings.defaults ?? {};
   try {
-    parseRemoveOptions(defaultFields);
+    parseRemoveOptions(defaultFields, undefined, 'local');
   } catch (error) {
     const reason = messageOf(error);
     throw new RmbgError('usage_error', `'defaults' in ${path} is invalid: ${reason}`, { cause: error });

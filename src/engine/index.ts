@@ -10,7 +10,7 @@ import { placeSession, type JobSize, type PlacementOptions } from './placement/p
 import { provideWeights, resolveModel, verifyWeights } from './model/model-registry.js';
 import type { WorkerSession } from './runtime/inference-worker.js';
 import type { ModelRunner } from './pipeline.js';
-import type { DecodedPhoto, Engine, EngineResult } from './types.js';
+import type { DecodedPhoto, Engine, EngineResult, LocalOutputs } from './types.js';
 
 type Pipeline = typeof import('./pipeline.js').runPipeline;
 
@@ -79,9 +79,10 @@ export async function createEngine(
       input: Buffer | DecodedPhoto,
       removeOptions: RemoveOptions,
       signal?: AbortSignal,
+      local?: LocalOutputs,
     ): Promise<EngineResult> {
       try {
-        return await runPipeline(session, input, removeOptions, signal);
+        return await runPipeline(session, input, removeOptions, signal, undefined, local);
       } catch (error) {
         // Anything not already classified (a libvips or ORT failure mid-run) is a processing failure.
         throw toRmbgError(error, 'processing_failed');

@@ -3,10 +3,10 @@
 
 import sharp, { type Region, type Sharp } from 'sharp';
 import { RmbgError } from '../api/errors.js';
-import { MIME_OF_FORMAT, OUTPUT_FORMATS } from '../api/media-types.js';
+import { MIME_OF_FORMAT, OUTPUT_FORMATS, type LocalFormat } from '../api/media-types.js';
 import { LIMITS } from '../api/limits.js';
 import type { OutputFormat, RemoveOptions } from '../api/options.js';
-import type { Bounds, ComposeOutput } from './output/compose.js';
+import { maskBounds, type Bounds, type ComposeOutput } from './output/compose.js';
 import { probeImage } from './image/image-probe.js';
 import { decoderReason } from './image/input-errors.js';
 import { pixelScale } from './model/model-contract.js';
@@ -19,7 +19,8 @@ import type { PixelWork } from './runtime/pixel-jobs.js';
 import { onPixelWorker } from './runtime/pixel-workers.js';
 import { bufferOf, movableBuffers } from '../platform/thread-transfer.js';
 import type { ForegroundBox } from '../api/wire-types.js';
-import type { DecodedPhoto, EngineResult } from './types.js';
+import { encodeLayered, encodeMaskFile, layeredFormatOf, photoSourceOf, type PhotoSource } from './layered-output.js';
+import type { DecodedPhoto, EngineResult, LocalOutputs } from './types.js';
 
 /** What the pipeline needs of a model: a ModelSession, or the worker thread's (inference-worker.ts `WorkerSession`). */
 export type ModelRunner = Pick<ModelSession, 'model' | 'inputSize' | 'run'>;
@@ -52,6 +53,8 @@ interface Cutout {
   /** Buffers of the mask that the finishing job may take (sharp's buffers are copied: see movableBuffers). */
   transfer: ArrayBuffer[];
   foreground?: ForegroundBox;
+  /** With crop, the region of the canvas the result shows. */
+  region?: Region;
 }
 
 /** Without crop, the result's size is known before inference: its pixels, decoding meanwhile. */
@@ -72,13 +75,15 @@ export class Timer {
 }
 
 /** One image: probe → decode + orient → model → mask → compose → encode. The per-pixel steps run through
- * `pixelWork`: on pixel workers (pixel-workers.ts), so this thread only orchestrates; in process for a test. */
+ * `pixelWork`: on pixel workers (pixel-workers.ts), so this thread only orchestrates; in process for a test.
+ * `local`: the mask file and the layered formats' source, for rmbg's own callers (layered-output.ts). */
 export async function runPipeline(
   session: ModelRunner,
   input: PipelineInput,
   options: RemoveOptions,
   signal?: AbortSignal,
   pixelWork: PixelWork = onPixelWorker,
+  local: LocalOutputs = {},
 ): Promise<EngineResult> {
   const timer = new Timer();
   const { canvas, hasAlpha } = await shapeOf(input);
@@ -89,33 +94,44 @@ export async function runPipeline(
     channels: hasAlpha ? 4 : 3,
     maxPixels: maxResultPixels(options.size, options.format),
   };
-  const early = options.crop ? undefined : decodeResultEarly(source);
+  const early = options.crop || local.mask === 'only' ? undefined : decodeResultEarly(source);
   const plane = await inferMask(session, input, timer, signal, pixelWork);
   // On the model's plane, before it is resized or moved to a pixel worker: one pass, the same cost for any photo.
   const { confidence } = maskConfidence(plane.data);
   timer.lap('confidence');
+  // Asked before the plane moves to the finishing job: this job gets a copy.
+  const canvasMask = local.mask ? maskAt(plane, canvas, pixelWork, []) : undefined;
+  canvasMask?.catch(() => undefined); // awaited below
+  const layered = layeredFormatOf(options.format);
+  const photo = layered || local.mask ? photoSourceOf(input, local.original) : undefined;
+  photo?.catch(() => undefined); // awaited below
+  if (canvasMask && photo && local.mask === 'only')
+    return maskOnlyResult(await canvasMask, await photo, canvas, confidence, timer);
   const cutout = early
     ? await fitMaskToResult(early, plane, pixelWork)
     : await cropToForeground(source, plane, pixelWork);
   timer.lap('mask');
   throwIfAborted(signal);
   const { pixels } = cutout;
-  const finished = await pixelWork(
-    'finish',
-    {
-      pixels: pixels.data,
-      channels: pixels.channels,
-      width: pixels.width,
-      height: pixels.height,
-      mask: cutout.mask,
-      findBounds: !cutout.foreground,
-      format: options.format,
-      background: options.bgColor,
-    },
-    cutout.transfer,
-  );
+  const finished = layered
+    ? await finishLayered(layered, cutout, (await photo) as PhotoSource, options, pixelWork)
+    : await pixelWork(
+        'finish',
+        {
+          pixels: pixels.data,
+          channels: pixels.channels,
+          width: pixels.width,
+          height: pixels.height,
+          mask: cutout.mask,
+          findBounds: !cutout.foreground,
+          format: options.format,
+          background: options.bgColor,
+        },
+        cutout.transfer,
+      );
   throwIfAborted(signal); // a request cancelled meanwhile gets no result
-  const data = await encoded(finished, pixels, timer);
+  const data = 'layered' in finished ? finished.layered : await encoded(finished, pixels, timer);
+  const mask = canvasMask && (await encodeMaskFile((await photo) as PhotoSource, await canvasMask, canvas));
   timer.lap('encode');
   return {
     data,
@@ -127,7 +143,46 @@ export async function runPipeline(
     foreground: cutout.foreground ?? scaleBox(finished.bounds ?? null, pixels, canvas),
     confidence,
     timings: timer.timings,
+    ...(mask && { mask }),
   };
+}
+
+/** --mask-only: the mask file is the result (its data and its mask); nothing is composed or encoded besides it. */
+async function maskOnlyResult(
+  mask: Buffer,
+  photo: PhotoSource,
+  canvas: Dimensions,
+  confidence: number,
+  timer: Timer,
+): Promise<EngineResult> {
+  const data = await encodeMaskFile(photo, mask, canvas);
+  timer.lap('encode');
+  const foreground = toBox(maskBounds(mask, canvas.width, canvas.height));
+  return {
+    data,
+    format: 'png',
+    mimeType: MIME_OF_FORMAT.png,
+    ...canvas,
+    foreground,
+    confidence,
+    timings: timer.timings,
+    mask: data,
+  };
+}
+
+/** A layered format's file (layered-output.ts) from the result's mask, fitted here with the foreground's box. */
+async function finishLayered(
+  format: LocalFormat,
+  cutout: Cutout,
+  photo: PhotoSource,
+  options: RemoveOptions,
+  pixelWork: PixelWork,
+): Promise<{ format: LocalFormat; bounds?: Bounds | null; layered: Buffer }> {
+  const size = { width: cutout.pixels.width, height: cutout.pixels.height };
+  const fitted = await pixelWork('mask', { ...cutout.mask, to: size, findBounds: !cutout.foreground }, cutout.transfer);
+  const geometry = { size, region: cutout.region };
+  const layered = await encodeLayered(format, photo, geometry, bufferOf(fitted.mask), options.bgColor);
+  return { format, bounds: fitted.bounds, layered };
 }
 
 /** The canvas (EXIF-oriented) and alpha: an API image's from its probed header, a decoded photo's as decoded. */
@@ -198,13 +253,29 @@ async function cropToForeground(source: Source, plane: MaskPlane, pixelWork: Pix
     // the region is never smaller than `size` (fitWithin)
     shrinkMask(bufferOf(onCanvas.mask), canvas, size, region),
   ]);
-  return { pixels, mask: { data: mask, ...size }, transfer: [], foreground };
+  return { pixels, mask: { data: mask, ...size }, transfer: [], foreground, region };
 }
 
-/** The model's plane as bytes (a pixel worker's job), shrunk by sharp to `to`. */
-async function shrunkPlane(plane: MaskPlane, to: Dimensions, pixelWork: PixelWork): Promise<Buffer> {
-  const { mask } = await pixelWork('mask', { ...plane, findBounds: false }, movableBuffers(plane.data));
+/** The model's plane as bytes (a pixel worker's job), shrunk by sharp to `to`; `transfer` [] keeps the plane here. */
+async function shrunkPlane(
+  plane: MaskPlane,
+  to: Dimensions,
+  pixelWork: PixelWork,
+  transfer = movableBuffers(plane.data),
+): Promise<Buffer> {
+  const { mask } = await pixelWork('mask', { ...plane, findBounds: false }, transfer);
   return shrinkMask(bufferOf(mask), plane, to);
+}
+
+/** The model's plane fitted to `to` as bytes, upsized by a pixel worker or shrunk by sharp. */
+async function maskAt(
+  plane: MaskPlane,
+  to: Dimensions,
+  pixelWork: PixelWork,
+  transfer: ArrayBuffer[],
+): Promise<Buffer> {
+  if (!isUpsizing(plane, to)) return shrunkPlane(plane, to, pixelWork, transfer);
+  return bufferOf((await pixelWork('mask', { ...plane, to, findBounds: false }, transfer)).mask);
 }
 
 /** The result's file: the PNG the pixel worker made, or JPG/WebP by sharp from its composed pixels. */

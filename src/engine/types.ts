@@ -19,6 +19,16 @@ export interface EngineResult {
   confidence: number;
   /** Milliseconds spent per stage, for the bench and --json output. */
   timings: Record<string, number>;
+  /** With LocalOutputs.mask: the alpha at the photo's full size, uncropped, as a grayscale PNG (16-bit for a 16-bit photo). */
+  mask?: Buffer;
+}
+
+/** What rmbg's own callers ask of the engine on this computer beyond the API's result (the server never does). */
+export interface LocalOutputs {
+  /** Make the mask file (EngineResult.mask); 'only': nothing else, the mask file is the result's data too. */
+  mask?: 'beside' | 'only';
+  /** The bytes a decoded photo (TIFF, AVIF) came from: read again for its 16 bits and ICC profile (layered-output.ts). */
+  original?: Buffer;
 }
 
 /**
@@ -38,7 +48,12 @@ export interface Engine {
   /** The options it was created with (model, device, threads… by their rows' names): a batch reports them in force. */
   readonly options?: object;
   /** An API image's bytes or a decoded photo. Throws RmbgError (400 codes for bad input, 502 processing_failed otherwise). */
-  cutOut(input: Buffer | DecodedPhoto, options: RemoveOptions, signal?: AbortSignal): Promise<EngineResult>;
+  cutOut(
+    input: Buffer | DecodedPhoto,
+    options: RemoveOptions,
+    signal?: AbortSignal,
+    local?: LocalOutputs,
+  ): Promise<EngineResult>;
   /** Why the engine is broken (a run went past its limit), until a fresh worker has answered a run; else undefined. */
   broken?(): string | undefined;
   close(): Promise<void>;

@@ -59,7 +59,7 @@ export function parseImageOptions(options: object, table: SettingsTable = CALL_T
   checkOptions(table, options, { before: IMAGE_KEYS, after: ['signal'] });
   const fields: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(options)) if (IMAGE_KEYS.includes(name)) fields[fieldName(name)] = value;
-  return parseRemoveOptions(fields, CALLER_DEFAULT_OPTIONS);
+  return parseRemoveOptions(fields, CALLER_DEFAULT_OPTIONS, 'local');
 }
 
 export interface RemoteTarget {

@@ -2,7 +2,7 @@
 // the on-device engines they share. Heavy modules (sharp, onnxruntime, undici) load on first use.
 
 import { RmbgError } from '../api/errors.js';
-import type { OutputFormat } from '../api/options.js';
+import type { OutputFormat, RemoveOptions } from '../api/options.js';
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { BatchEvent } from '../batch/batch-events.js';
 import type { Remover } from '../batch/remover.js';
@@ -34,6 +34,8 @@ export interface RemoveBackgroundResult {
   confidence: number | undefined;
   /** Where the model ran: 'gpu' or 'cpu' on this computer; undefined through `apiUrl` (the server does not say). */
   device: 'gpu' | 'cpu' | undefined;
+  /** With `mask: true` (on this computer): the alpha at the photo's full size as a grayscale PNG, 16-bit for a 16-bit photo. */
+  mask?: Buffer;
 }
 
 /** removeBackground()'s options and the batch's rows of src/settings (BATCH_SETTINGS); `outDir` is required. */
@@ -77,9 +79,15 @@ export function createRmbg(): Rmbg {
   const engines = new EnginePool();
 
   /** On this computer with the pool's engine, or through the server of `target`; keeping the metadata asked for. */
-  async function removerFor(target: RemoteTarget | undefined, run: RunOptions): Promise<Remover> {
-    const { keepingMetadata, localRemover } = await import('../batch/remover.js');
+  async function removerFor(
+    target: RemoteTarget | undefined,
+    run: RunOptions,
+    removeOptions: RemoveOptions,
+    mask: boolean,
+  ): Promise<Remover> {
+    const { keepingMetadata, localRemover, refuseLocalOnly } = await import('../batch/remover.js');
     if (target) {
+      refuseLocalOnly(removeOptions, mask);
       // The remote remover derives each request's Idempotency-Key from the image and options: a retry, or the
       // same call again within the server's replay window, is replayed instead of charged twice.
       const { remoteRemover } = await import('../batch/remote-remover.js');
@@ -102,8 +110,9 @@ export function createRmbg(): Rmbg {
       const target = remoteTarget(options);
       const work = (async () => {
         const image = await readImageInput(input, signal);
-        const remover = await removerFor(target, options);
-        const result = await remover.remove(image, removeOptions, { signal });
+        const mask = Boolean(options.mask);
+        const remover = await removerFor(target, options, removeOptions, mask);
+        const result = await remover.remove(image, removeOptions, { signal, mask: mask ? 'beside' : undefined });
         return {
           data: result.data,
           format: result.format,
@@ -112,6 +121,7 @@ export function createRmbg(): Rmbg {
           foreground: result.foreground,
           confidence: result.confidence,
           device: result.device,
+          ...(result.mask && { mask: result.mask }),
         };
       })();
       // A cancelled call rejects with the caller's reason at once, not with our 'interrupted' at the engine's next stage.
@@ -138,7 +148,7 @@ export function createRmbg(): Rmbg {
       const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
       const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
       const folders = watch ? await watch.foldersToWatch(paths) : [];
-      const remover = await removerFor(target, options);
+      const remover = await removerFor(target, options, removeOptions, Boolean(options.mask || options.maskOnly));
       const events = batchEvents({
         items,
         ...batchRowsOf(options, remover),

@@ -1,7 +1,7 @@
 // The documentation's tables of flags and options, made from the settings tables. The docs hold them between
 // `<!-- settings: NAME -->` and `<!-- /settings -->`; `npm run docs` writes them and a test checks they are current.
 
-import { CALLER_DEFAULT_OPTIONS, OPTION_FIELDS } from '../api/options.js';
+import { CALLER_DEFAULT_OPTIONS, enumValues, OPTION_FIELDS } from '../api/options.js';
 import { BATCH_SETTINGS, CALL_TABLE, REMOVE_TABLE, SERVE_TABLE } from './index.js';
 import { flagOf, type SettingRow, type SettingsTable, valueNameOf } from './setting.js';
 
@@ -43,7 +43,11 @@ function flagRows(table: SettingsTable, withImageOptions: boolean): string {
     ? OPTION_FIELDS.filter((field) => field.kind !== 'enum' || field.values.length > 1).map((field) => {
         const flag = `--${field.name.replace(/_/g, '-')}`;
         const value =
-          field.kind === 'boolean' ? '' : field.kind === 'color' ? ' <color>' : ` <${field.values.join('|')}>`;
+          field.kind === 'boolean'
+            ? ''
+            : field.kind === 'color'
+              ? ' <color>'
+              : ` <${enumValues(field, 'local').join('|')}>`;
         const byDefault =
           field.name === 'size' || field.name === 'format' ? CALLER_DEFAULT_OPTIONS[field.name] : undefined;
         const shown = byDefault ? `\`${byDefault}\`` : field.kind === 'boolean' ? 'off' : 'none';

@@ -46,6 +46,11 @@ export const CALL_SETTINGS = {
     default: false,
     help: "also keep the photo's GPS position (implies keeping the other metadata)",
   },
+  mask: {
+    type: 'switch',
+    default: false,
+    help: "on this computer: also write the cutout's alpha as a grayscale PNG at the photo's full size, uncropped (photo.mask.png beside photo.png; 16-bit for a 16-bit photo)",
+  },
 } as const satisfies SettingsTable;
 
 export const BATCH_SETTINGS = {
@@ -67,6 +72,10 @@ export const BATCH_SETTINGS = {
     type: 'switch',
     flag: '-w, --watch',
     help: 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight',
+  },
+  maskOnly: {
+    type: 'switch',
+    help: 'on this computer: write only the mask (photo.mask.png), no cutout; with the input -, the mask goes to stdout',
   },
   overwrite: { type: 'switch', help: 'replace existing outputs (default: skip them, which is how a re-run resumes)' },
   concurrency: {

@@ -152,6 +152,22 @@ describe('removeBackground', () => {
     expect(error).toBeInstanceOf(RmbgError);
   });
 
+  it('on this computer, a TIFF and its mask (`mask: true`); through apiUrl both are refused as local only', async () => {
+    const result = await rmbg.removeBackground(ASTRONAUT, { ...FAST, format: 'tiff', mask: true });
+    expect(result).toMatchObject({ format: 'tiff', width: 512, height: 512 });
+    const mask = await sharp(result.mask).toColourspace('b-w').raw().toBuffer({ resolveWithObject: true });
+    expect(mask.info).toMatchObject({ width: 512, height: 512, channels: 1 });
+    const tiffAlpha = await sharp(result.data).extractChannel(3).raw().toBuffer();
+    expect(tiffAlpha.equals(mask.data)).toBe(true);
+    for (const options of [{ format: 'psd' as const }, { mask: true }]) {
+      const error = await rejectionOf(rmbg.removeBackground(ASTRONAUT, { ...options, apiUrl: server.url, apiKey }));
+      expect({ code: error.code, local: /local only/.test(error.message) }).toEqual({
+        code: 'usage_error',
+        local: true,
+      });
+    }
+  });
+
   it("fetches an https: URL under the server's image_url rules: a loopback address is refused as the server refuses it", async () => {
     const url = 'https://127.0.0.1/cat.png';
     const error = await rejectionOf(rmbg.removeBackground(new URL(url), FAST));
@@ -358,6 +374,21 @@ describe('removeBackgrounds with watch: true', () => {
       output: path.join(outDir, 'astronaut.png'),
     });
     expect((await sharp(path.join(outDir, 'astronaut.png')).metadata()).format).toBe('png');
+  });
+
+  it('with maskOnly, writes only the mask of a photo that lands', async () => {
+    const inputDir = tempDir();
+    const outDir = path.join(tempDir(), 'out');
+    const events: BatchEvent[] = [];
+    for await (const event of rmbg.removeBackgrounds(inputDir, { ...FAST, outDir, watch: true, maskOnly: true })) {
+      events.push(event);
+      if (event.type === 'start') copyFileSync(ASTRONAUT, path.join(inputDir, 'astronaut.png'));
+      if (event.type === 'file') break;
+    }
+    const mask = path.join(outDir, 'astronaut.mask.png');
+    expect(events.at(-1)).toMatchObject({ type: 'file', status: 'done', output: mask, mask });
+    expect(readdirSync(outDir).filter((name) => !name.startsWith('.'))).toEqual(['astronaut.mask.png', 'review.html']);
+    expect(await sharp(mask).metadata()).toMatchObject({ width: 512, height: 512, channels: 1 });
   });
 });
 

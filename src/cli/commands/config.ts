@@ -70,7 +70,7 @@ export async function run(_opts: Record<string, unknown>, args: string[]): Promi
     if (action === 'set') defaults[name] = value as string;
     else delete defaults[name];
     try {
-      parseRemoveOptions(defaults);
+      parseRemoveOptions(defaults, undefined, 'local');
     } catch (error) {
       throw new RmbgError('usage_error', messageOf(error));
     }

@@ -7,7 +7,7 @@ import { policyOf, RmbgError, toRmbgError, messageOf } from '../../api/errors.js
 import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
 import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
 import { batchRowsOf } from '../../batch/batch-rows.js';
-import type { Remover } from '../../batch/remover.js';
+import { refuseLocalOnly, type Remover } from '../../batch/remover.js';
 import type { BatchEvent, BatchSummary } from '../../batch/batch-events.js';
 import { batchEvents } from '../../batch/run-batch.js';
 import { loadConfig, type Config } from '../../config/load-config.js';
@@ -40,7 +40,7 @@ function optionsFrom(command: Command, stored: Config['defaultFields']): RemoveO
     ...(typed('bgColor') && { bg_color: values.bgColor }),
   };
   try {
-    return parseRemoveOptions({ ...stored, ...fromFlags }, CALLER_DEFAULT_OPTIONS);
+    return parseRemoveOptions({ ...stored, ...fromFlags }, CALLER_DEFAULT_OPTIONS, 'local');
   } catch (error) {
     throw new RmbgError('usage_error', messageOf(error));
   }
@@ -69,7 +69,7 @@ function watchNote(folders: string[]): string {
 }
 
 /** `rmbg remove -`: one image from stdin to stdout; messages go to stderr. */
-async function removeStdin(remover: Remover, options: RemoveOptions): Promise<number> {
+async function removeStdin(remover: Remover, options: RemoveOptions, maskOnly: boolean): Promise<number> {
   if (process.stdout.isTTY)
     throw new RmbgError(
       'usage_error',
@@ -77,9 +77,10 @@ async function removeStdin(remover: Remover, options: RemoveOptions): Promise<nu
     );
   const image = await readStdin();
   try {
-    const result = await remover.remove(image, options, { filename: 'stdin' });
+    const result = await remover.remove(image, options, { filename: 'stdin', mask: maskOnly ? 'only' : undefined });
+    const data = maskOnly ? (result.mask as Buffer) : result.data;
     await new Promise<void>((resolve, reject) =>
-      process.stdout.write(result.data, (error) => (error ? reject(error) : resolve())),
+      process.stdout.write(data, (error) => (error ? reject(error) : resolve())),
     );
     return EXIT.ok;
   } catch (error) {
@@ -145,6 +146,11 @@ function checkInputs(inputs: string[], flags: RemoveFlags): void {
     throw new RmbgError(
       'usage_error',
       "--api-key - and the input '-' both need stdin; give the key in RMBG_API_KEY instead",
+    );
+  if (flags.mask && inputs.includes('-'))
+    throw new RmbgError(
+      'usage_error',
+      "--mask writes a second file, which stdout cannot hold: give --mask-only for the mask alone, or a file's path",
     );
   if (inputs.length > 1 && inputs.includes('-'))
     throw new RmbgError('usage_error', "'-' (stdin) cannot be combined with other inputs");
@@ -265,6 +271,7 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
   if (local && !given.local) process.stderr.write(`${LOCAL_BY_DEFAULT_NOTE}\n`);
   const flags: RemoveFlags = { ...given, local };
   const options = optionsFrom(command, config.defaultFields);
+  if (!local) refuseLocalOnly(options, flags.mask || flags.maskOnly);
   const stdinMode = inputs.length === 1 && inputs[0] === '-';
   if (local && !flags.dryRun) await offerToPull(engineOptionsOf(flags).model);
 
@@ -294,7 +301,9 @@ export async function run(_opts: Record<string, unknown>, inputs: string[], comm
     // Said once, before any bar: where the photos are processed, and why (auto picked it, or it was asked for).
     if (remover.device) process.stderr.write(`rmbg: the model is ${describeDevice(remover.device)}\n`);
     if (flags.retryReview && !stdinMode) process.stderr.write(`rmbg: ${retryReviewNote(flags, found.items)}\n`);
-    return stdinMode ? await removeStdin(remover, options) : await runFolderBatch(remover, flags, options, found);
+    return stdinMode
+      ? await removeStdin(remover, options, Boolean(flags.maskOnly))
+      : await runFolderBatch(remover, flags, options, found);
   } finally {
     await remover.close();
   }

@@ -2,6 +2,7 @@
 
 import type { OutputFormat } from '../../api/options.js';
 import { pngChunk } from './png-chunks.js';
+import { PSD_RESOURCE, psdResource } from './psd-resource.js';
 
 const EXIF_PREFIX = Buffer.from('Exif\0\0', 'latin1');
 
@@ -53,6 +54,23 @@ function intoWebp(webp: Buffer, tiff: Buffer, width: number, height: number): Bu
   return out;
 }
 
+/** PSD: an image resource 1058 (EXIF data 1) appended to the image resources section (engine/output/psd-encode.ts). */
+function intoPsd(psd: Buffer, tiff: Buffer): Buffer {
+  const resourcesAt = 26 + 4 + psd.readUInt32BE(26); // after the header and the colour mode data
+  const resourcesLength = psd.readUInt32BE(resourcesAt);
+  const block = psdResource(PSD_RESOURCE.exif, tiff);
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(resourcesLength + block.length);
+  const end = resourcesAt + 4 + resourcesLength;
+  return Buffer.concat([
+    psd.subarray(0, resourcesAt),
+    length,
+    psd.subarray(resourcesAt + 4, end),
+    block,
+    psd.subarray(end),
+  ]);
+}
+
 /** The encoded result with `tiff` (a TIFF-structured EXIF block) embedded. */
 export function embedExif(
   encoded: Buffer,
@@ -67,5 +85,10 @@ export function embedExif(
       return intoJpeg(encoded, tiff);
     case 'webp':
       return intoWebp(encoded, tiff, size.width, size.height);
+    case 'psd':
+      return intoPsd(encoded, tiff);
+    case 'tiff':
+      // A TIFF's EXIF is an IFD of its own inside the file, which this does not rewrite: the layered TIFF keeps none.
+      return encoded;
   }
 }

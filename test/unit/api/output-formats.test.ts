@@ -8,11 +8,11 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import {
+  API_FORMAT_NAMES,
   AUTO_FORMAT,
   formatMaxPixels,
   formatOfMime,
   MIME_OF_INPUT,
-  OUTPUT_FORMAT_NAMES,
   OUTPUT_FORMATS,
   type OutputFormat,
   type OutputFormatRow,
@@ -20,7 +20,7 @@ import {
 } from '../../../src/api/media-types.js';
 import { openApiDocument } from '../../../src/api/openapi.js';
 import { LIMITS } from '../../../src/api/limits.js';
-import { FORMATS, OPTION_FIELDS } from '../../../src/api/options.js';
+import { CALLER_DEFAULT_OPTIONS, FORMATS, OPTION_FIELDS, parseRemoveOptions } from '../../../src/api/options.js';
 import { possibleExtensions } from '../../../src/batch/output-paths.js';
 import { finishCutout } from '../../../src/engine/output/pixel-operations.js';
 
@@ -45,17 +45,32 @@ it('caps PNG and auto at 10 MP whatever the size, and JPG and WebP not at all', 
   expect(formatMaxPixels('webp')).toBe(Number.POSITIVE_INFINITY);
 });
 
+it('keeps psd and tiff from the HTTP API, which refuses them as before, while rmbg’s own callers take them', () => {
+  expect(API_FORMAT_NAMES).toEqual(['png', 'jpg', 'webp']);
+  for (const format of ['psd', 'tiff']) {
+    expect(() => parseRemoveOptions({ format })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_option',
+        message: `format must be one of auto, png, jpg, webp; got '${format}'`,
+      }),
+    );
+    expect(parseRemoveOptions({ format }, CALLER_DEFAULT_OPTIONS, 'local').format).toBe(format);
+  }
+});
+
 describe('each row of the output formats', () => {
-  const rows = Object.entries(OUTPUT_FORMATS) as [OutputFormat, OutputFormatRow][];
+  const all = Object.entries(OUTPUT_FORMATS) as [OutputFormat, OutputFormatRow][];
+  // The layered formats' files are read back by real programs in test/e2e/remove-mask-and-layers.test.ts.
+  const rows = all.filter(([, row]) => !row.localOnly);
 
   it('has a title, a media type and a file extension of its own', () => {
-    for (const [format, row] of rows) {
+    for (const [format, row] of all) {
       expect(row.title, format).toMatch(/\S/);
       expect(row.mimeType, format).toMatch(/^image\/[a-z0-9.+-]+$/);
       expect(row.extension, format).toMatch(/^\.[a-z0-9]+$/);
     }
-    expect(new Set(rows.map(([, row]) => row.extension)).size).toBe(rows.length);
-    expect(new Set(rows.map(([, row]) => row.mimeType)).size).toBe(rows.length);
+    expect(new Set(all.map(([, row]) => row.extension)).size).toBe(all.length);
+    expect(new Set(all.map(([, row]) => row.mimeType)).size).toBe(all.length);
     // The batch names its files from the table: auto may write either of its choices' extensions.
     expect(possibleExtensions('auto')).toEqual([OUTPUT_FORMATS.png.extension, OUTPUT_FORMATS.jpg.extension]);
   });
@@ -98,7 +113,7 @@ describe('each row of the output formats', () => {
       const field = doc.components.schemas[`RemoveRequest_${encoding}`]!.properties.format!;
       expect(field.enum).toEqual(FORMATS);
       const described = field['x-output-formats'] as Record<string, Record<string, unknown>>;
-      expect(Object.keys(described)).toEqual(OUTPUT_FORMAT_NAMES);
+      expect(Object.keys(described)).toEqual(API_FORMAT_NAMES);
       for (const [format, row] of rows) {
         expect(described[format], format).toEqual({
           title: row.title,

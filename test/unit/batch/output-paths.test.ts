@@ -28,6 +28,25 @@ describe('addOutputSlot', () => {
   });
 });
 
+describe('masks beside the cutouts', () => {
+  it('never lets one input’s cutout be another’s mask (photo.mask.jpg’s cutout and photo.jpg’s mask)', () => {
+    const [photo, named] = [item('photo.jpg'), item('photo.mask.jpg')];
+    const slots = assignOutputSlots([photo, named], OUT, 'png', 'beside');
+    expect(slots.get(photo)?.base).toBe('/out/photo');
+    expect(slots.get(named)?.base).toBe('/out/photo.mask.jpg');
+    // Only the mask file is written: photo.mask.png is then nobody's cutout.
+    expect(assignOutputSlots([photo, named], OUT, 'png', 'only').get(named)?.base).toBe('/out/photo.mask');
+  });
+
+  it('moves an arrival whose cutout or mask would be an earlier input’s mask or cutout', () => {
+    const taken = new Set(['/out/photo']);
+    expect(addOutputSlot(item('photo.mask.jpg'), taken, OUT, 'png', 'beside').base).toBe('/out/photo.mask.jpg');
+    const earlier = new Set(['/out/photo.mask']);
+    expect(addOutputSlot(item('photo.jpg'), earlier, OUT, 'png', 'beside').base).toBe('/out/photo.jpg');
+    expect(addOutputSlot(item('photo.jpg'), new Set(['/out/photo.mask']), OUT, 'png').base).toBe('/out/photo');
+  });
+});
+
 describe('watchedItem', () => {
   const rules = { recursive: false, outputDir: '/in/out' };
   it('takes images at the top of the folder, and in subfolders only when recursive', () => {

@@ -19,7 +19,7 @@ function failure(run: () => unknown): { code: string; message: string } {
 }
 
 const ALLOWED =
-  'allowed options: size, format, crop, bgColor, apiUrl, apiKey, timeoutMs, keepMetadata, keepGps, model, device, threads, spinWait, graphCache, signal';
+  'allowed options: size, format, crop, bgColor, apiUrl, apiKey, timeoutMs, keepMetadata, keepGps, mask, model, device, threads, spinWait, graphCache, signal';
 
 describe('parseImageOptions', () => {
   it('reads the camelCase options into the engine options, the CLI defaults for the rest', () => {
@@ -66,7 +66,7 @@ describe('parseImageOptions', () => {
     const batch = joinTables(BATCH_SETTINGS, CALL_TABLE);
     expect(parseImageOptions({ outDir: 'out', watch: true }, batch)).toEqual(CALLER_DEFAULT_OPTIONS);
     expect(failure(() => parseImageOptions({ outdir: 'out' }, batch)).message).toBe(
-      `unknown option 'outdir'; ${ALLOWED.replace('bgColor, ', 'bgColor, outDir, recursive, watch, overwrite, concurrency, runTimeoutMs, retryFailed, reviewBelow, reviewPage, retryReview, ')}`,
+      `unknown option 'outdir'; ${ALLOWED.replace('bgColor, ', 'bgColor, outDir, recursive, watch, maskOnly, overwrite, concurrency, runTimeoutMs, retryFailed, reviewBelow, reviewPage, retryReview, ')}`,
     );
   });
 });

@@ -122,6 +122,16 @@ describe('errors', () => {
     expect(await http.balance()).toBe(10);
   });
 
+  it("refuses the CLI's local formats (psd, tiff) as any unknown format, charging nothing", async () => {
+    for (const format of ['psd', 'tiff']) {
+      const answer = await http.post(http.form({ format }));
+      expectError(answer, 400, 'invalid_option', format);
+      expect(http.errorOf(answer.body).detail).toBe(`format must be one of auto, png, jpg, webp; got '${format}'`);
+    }
+    expect(http.engine.calls).toBe(0);
+    expect(await http.balance()).toBe(10);
+  });
+
   it('refuses every unsupported parameter with 400 unsupported_parameter naming it, charging nothing', async () => {
     const cases: Array<[string, string]> = [
       ...UNSUPPORTED_FIELDS.map((name): [string, string] => [name, '1']),
