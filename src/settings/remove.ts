@@ -46,6 +46,12 @@ export const CALL_SETTINGS = {
     default: false,
     help: "also keep the photo's GPS position (implies keeping the other metadata)",
   },
+  raw: {
+    type: 'choice',
+    choices: ['preview', 'develop'],
+    default: 'preview',
+    help: "camera RAW files: preview reads the camera's own full-size JPEG inside the RAW (fast; a RAW whose preview is smaller than its sensor is developed), develop develops the RAW with LibRaw (camera white balance, sRGB)",
+  },
 } as const satisfies SettingsTable;
 
 export const BATCH_SETTINGS = {
@@ -67,6 +73,12 @@ export const BATCH_SETTINGS = {
     type: 'switch',
     flag: '-w, --watch',
     help: 'keep running: process photos as they land in the input folders (once a file stops growing); Ctrl-C stops after the photos in flight',
+  },
+  rawPairs: {
+    type: 'choice',
+    choices: ['raw', 'jpeg', 'both'],
+    default: 'raw',
+    help: 'a camera RAW and a JPEG of one shot in one folder (IMG_0001.CR2 + IMG_0001.JPG): process the RAW (its JPEG is left, and counted in the summary), the JPEG, or both (written as IMG_0001.CR2.png and IMG_0001.JPG.png)',
   },
   overwrite: { type: 'switch', help: 'replace existing outputs (default: skip them, which is how a re-run resumes)' },
   concurrency: {
