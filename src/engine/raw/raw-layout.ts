@@ -191,8 +191,10 @@ function cr3Layout(data: Buffer): RawLayout {
   const stbl = child(child(child(child(moov, 'trak'), 'mdia'), 'minf'), 'stbl');
   const stsz = child(stbl, 'stsz');
   const chunks = child(stbl, 'co64') ?? child(stbl, 'stco');
-  if (stsz && chunks && stsz.start + 16 <= stsz.end && chunks.start + 16 <= chunks.end) {
-    const size = data.readUInt32BE(stsz.start + 4) || data.readUInt32BE(stsz.start + 12);
+  if (stsz && chunks && stsz.start + 12 <= stsz.end && chunks.start + 16 <= chunks.end) {
+    // stsz: version and flags, one size for every sample (or 0, then each sample's size follows the count).
+    const common = data.readUInt32BE(stsz.start + 4);
+    const size = common || (stsz.start + 16 <= stsz.end ? data.readUInt32BE(stsz.start + 12) : 0);
     const offset =
       chunks.type === 'co64' ? Number(data.readBigUInt64BE(chunks.start + 8)) : data.readUInt32BE(chunks.start + 8);
     if (offset + size <= data.length) jpegs.push(embedded(data.subarray(offset, offset + size)));

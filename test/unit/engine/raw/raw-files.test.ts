@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeRaw } from '../../../../src/engine/raw/decode-raw.js';
 import { developRaw } from '../../../../src/engine/raw/raw-develop.js';
 import { rawKindOf } from '../../../../src/engine/raw/raw-kind.js';
 import { jpegFrameSize, rawLayout } from '../../../../src/engine/raw/raw-layout.js';
@@ -98,5 +99,57 @@ describe('rawKindOf', () => {
       Buffer.concat([Buffer.from(magic, 'latin1'), Buffer.from([8, 0, 0, 0, 0, 0, 0, 0, 0, 0])]);
     expect(rawKindOf(tiffLike('IIRO'))).toBe('orf');
     expect(rawKindOf(tiffLike('IIU\0'))).toBe('rw2');
+  });
+});
+
+/** An ISO-BMFF box: size, type (a uuid box's 16 bytes after it), content. */
+function box(type: string, ...content: Buffer[]): Buffer {
+  const [name, uuid] = type.split(':') as [string, string | undefined];
+  const body = Buffer.concat([...(uuid ? [Buffer.from(uuid, 'hex')] : []), ...content]);
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + body.length);
+  header.write(name, 4, 'latin1');
+  return Buffer.concat([header, body]);
+}
+
+/** A CR3 as Canon lays it out (ftyp crx; moov with Canon's uuid box holding CMT1, the first track's stsz and co64
+ * pointing at the full-size JPEG in mdat; the PRVW preview in its own uuid box), with `full` and a small `prvw`. */
+function cr3File(full: Buffer, prvw: Buffer, orientation: number): Buffer {
+  const cmt1 = Buffer.from('II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0\0\0\0\0\0\0\0\0', 'latin1');
+  cmt1.writeUInt16LE(orientation, 18);
+  const ftyp = box('ftyp', Buffer.from('crx \0\0\0\x01crx isom', 'latin1'));
+  const prvwBody = Buffer.alloc(16);
+  prvwBody.writeUInt32BE(prvw.length, 12);
+  const preview = box('uuid:eaf42b5e1c984b88b9fbb7dc406e4d16', Buffer.alloc(8), box('PRVW', prvwBody, prvw));
+  const moovFor = (offset: number) => {
+    const stsz = Buffer.alloc(12);
+    stsz.writeUInt32BE(full.length, 4);
+    stsz.writeUInt32BE(1, 8);
+    const co64 = Buffer.alloc(16);
+    co64.writeUInt32BE(1, 4);
+    co64.writeBigUInt64BE(BigInt(offset), 8);
+    const stbl = box('stbl', box('stsz', stsz), box('co64', co64));
+    return box(
+      'moov',
+      box('uuid:85c0b687820f11e08111f4ce462b6a48', box('CMT1', cmt1)),
+      box('trak', box('mdia', box('minf', stbl))),
+    );
+  };
+  const before = ftyp.length + moovFor(0).length + preview.length + 8; // the JPEG starts after mdat's header
+  return Buffer.concat([ftyp, moovFor(before), preview, box('mdat', full)]);
+}
+
+describe('a CR3 (ISO-BMFF)', () => {
+  it("gives the first track's full-size JPEG over the smaller PRVW, and CMT1's orientation", async () => {
+    const picture = await rawPicture(6);
+    const small = await sharp(picture.preview).resize(48, 32).jpeg().toBuffer();
+    const cr3 = cr3File(picture.preview, small, 6);
+    expect(rawKindOf(cr3)).toBe('cr3');
+    const layout = rawLayout(cr3, 'cr3');
+    expect(layout.preview && [layout.preview.width, layout.preview.height]).toEqual([96, 64]);
+    expect(layout.orientation).toBe(6);
+    const photo = await decodeRaw(cr3, 'cr3', 'preview');
+    expect([photo.way, photo.width, photo.height]).toEqual(['preview', 64, 96]);
+    expect(isMarker(at(photo.pixels, 64, 4, 4))).toBe(true);
   });
 });
