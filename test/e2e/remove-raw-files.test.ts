@@ -5,7 +5,7 @@
 // read says what this mode reads; through a server a RAW is converted on this computer before upload.
 // Model: the quick model (red over 215 kept): the RAW's red marker opaque, its blue-grey background transparent.
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import exifReader from 'exif-reader';
 import sharp from 'sharp';
@@ -147,5 +147,38 @@ describe('a RAW named on its own', () => {
     expect(result.exitCode, result.stderr).toBe(0);
     expect(jsonLines(result.stdout).summary).toMatchObject({ done: 1, credits: PRICE });
     await expectUprightCutout(path.join(work, 'out-remote/IMG_DNG.png'));
+  });
+});
+
+describe('rmbg remove DIR --watch', () => {
+  it('cuts out a RAW that lands in the watched folder, upright at full size', async () => {
+    mkdirSync(path.join(work, 'watched'));
+    const child = rmbg(['remove', 'watched', '--local', ...QUICK_MODEL, '-o', 'out-watch', '--watch', '--json'], {
+      cwd: work,
+      env: quick,
+    });
+    let stdout = '';
+    let stderr = '';
+    const heard = (holds: () => boolean) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => (holds() ? resolve() : undefined);
+        child.stdout?.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          check();
+        });
+        child.stderr?.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+          check();
+        });
+        void child.then(() => reject(new Error(`rmbg exited early:\n${stdout}\n${stderr}`)), reject);
+        check();
+      });
+    await heard(() => stderr.includes('rmbg: watching watched for new photos'));
+    copyFileSync(path.join(work, 'shoot/IMG_NEF.NEF'), path.join(work, 'watched/IMG_NEF.NEF'));
+    await heard(() => jsonLines(stdout).files.some((file) => file.input.endsWith('IMG_NEF.NEF')));
+    child.kill('SIGINT');
+    await child.catch(() => undefined);
+    expect(jsonLines(stdout).files.find((file) => file.input.endsWith('IMG_NEF.NEF'))?.status).toBe('done');
+    await expectUprightCutout(path.join(work, 'out-watch/IMG_NEF.png'));
   });
 });
