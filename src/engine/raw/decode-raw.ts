@@ -87,12 +87,11 @@ async function develop(input: Buffer, kind: RawFormat): Promise<DecodedPhoto> {
   } catch (error) {
     throw undecodable(`the ${RAW_FORMATS[kind].name} file`, error);
   }
-  if ('tooBig' in developed) {
-    checkDimensions(developed.tooBig.width, developed.tooBig.height);
-    throw new Error('unreachable: a RAW refused as too big passed the dimension check');
-  }
-  checkDimensions(developed.width, developed.height);
-  return { pixels: bufferOf(developed.pixels), width: developed.width, height: developed.height, channels: 3 };
+  // A RAW too big to develop was refused by its header's size, which the check here words as for any photo.
+  const { width, height } = 'tooBig' in developed ? developed.tooBig : developed;
+  checkDimensions(width, height);
+  if ('tooBig' in developed) throw new RmbgError('image_too_many_pixels', `the RAW is ${width}x${height} pixels`);
+  return { pixels: bufferOf(developed.pixels), width, height, channels: 3 };
 }
 
 function undecodable(what: string, error: unknown): RmbgError {

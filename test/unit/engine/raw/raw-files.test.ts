@@ -59,6 +59,18 @@ describe.each(Object.keys(KIND_OF_FILE))('%s', (name) => {
   });
 });
 
+describe('developRaw', () => {
+  it('refuses a RAW over the pixel ceiling from its header, developing nothing', async () => {
+    const raw = files['IMG_DNG.dng'] as Buffer;
+    expect(await developRaw({ raw, maxPixels: 64 * 96 - 1, maxSide: 9999 })).toEqual({
+      tooBig: { width: 64, height: 96 },
+    });
+    expect(await developRaw({ raw, maxPixels: 50_000_000, maxSide: 95 })).toEqual({
+      tooBig: { width: 64, height: 96 },
+    });
+  });
+});
+
 describe('rawLayout', () => {
   it('finds the full-size preview JPEG of DNG, CR2 and NEF, the smaller one of ARW, the sensor size and orientation', () => {
     for (const name of ['IMG_DNG.dng', 'IMG_CR2.CR2', 'IMG_NEF.NEF', 'IMG_ARW.ARW']) {
