@@ -147,6 +147,18 @@ describe('a RAW named on its own', () => {
     expect(result.exitCode, result.stderr).toBe(0);
     expect(jsonLines(result.stdout).summary).toMatchObject({ done: 1, credits: PRICE });
     await expectUprightCutout(path.join(work, 'out-remote/IMG_DNG.png'));
+    // Developed instead, it is another upload: a request of its own, not the preview's result replayed.
+    const developed = await rmbg(
+      ['remove', 'shoot/IMG_DNG.dng', '-o', 'out-remote', '--api-url', server.url, '--api-key', key, '--json'].concat([
+        '--raw',
+        'develop',
+        '--overwrite',
+      ]),
+      { cwd: work, configDir: path.join(work, 'client-config') },
+    );
+    expect(developed.exitCode, developed.stderr).toBe(0);
+    expect(jsonLines(developed.stdout).files[0]).toMatchObject({ status: 'done', replayed: false, credits: PRICE });
+    await expectUprightCutout(path.join(work, 'out-remote/IMG_DNG.png'));
   });
 });
 
