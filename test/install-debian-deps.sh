@@ -6,7 +6,8 @@
 # creates its `postgres` user with it when the tests run as root), Mesa's lavapipe and the Vulkan loader (a real
 # WebGPU adapter for the GPU tests), heif-enc from libheif-examples and tiffcp from libtiff-tools (the HEIC and
 # multi-page TIFF photos of test/helpers/photo-formats.ts; its tiffinfo reads the TIFF results), ImageMagick and
-# python3-psd-tools (real readers of the layered PSD results). Used by .ci/run and the README's quick start.
+# python3-psd-tools (real readers of the layered PSD results), raw-identify and dcraw_emu from libraw-bin (LibRaw's
+# own tools read the RAW fixtures of test/helpers/raw-files.ts). Used by .ci/run and the README's quick start.
 set -euo pipefail
 # Not root: through sudo when it is there; otherwise apt-get says why it cannot.
 as_root=""
@@ -22,6 +23,7 @@ command -v heif-enc >/dev/null || missing="$missing libheif-examples"
 command -v tiffcp >/dev/null || missing="$missing libtiff-tools"
 command -v identify >/dev/null || missing="$missing imagemagick"
 /usr/bin/python3 -c 'import psd_tools' 2>/dev/null || missing="$missing python3-psd-tools"
+command -v raw-identify >/dev/null || missing="$missing libraw-bin"
 if [ -n "$missing" ]; then
   echo "installing the Debian packages the tests need:$missing"
   $as_root apt-get update -qq && $as_root apt-get install -y -qq $missing

@@ -37,7 +37,7 @@ export async function loadRmbg() {
     defaultConcurrency: concurrencyFor('cpu'), // what `rmbg remove --device cpu` runs at
     /** The whole folder through runBatch (read, process, atomic write, journal), as `rmbg remove DIR` does. */
     async runFolder(engine, dir, outputDir, concurrency, options = BENCH_OPTIONS) {
-      const items = await discoverInputs([dir], { recursive: false, outputDir });
+      const { items } = await discoverInputs([dir], { recursive: false, outputDir });
       return runBatch({
         items,
         outputDir,

@@ -2,6 +2,9 @@
 
 export const LIMITS = {
   maxImageBytes: 22 * 1024 * 1024,
+  /** A camera RAW read on this computer (never sent: it is developed or its preview read first); a 100 MP
+   * camera's lossless RAW is about 200 MB. Its pixels are held to maxPixels like any photo's. */
+  maxRawBytes: 256 * 1024 * 1024,
   minSide: 33,
   maxSide: 9999,
   maxPixels: 50_000_000,
@@ -23,6 +26,7 @@ export const LIMITS = {
 /** The limits as people read them ("22 MiB", "50 MP", "10 minutes"), for messages and documents. */
 export const LIMIT_TEXT = {
   maxImageBytes: `${LIMITS.maxImageBytes / 1024 / 1024} MiB`,
+  maxRawBytes: `${LIMITS.maxRawBytes / 1024 / 1024} MiB`,
   maxPixels: `${LIMITS.maxPixels / 1_000_000} MP`,
   pngMaxPixels: `${LIMITS.pngMaxPixels / 1_000_000} MP`,
   replayWindow: `${LIMITS.replayWindowMs / 60_000} minutes`,

@@ -164,13 +164,37 @@ export const CONVERTIBLE_FORMATS = {
 
 export type ConvertibleFormat = keyof typeof CONVERTIBLE_FORMATS;
 
-/** Every photo format rmbg's own callers take, as users read them (messages, --help). */
-export const PHOTO_FORMATS_TEXT = 'JPG, PNG, WebP, HEIC/HEIF, AVIF or TIFF';
+/**
+ * Camera RAW files, which rmbg's own callers develop or read the camera's preview of (engine/raw/): named by their
+ * content (engine/raw/raw-kind.ts), their extensions taken by a folder walk. `rmbg serve` refuses them.
+ */
+export const RAW_FORMATS = {
+  dng: { name: 'DNG', extensions: ['.dng'] },
+  cr2: { name: 'Canon CR2', extensions: ['.cr2'] },
+  cr3: { name: 'Canon CR3', extensions: ['.cr3'] },
+  nef: { name: 'Nikon NEF', extensions: ['.nef', '.nrw'] },
+  arw: { name: 'Sony ARW', extensions: ['.arw', '.srf', '.sr2'] },
+  raf: { name: 'Fujifilm RAF', extensions: ['.raf'] },
+  orf: { name: 'Olympus ORF', extensions: ['.orf'] },
+  rw2: { name: 'Panasonic RW2', extensions: ['.rw2'] },
+  pef: { name: 'Pentax PEF', extensions: ['.pef'] },
+} as const satisfies Record<string, { name: string; extensions: readonly string[] }>;
 
-/** File extensions a folder walk takes as photos: the API's formats and the convertible ones. */
+export type RawFormat = keyof typeof RAW_FORMATS;
+
+/** The RAW kinds as users read them. */
+export const RAW_FORMATS_TEXT = `camera RAW (${Object.keys(RAW_FORMATS)
+  .map((kind) => kind.toUpperCase())
+  .join(', ')})`;
+
+/** Every photo format rmbg's own callers take, as users read them (messages, --help). */
+export const PHOTO_FORMATS_TEXT = `JPG, PNG, WebP, HEIC/HEIF, AVIF, TIFF or ${RAW_FORMATS_TEXT}`;
+
+/** File extensions a folder walk takes as photos: the API's formats, the convertible ones and the RAW ones. */
 export const PHOTO_EXTENSIONS: readonly string[] = [
   ...['.jpg', '.jpeg', '.png', '.webp'],
   ...Object.values(CONVERTIBLE_FORMATS).flatMap((format) => format.extensions),
+  ...Object.values(RAW_FORMATS).flatMap((format) => format.extensions),
 ];
 
 const HEIC_BRANDS = ['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis'];

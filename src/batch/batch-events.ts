@@ -2,6 +2,7 @@
 // file ends, and the summary. The CLI's renderers, the library's removeBackgrounds() and its callers read these.
 
 import type { ErrorCode } from '../api/errors.js';
+import type { PassedOver } from './discover-inputs.js';
 
 export type FileStatus = 'done' | 'skipped' | 'failed';
 
@@ -30,7 +31,7 @@ export interface FileEvent {
   error: { code: string; message: string } | null;
 }
 
-export interface BatchSummary {
+export interface BatchSummary extends PassedOver {
   type: 'summary';
   total: number;
   done: number;

@@ -6,7 +6,7 @@ import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
 import type { RemoveOptions } from '../api/options.js';
 import { createApiClient, type ApiClient, type RemoveResult } from '../client/api-client.js';
 import { idempotencyKeyFor } from '../client/idempotency-key.js';
-import { uploadOf } from './photo-conversion.js';
+import { type PhotoReading, uploadOf } from './photo-conversion.js';
 import { refuseLocalOnly, type RemoveCall, type RemovedImage, type Remover } from './remover.js';
 
 /** A balance shown in a message is not worth a long wait. */
@@ -41,10 +41,17 @@ function forgotten(sentAt: number | undefined, now = Date.now()): boolean {
 /** How a key shows in the settings a batch reports: its last four characters, enough to tell keys apart. */
 export const keyEnd = (apiKey: string): string => `…${apiKey.slice(-4)}`;
 
-export function remoteRemover(options: { baseUrl: string; apiKey: string; timeoutMs: number }): RemoteRemover {
+export function remoteRemover(options: {
+  baseUrl: string;
+  apiKey: string;
+  timeoutMs: number;
+  /** How a photo the API does not take is read before its upload (a RAW's preview or development). */
+  reading?: PhotoReading;
+}): RemoteRemover {
   const listeners: Array<() => void> = [];
+  const { reading = {}, ...connection } = options;
   const client = createApiClient({
-    ...options,
+    ...connection,
     onRetry: (info) => {
       if (asksToSlowDown(info.error)) for (const listener of listeners) listener();
     },
@@ -63,8 +70,8 @@ export function remoteRemover(options: { baseUrl: string; apiKey: string; timeou
       let key = keyOf(image, removeOptions, generation);
       // Sent again this long after, the key may be new to the server: a second charge.
       if (sentWithoutResult(call, key) && forgotten(call.earlier?.sentAt)) throw keyForgottenError();
-      // A HEIC, AVIF or TIFF is converted here; its key stays the file's own, whatever its conversion's bytes.
-      const upload = await uploadOf(image);
+      // A HEIC, AVIF, TIFF or RAW is converted here; its key stays the file's own, whatever its conversion's bytes.
+      const upload = await uploadOf(image, reading);
       await call.beforeSend?.(key);
       const result = await client.postRemoveBg(upload, removeOptions, {
         idempotencyKey: key,

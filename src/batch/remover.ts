@@ -8,7 +8,7 @@ import { localOnlyValues, type OutputFormat, type RemoveOptions } from '../api/o
 import type { ForegroundBox } from '../api/wire-types.js';
 import type { DeviceReport } from '../api/device.js';
 import type { Engine } from '../engine/types.js';
-import { engineInput } from './photo-conversion.js';
+import { engineInput, type PhotoReading } from './photo-conversion.js';
 
 export interface RemovedImage {
   data: Buffer;
@@ -79,16 +79,17 @@ export function concurrencyOf(given: number | undefined, remover: Pick<Remover, 
   return given ?? (remover.mode === 'local' ? (remover.device?.concurrency ?? 2) : LIMITS.remoteConcurrency);
 }
 
-export function localRemover(engine: Engine): Remover {
+/** `reading`: how a photo the API does not take is read (a RAW's preview or development). */
+export function localRemover(engine: Engine, reading: PhotoReading = {}): Remover {
   return {
     mode: 'local',
     ...(engine.device && { device: engine.device }),
-    settings: { ...engine.options },
+    settings: { ...engine.options, ...(reading.raw && { raw: reading.raw }) },
     async remove(image, options, call) {
       await call.beforeSend?.(undefined);
       // The photo's own bytes go along: a TIFF's 16 bits and profile, which its decoded copy lacks, make the layers.
       const local = { mask: call.mask, original: image };
-      const result = await engine.cutOut(await engineInput(image), options, call.signal, local);
+      const result = await engine.cutOut(await engineInput(image, reading), options, call.signal, local);
       return {
         data: result.data,
         format: result.format,

@@ -11,7 +11,7 @@ import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { BatchEvent, BatchSettings, BatchSummary, FileEvent } from './batch-events.js';
-import type { InputItem } from './discover-inputs.js';
+import type { InputItem, PassedOver } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
 import {
@@ -30,6 +30,8 @@ import { removeReviewPage, type ReviewEntry, writeReviewPage } from './review-pa
 
 export interface BatchOptions {
   items: InputItem[];
+  /** What finding the items passed over (files not read, the other half of RAW+JPEG pairs): said in the summary. */
+  passedOver?: PassedOver;
   /** Inputs as they land (--watch, watch-inputs.ts); must end when `signal` aborts, and the batch ends with it. */
   arrivals?: (signal: AbortSignal) => AsyncIterable<InputItem>;
   outputDir: string;
@@ -227,6 +229,7 @@ class BatchRun {
     const inputOrder = new Map(this.items.map((item, index) => [item.path, index]));
     summary.failedInputs.sort((a, b) => (inputOrder.get(a) ?? 0) - (inputOrder.get(b) ?? 0));
     summary.ms = Math.round(performance.now() - this.started);
+    Object.assign(summary, batch.passedOver);
     batch.onEvent(summary);
     return summary;
   }

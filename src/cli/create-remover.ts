@@ -40,7 +40,7 @@ async function createBareRemover(
 ): Promise<Remover> {
   if (runsLocally(flags, config)) {
     const { createEngine } = await import('../engine/index.js');
-    return localRemover(await createEngine(engineOptionsOf(flags), { photos }));
+    return localRemover(await createEngine(engineOptionsOf(flags), { photos }), { raw: flags.raw });
   }
   refuseEngineSettings(flags);
   const { remoteRemover } = await import('../batch/remote-remover.js');
@@ -48,5 +48,6 @@ async function createBareRemover(
     baseUrl: requireSetting(config, 'apiUrl'),
     apiKey: requireSetting(config, 'apiKey'),
     timeoutMs: flags.timeoutMs as number,
+    reading: { raw: flags.raw },
   });
 }

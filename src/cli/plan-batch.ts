@@ -5,7 +5,16 @@ import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
 import { LIMIT_TEXT } from '../api/limits.js';
-import { CONVERTIBLE_FORMATS, convertibleFormatOf, type ConvertibleFormat } from '../api/media-types.js';
+import {
+  CONVERTIBLE_FORMATS,
+  convertibleFormatOf,
+  type ConvertibleFormat,
+  RAW_FORMATS,
+  type RawFormat,
+} from '../api/media-types.js';
+import type { PassedOver } from '../batch/discover-inputs.js';
+import { rawKindOf } from '../engine/raw/raw-kind.js';
+import { passedOverLines } from './render-passed-over.js';
 import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import type { InputItem } from '../batch/discover-inputs.js';
 import { Journal } from '../batch/journal.js';
@@ -43,16 +52,26 @@ function pricePerImage(records: Map<string, { credits?: number; state: string }>
   return { price: 1, known: false };
 }
 
-/** Through a server, the format a photo is converted from before upload (HEIC, AVIF, TIFF), by its first bytes. */
-async function conversionOf(path: string): Promise<ConvertibleFormat | undefined> {
+/** Through a server, the format a photo is converted from before upload (HEIC, AVIF, TIFF, a RAW), by its first
+ * bytes (a RAW's IFDs lie in its first kilobytes). */
+async function conversionOf(path: string): Promise<ConvertibleFormat | RawFormat | undefined> {
   const file = await open(path, 'r').catch(() => undefined);
   if (!file) return undefined; // unreadable: the batch itself reports it
   try {
-    const { buffer, bytesRead } = await file.read(Buffer.alloc(64), 0, 64, 0);
-    return convertibleFormatOf(buffer.subarray(0, bytesRead));
+    const { buffer, bytesRead } = await file.read(Buffer.alloc(HEADER_BYTES), 0, HEADER_BYTES, 0);
+    const head = buffer.subarray(0, bytesRead);
+    return rawKindOf(head) ?? convertibleFormatOf(head);
   } finally {
     await file.close();
   }
+}
+
+const HEADER_BYTES = 64 * 1024;
+
+function formatName(format: ConvertibleFormat | RawFormat): string {
+  return format in RAW_FORMATS
+    ? RAW_FORMATS[format as RawFormat].name
+    : CONVERTIBLE_FORMATS[format as ConvertibleFormat].name;
 }
 
 /** A yes/no question on the terminal; only "y" or "yes" is a yes. */
@@ -69,10 +88,13 @@ export async function ask(question: string): Promise<boolean> {
 export async function planBatch({
   flags,
   items,
+  passedOver = {},
   options,
 }: {
   flags: PlanFlags;
   items: InputItem[];
+  /** What finding the items passed over: said in the dry run's summary as in the batch's. */
+  passedOver?: PassedOver;
   options: RemoveOptions;
 }): Promise<number | undefined> {
   if (!flags.dryRun && flags.confirmOver === undefined) return undefined;
@@ -107,20 +129,21 @@ export async function planBatch({
         process.stdout.write(`${JSON.stringify({ input: item.path, action: 'send', ...(convert && { convert }) })}\n`);
       });
       const skipped = items.length - toSend.length;
-      const summary = { summary: true, dryRun: true, toSend: toSend.length, skipped, credits };
+      const summary = { summary: true, dryRun: true, toSend: toSend.length, skipped, credits, ...passedOver };
       process.stdout.write(`${JSON.stringify({ ...summary, pricePerImage: price, priceKnown: known })}\n`);
     } else {
       const [verb, done] = flags.local ? ['process', 'processed'] : ['send', 'sent'];
       toSend.forEach((item, i) => {
         const convert = conversions[i];
         const note = convert
-          ? ` (${CONVERTIBLE_FORMATS[convert].name}: converted on this computer to PNG, or to JPEG if the PNG is over ${LIMIT_TEXT.maxImageBytes})`
+          ? ` (${formatName(convert)}: converted on this computer to PNG, or to JPEG if the PNG is over ${LIMIT_TEXT.maxImageBytes})`
           : '';
         process.stdout.write(`would ${verb} ${item.path}${note}\n`);
       });
       process.stdout.write(
         `dry run: ${toSend.length} of ${items.length} images would be ${done}, ${credits} credits (${priceNote}); nothing was ${done}\n`,
       );
+      for (const line of passedOverLines(passedOver)) process.stdout.write(`${line}\n`);
     }
     return EXIT.ok;
   }

@@ -4,6 +4,7 @@
 import cliProgress from 'cli-progress';
 import { policyOf } from '../api/errors.js';
 import type { BatchEvent, BatchSummary } from '../batch/batch-events.js';
+import { passedOverLines } from './render-passed-over.js';
 import { withFix } from './report-error.js';
 
 export function progressRenderer(stream: NodeJS.WriteStream = process.stderr) {
@@ -100,6 +101,7 @@ export function summaryText(summary: BatchSummary): string {
       ` of ${summary.total} in ${seconds.toFixed(1)} s` +
       (summary.done > 0 && seconds > 0 ? ` (${(summary.done / seconds).toFixed(1)} photos/s)` : '') +
       `; ${summary.credits} credit${summary.credits === 1 ? '' : 's'} charged`,
+    ...passedOverLines(summary),
   ];
   if (summary.failedInputs.length) {
     const shown = summary.failedInputs.slice(0, 10);

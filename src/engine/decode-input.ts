@@ -42,7 +42,14 @@ export async function convertForUpload(
   input: Buffer,
   format: ConvertibleFormat,
 ): Promise<{ data: Buffer; format: UploadFormat }> {
-  const { pixels, width, height, channels } = await decodePhoto(input, format);
+  return encodeForUpload(await decodePhoto(input, format), nameOf(format));
+}
+
+/** A decoded photo (`name`: its format for people) as an image the API takes, as convertForUpload says. */
+export async function encodeForUpload(
+  { pixels, width, height, channels }: DecodedPhoto,
+  name: string,
+): Promise<{ data: Buffer; format: UploadFormat }> {
   const image = () => sharp(pixels, { raw: { width, height, channels } });
   const png = await image().png().toBuffer();
   if (png.length <= LIMITS.maxImageBytes) return { data: png, format: 'png' };
@@ -55,7 +62,7 @@ export async function convertForUpload(
   }
   throw new RmbgError(
     'file_too_large',
-    `the ${nameOf(format)} photo does not fit ${LIMIT_TEXT.maxImageBytes} even as a JPEG of quality ${LOSSY_QUALITIES.at(-1)}`,
+    `the ${name} photo does not fit ${LIMIT_TEXT.maxImageBytes} even as a JPEG of quality ${LOSSY_QUALITIES.at(-1)}`,
   );
 }
 

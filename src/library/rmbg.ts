@@ -95,11 +95,12 @@ export function createRmbg(): Rmbg {
         baseUrl: target.apiUrl,
         apiKey: target.apiKey,
         timeoutMs: target.timeoutMs,
+        reading: { raw: run.raw },
       });
       return keepingMetadata(remote, run);
     }
     // Never closed by a call: the engine is the pool's, shared with other calls until close().
-    return keepingMetadata(localRemover(await engines.engineFor(run)), run);
+    return keepingMetadata(localRemover(await engines.engineFor(run), { raw: run.raw }), run);
   }
 
   return {
@@ -145,12 +146,17 @@ export function createRmbg(): Rmbg {
         import('../batch/batch-rows.js'),
       ]);
       const paths = typeof inputs === 'string' ? [inputs] : [...inputs];
-      const items = await discoverInputs(paths, { recursive: Boolean(options.recursive), outputDir: options.outDir });
+      const { items, ...passedOver } = await discoverInputs(paths, {
+        recursive: Boolean(options.recursive),
+        outputDir: options.outDir,
+        rawPairs: options.rawPairs,
+      });
       const watch = options.watch === true ? await import('../batch/watch-inputs.js') : undefined;
       const folders = watch ? await watch.foldersToWatch(paths) : [];
       const remover = await removerFor(target, options, removeOptions, Boolean(options.mask || options.maskOnly));
       const events = batchEvents({
         items,
+        passedOver,
         ...batchRowsOf(options, remover),
         options: removeOptions,
         remover,

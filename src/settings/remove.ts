@@ -51,6 +51,12 @@ export const CALL_SETTINGS = {
     default: false,
     help: "on this computer: also write the cutout's alpha as a grayscale PNG at the photo's full size, uncropped (photo.mask.png beside photo.png; 16-bit for a 16-bit photo)",
   },
+  raw: {
+    type: 'choice',
+    choices: ['preview', 'develop'],
+    default: 'preview',
+    help: "camera RAW files: preview reads the camera's own full-size JPEG inside the RAW (fast; a RAW whose preview is smaller than its sensor is developed), develop develops the RAW with LibRaw (camera white balance, sRGB)",
+  },
 } as const satisfies SettingsTable;
 
 export const BATCH_SETTINGS = {
@@ -76,6 +82,12 @@ export const BATCH_SETTINGS = {
   maskOnly: {
     type: 'switch',
     help: 'on this computer: write only the mask (photo.mask.png), no cutout; with the input -, the mask goes to stdout',
+  },
+  rawPairs: {
+    type: 'choice',
+    choices: ['raw', 'jpeg', 'both'],
+    default: 'raw',
+    help: 'a camera RAW and a JPEG of one shot in one folder (IMG_0001.CR2 + IMG_0001.JPG): process the RAW (its JPEG is left, and counted in the summary), the JPEG, or both (written as IMG_0001.CR2.png and IMG_0001.JPG.png)',
   },
   overwrite: { type: 'switch', help: 'replace existing outputs (default: skip them, which is how a re-run resumes)' },
   concurrency: {

@@ -5,6 +5,7 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PHOTO_FORMATS_TEXT } from '../../src/api/media-types.js';
 import { jpegWithOrientation } from '../helpers/exif-images.js';
 import {
   animatedWebp,
@@ -190,7 +191,9 @@ describe.skipIf(!HAS_SCRIPT)('rmbg remove --local at a terminal (util-linux scri
     const first = await rmbgOnTerminal(['remove', 'in', '-o', 'out', '--local', ...QUICK_MODEL], { cwd: work, env });
     expect(first.exitCode).toBe(1);
     const text = plain(first.stdout);
-    expect(text).toContain(`failed: ${gifPath}: the data is GIF; JPG, PNG or WebP only (unsupported_image_format)`);
+    expect(text).toContain(
+      `failed: ${gifPath}: the data is GIF; on this computer rmbg reads ${PHOTO_FORMATS_TEXT} (unsupported_image_format)`,
+    );
     expect(text).toMatch(
       new RegExp(
         `failed: ${tinyPath}: the image is 32x32 pixels; each side must be 33 to 9999 pixels \\(image_dimensions_out_of_range\\)`,

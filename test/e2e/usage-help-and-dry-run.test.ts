@@ -54,7 +54,7 @@ describe('rmbg remove: usage errors exit 2', () => {
     [
       'a folder without images',
       ['remove', 'empty', '--local'],
-      /no images found in empty \(JPG, PNG, WebP, HEIC\/HEIF, AVIF or TIFF; add --recursive for subfolders\)/,
+      /no images found in empty \(JPG, PNG, WebP, HEIC\/HEIF, AVIF, TIFF or camera RAW \(DNG, CR2, CR3, NEF, ARW, RAF, ORF, RW2, PEF\); add --recursive for subfolders\)/,
     ],
     [
       'images only in subfolders, without --recursive',
@@ -144,7 +144,7 @@ describe('help', () => {
     expect(result.stdout).toMatch(/Usage: rmbg remove \[options\] <inputs\.\.\.>/);
     // The photo formats it takes, and what happens to those the API does not take (help wraps its lines).
     expect(result.stdout.replace(/\s+/g, ' ')).toContain(
-      'JPG, PNG, WebP, HEIC/HEIF, AVIF or TIFF (the API takes JPG, PNG and WebP: with --api-url the others are converted on this computer before upload)',
+      'JPG, PNG, WebP, HEIC/HEIF, AVIF, TIFF or camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, ORF, RW2, PEF) (the API takes JPG, PNG and WebP: with --api-url the others are converted on this computer before upload)',
     );
     for (const flag of [
       '--local',

@@ -5,7 +5,8 @@ import type { Command } from 'commander';
 import { CALLER_DEFAULT_OPTIONS, parseRemoveOptions, type RemoveOptions } from '../../api/options.js';
 import { policyOf, RmbgError, toRmbgError, messageOf } from '../../api/errors.js';
 import { PHOTO_FORMATS_TEXT } from '../../api/media-types.js';
-import { discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
+import { type DiscoveredInputs, discoverInputs, type InputItem } from '../../batch/discover-inputs.js';
+import { passedOverLines } from '../render-passed-over.js';
 import { batchRowsOf } from '../../batch/batch-rows.js';
 import { refuseLocalOnly, type Remover } from '../../batch/remover.js';
 import type { BatchEvent, BatchSummary } from '../../batch/batch-events.js';
@@ -163,18 +164,26 @@ async function findInputs(
   flags: RemoveFlags,
   options: RemoveOptions,
   counted: (photos: number | undefined) => void,
-): Promise<{ items: InputItem[]; watched: string[] } | number> {
+): Promise<(DiscoveredInputs & { watched: string[] }) | number> {
   const outDir = flags.outDir as string;
   const watched = flags.watch ? await watchedFolders(inputs, flags) : [];
-  const items = await discoverInputs(inputs, { recursive: Boolean(flags.recursive), outputDir: outDir });
+  const found = await discoverInputs(inputs, {
+    recursive: Boolean(flags.recursive),
+    outputDir: outDir,
+    rawPairs: flags.rawPairs,
+  });
+  const { items } = found;
   counted(flags.watch ? undefined : items.length);
   if (items.length === 0 && !flags.watch)
     throw new RmbgError(
       'usage_error',
-      `no images found in ${inputs.join(', ')} (${PHOTO_FORMATS_TEXT}${flags.recursive ? '' : '; add --recursive for subfolders'})`,
+      `no images found in ${inputs.join(', ')} (${PHOTO_FORMATS_TEXT}${flags.recursive ? '' : '; add --recursive for subfolders'})` +
+        passedOverLines(found)
+          .map((line) => `; ${line}`)
+          .join(''),
     );
-  const planned = await planBatch({ flags: { ...flags, outDir }, items, options });
-  return planned ?? { items, watched };
+  const planned = await planBatch({ flags: { ...flags, outDir }, items, passedOver: found, options });
+  return planned ?? { ...found, watched };
 }
 
 /** What --retry-review is about to do, before it overwrites anything. */
@@ -200,7 +209,7 @@ async function runFolderBatch(
   remover: Remover,
   flags: RemoveFlags,
   options: RemoveOptions,
-  { items, watched }: { items: InputItem[]; watched: string[] },
+  { items, watched, ...passedOver }: DiscoveredInputs & { watched: string[] },
 ): Promise<number> {
   const outDir = flags.outDir as string;
   // A bar for a person at a terminal; JSON lines when stdout goes to a pipe or file (scripts, CI).
@@ -223,6 +232,7 @@ async function runFolderBatch(
   try {
     const events = batchEvents({
       items,
+      passedOver,
       ...batchRowsOf({ ...flags, outDir }, remover),
       options,
       remover,

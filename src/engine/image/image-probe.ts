@@ -44,14 +44,19 @@ export function checkByteSize(input: Buffer): void {
 function detectFormat(input: Buffer): SupportedFormat {
   const signature = detectImageSignature(input);
   if (signature.supported) return signature.format;
-  const found =
-    signature.name === 'unknown'
-      ? `the data is not a recognizable image (it starts with bytes ${input
-          .subarray(0, 8)
-          .toString('hex')
-          .replace(/(..)(?!$)/g, '$1 ')})`
-      : `the data is ${signature.name}`;
-  throw unsupportedFormat(found);
+  throw unsupportedFormat(whatDataIs(input));
+}
+
+/** What data that is no image the API takes is, in words: "the data is GIF", or its first bytes. */
+export function whatDataIs(input: Buffer): string {
+  const signature = detectImageSignature(input);
+  if (signature.supported) return `the data is ${signature.format.toUpperCase()}`;
+  return signature.name === 'unknown'
+    ? `the data is not a recognizable image (it starts with bytes ${input
+        .subarray(0, 8)
+        .toString('hex')
+        .replace(/(..)(?!$)/g, '$1 ')})`
+    : `the data is ${signature.name}`;
 }
 
 /** libvips reports no APNG and skips the last IDAT's CRC, so the chunks are walked here; one frame passes. */

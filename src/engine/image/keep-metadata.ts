@@ -1,4 +1,4 @@
-// --keep-metadata: the result carries the photo's authorship and dates (exif.ts says which tags), and its GPS
+// --keep-metadata: the result carries the photo's authorship and dates (a camera RAW's too) (exif.ts says which tags), and its GPS
 // position only with --keep-gps. Without the flag a result carries no metadata at all (the default: a cutout
 // shared online should not give away where it was taken). Colour needs no step here: the pipeline converts
 // an ICC-tagged photo (Display P3, Adobe RGB…) to sRGB when decoding, and results are untagged sRGB.
@@ -7,6 +7,8 @@ import sharp from 'sharp';
 import type { OutputFormat } from '../../api/options.js';
 import { embedExif } from './embed-exif.js';
 import { buildTiff, pickExif } from './exif.js';
+import { rawKindOf } from '../raw/raw-kind.js';
+import { rawLayout } from '../raw/raw-layout.js';
 
 export interface MetadataPolicy {
   /** Keep Artist, Copyright and the dates. */
@@ -22,7 +24,13 @@ export async function withKeptMetadata(
   policy: MetadataPolicy,
 ): Promise<Buffer> {
   if (!policy.keep) return result.data;
-  const { exif } = await sharp(input).metadata();
-  const kept = pickExif(exif, { gps: policy.gps });
+  const kept = pickExif(await exifOf(input), { gps: policy.gps });
   return kept ? embedExif(result.data, result.format, buildTiff(kept), result) : result.data;
+}
+
+/** The photo's EXIF block: a camera RAW's TIFF structure (or CR3's CMT1) where its tags lie, else what sharp reads. */
+async function exifOf(input: Buffer): Promise<Buffer | undefined> {
+  const kind = rawKindOf(input);
+  if (kind) return rawLayout(input, kind).exif;
+  return (await sharp(input).metadata()).exif;
 }

@@ -1,9 +1,10 @@
-// The jobs a pixel worker runs, by name: the pixel operations of output/pixel-operations.ts and a HEIC's decode
-// (image/heic-decoder.ts). pixel-worker-entry.ts dispatches them on a worker; `inProcess` runs them here (a test's
+// The jobs a pixel worker runs, by name: the pixel operations of output/pixel-operations.ts, a HEIC's decode
+// (image/heic-decoder.ts) and a RAW's development (raw/raw-develop.ts). pixel-worker-entry.ts dispatches them on a worker; `inProcess` runs them here (a test's
 // yardstick for the workers' bytes).
 
 import { bufferOf } from '../../platform/thread-transfer.js';
 import { finishCutout, fitMask, modelTensor } from '../output/pixel-operations.js';
+import type { DevelopedRaw, RawDevelopJob } from '../raw/raw-develop.js';
 
 /** A HEIC's bytes and the size of the image to decode (its primary, whose header was checked). */
 export interface HeicJob {
@@ -19,8 +20,20 @@ async function decodeHeic({ heic, width, height }: HeicJob): Promise<Uint8Array 
   return decodeHeicPixels(bufferOf(heic), { width, height });
 }
 
+/** A camera RAW developed by LibRaw (raw/raw-develop.ts: WebAssembly, seconds for a 24 MP RAW). */
+async function developRaw(job: RawDevelopJob): Promise<DevelopedRaw> {
+  const { developRaw: develop } = await import('../raw/raw-develop.js'); // loaded only when a RAW is developed
+  return develop(job);
+}
+
 /** The jobs a pixel worker runs, by name: what pixel-worker-entry.ts dispatches and a test calls in process. */
-export const PIXEL_JOBS = { tensor: modelTensor, mask: fitMask, finish: finishCutout, heic: decodeHeic };
+export const PIXEL_JOBS = {
+  tensor: modelTensor,
+  mask: fitMask,
+  finish: finishCutout,
+  heic: decodeHeic,
+  raw: developRaw,
+};
 
 export type PixelJobName = keyof typeof PIXEL_JOBS;
 export type PixelJobInput<Name extends PixelJobName> = Parameters<(typeof PIXEL_JOBS)[Name]>[0];

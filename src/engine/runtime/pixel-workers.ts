@@ -38,9 +38,9 @@ interface PixelWorker {
  * fails and its worker is stopped, which is safe here (JavaScript, WebAssembly and zlib only: no sharp, no ORT). */
 export const PIXEL_JOB_LIMIT_MS = 60_000;
 
-/** Jobs whose worker ends after them: libheif's WebAssembly heap grows to the largest HEIC decoded (about 200 MB for
- * 12 MP) and never shrinks, so the worker that decoded one goes and its memory with it; starting another costs ms. */
-const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic']);
+/** Jobs whose worker ends after them: libheif's and LibRaw's WebAssembly heaps grow to the largest image decoded
+ * (about 200 MB for a 12 MP HEIC, 14 bytes a pixel for a RAW) and never shrink, so the worker that decoded one goes and its memory with it; starting another costs ms. */
+const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic', 'raw']);
 
 const workers: PixelWorker[] = [];
 let nextId = 0;
