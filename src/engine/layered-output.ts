@@ -11,6 +11,7 @@ import { encodeMaskPng, widenTo16 } from './output/mask-encode.js';
 import type { Dimensions } from './output/mask-upsample.js';
 import { encodePsd } from './output/psd-encode.js';
 import { encodeTiff } from './output/tiff-encode.js';
+import { rawKindOf } from './raw/raw-kind.js';
 import type { DecodedPhoto } from './types.js';
 
 /** The photo as the layered outputs read it. */
@@ -39,7 +40,10 @@ export function layeredFormatOf(format: Format): LocalFormat | undefined {
  * from (its 16 bits and profile are lost in the engine's decoded copy); else the decoded pixels (a HEIC: 8-bit sRGB).
  */
 export async function photoSourceOf(input: Buffer | DecodedPhoto, original?: Buffer): Promise<PhotoSource> {
-  const readable = original && ['tiff', 'avif'].includes(convertibleFormatOf(original) ?? '') ? original : undefined;
+  // A camera RAW starts like a TIFF, but sharp would read only its first IFD (a thumbnail): use what was decoded.
+  const isPlainFile =
+    original && ['tiff', 'avif'].includes(convertibleFormatOf(original) ?? '') && !rawKindOf(original);
+  const readable = isPlainFile ? original : undefined;
   const bytes = Buffer.isBuffer(input) ? input : readable;
   if (!bytes) {
     const { pixels, width, height, channels } = input as DecodedPhoto;

@@ -5,7 +5,8 @@
 // read says what this mode reads; through a server a RAW is converted on this computer before upload.
 // Model: the quick model (red over 215 kept): the RAW's red marker opaque, its blue-grey background transparent.
 
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import exifReader from 'exif-reader';
 import sharp from 'sharp';
@@ -88,6 +89,35 @@ describe.each(['preview', 'develop'])('a folder of RAWs, a RAW+JPEG pair and sid
     });
     expect(outputsIn(`out-${way}`)).toEqual(RAW_OUTPUTS);
     for (const name of RAW_OUTPUTS) await expectUprightCutout(path.join(work, `out-${way}`, name));
+  });
+});
+
+/** Debian's ImageMagick by its own name (another `convert` may come first on PATH): a reader of the PSDs. */
+const CONVERT =
+  ['convert-im6.q16', 'convert-im7.q16', 'magick'].map((name) => `/usr/bin/${name}`).find((file) => existsSync(file)) ??
+  'convert';
+
+describe('a layered PSD and a mask of every RAW', () => {
+  it('each RAW gives a full-size, upright PSD whose layer mask, as ImageMagick reads it, is its mask file', async () => {
+    const result = await removeLocal('shoot', 'out-psd', '--format', 'psd', '--mask');
+    expect(result.exitCode, result.stderr).toBe(0);
+    for (const name of RAW_OUTPUTS.map((file) => path.basename(file, '.png'))) {
+      const psd = path.join(work, 'out-psd', `${name}.psd`);
+      const mask = path.join(work, 'out-psd', `${name}.mask.png`);
+      const layerAlpha = execFileSync(CONVERT, [`${psd}[1]`, '-alpha', 'extract', '-depth', '8', 'gray:-']);
+      const maskPixels = await sharp(mask).toColourspace('b-w').raw().toBuffer({ resolveWithObject: true });
+      expect({ name, size: [maskPixels.info.width, maskPixels.info.height] }).toEqual({ name, size: [WIDTH, HEIGHT] });
+      expect({ name, layerAlpha: [...layerAlpha] }).toEqual({ name, layerAlpha: [...maskPixels.data] });
+      // The photo layer is the RAW's own upright picture: its red marker where the mask keeps it.
+      const layer = execFileSync(CONVERT, [`${psd}[1]`, '-alpha', 'off', '-depth', '8', 'rgb:-']);
+      const marker = [...layer.subarray((5 * WIDTH + 5) * 3, (5 * WIDTH + 5) * 3 + 3)];
+      expect({ name, red: (marker[0] as number) > 150 && (marker[2] as number) < 100 }).toEqual({ name, red: true });
+      expect({ name, marker: maskPixels.data[5 * WIDTH + 5], corner: maskPixels.data[WIDTH * HEIGHT - 1] }).toEqual({
+        name,
+        marker: 255,
+        corner: 0,
+      });
+    }
   });
 });
 
