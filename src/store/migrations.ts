@@ -137,14 +137,24 @@ const KEPT_BALANCES = (t: Types) => `
   CREATE INDEX usage_records_created ON usage_records (created_at);
 `;
 
+/**
+ * Version 4: a lease kept past its delivery (delivered_at) for a request without an Idempotency-Key, until its
+ * answer was sent: a server killed meanwhile leaves it to the sweep, which refunds the result nobody received.
+ */
+const DELIVERED_LEASES = (t: Types) => `
+  ALTER TABLE leases ADD COLUMN delivered_at ${t.int};
+`;
+
 export const SQLITE_MIGRATIONS: readonly string[] = [
   FIRST_SCHEMA(SQLITE),
   LEASES_AND_RATE_WINDOWS(SQLITE.int),
   KEPT_BALANCES(SQLITE),
+  DELIVERED_LEASES(SQLITE),
 ];
 
 export const POSTGRES_MIGRATIONS: readonly string[] = [
   FIRST_SCHEMA(POSTGRES),
   LEASES_AND_RATE_WINDOWS(POSTGRES.int),
   KEPT_BALANCES(POSTGRES),
+  DELIVERED_LEASES(POSTGRES),
 ];
