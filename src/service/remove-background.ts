@@ -8,7 +8,8 @@
 //   chargeCutOutDeliver:
 //     fetchInput     an image_url downloaded (after a check that the caller can pay), or the upload's bytes;
 //     ctx.scheduler.admit (an engine place), charge, cutOut (the engine: engine/pipeline.ts), deliver (the result
-//                    and its replay settled in one transaction);
+//                    and its replay settled in one transaction; without a key, the lease held until the answer
+//                    was sent, then closed or, the client gone, refunded: settleWhenAnswered);
 //     settleFailure  on a failure after the charge, the refund (through the Refunder, refunder.ts), else the key
 //                    given back;
 //   then requestFailed (the error gets the rate-limit window) and closeRequest (the usage record).
