@@ -121,9 +121,13 @@ async function parseWithin(request: FastifyRequest, bodyTimeoutMs: number): Prom
 /** Aborts when the connection closes before the answer was sent: nobody is left to receive the result. */
 function clientGoneSignal(reply: FastifyReply): AbortSignal {
   const gone = new AbortController();
-  whenAnswerGone(reply.raw, () => {
-    if (!reply.raw.writableFinished)
-      gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
+  // 'finish' on a live socket: the whole answer handed to the kernel. A socket the client closed also ends the
+  // response with 'finish', destroyed by then; writableFinished cannot tell them apart.
+  const socket = reply.raw.socket;
+  let sent = false;
+  reply.raw.once('finish', () => (sent = socket?.destroyed === false));
+  reply.raw.once('close', () => {
+    if (!sent) gone.abort(new RmbgError('interrupted', 'the client closed the connection before the result was sent'));
   });
   return gone.signal;
 }

@@ -127,7 +127,8 @@ export async function createService(deps: ServiceDeps): Promise<Service> {
       await requests.settled();
       // The caller closes the store next: let a purge still running finish its current batches first.
       await purges.running();
-      // A last chance for refunds the store refused; what is still unpaid is refunded at the next start.
+      // A last chance for refunds the store refused. Each still unpaid keeps its lease, which this server no longer
+      // renews: the sweep of any server (this one's next start, on SQLite) refunds it once it expires.
       await ctx.refunder.retryPending();
       ctx.refunder.stop();
     },

@@ -8,7 +8,8 @@
 //   chargeCutOutDeliver:
 //     fetchInput     an image_url downloaded (after a check that the caller can pay), or the upload's bytes;
 //     ctx.scheduler.admit (an engine place), charge, cutOut (the engine: engine/pipeline.ts), deliver (the result
-//                    and its replay settled in one transaction);
+//                    and its replay settled in one transaction; without a key, the lease held until the answer
+//                    was sent, then closed or, the client gone, refunded: settleWhenAnswered);
 //     settleFailure  on a failure after the charge, the refund (through the Refunder, refunder.ts), else the key
 //                    given back;
 //   then requestFailed (the error gets the rate-limit window) and closeRequest (the usage record).
@@ -134,19 +135,54 @@ async function chargeCutOutDeliver(
     ticket = ctx.scheduler.admit();
     await charge(ctx, req, caller, { price, budget }, state);
     const image = await cutOut(ctx, ticket, input, req, signal);
+    // A client without a key that left during the cut-out's last moments: refunded, not charged for nothing.
+    if (!idempotency) req.signal?.throwIfAborted();
     // The result, once its delivery is tried: a settlement lost on the way may turn out delivered after all.
     state.delivering = image;
     await deliver(ctx, req, idempotency, image, { price, budget });
+    state.awaitsAnswer = !idempotency;
     return answer(image);
   } catch (error) {
     const failure = failureOf(error, signal);
     const settled = await settleFailure(ctx, req.requestId, idempotency, budget, state);
-    if (settled === 'delivered' && state.delivering) return answer(state.delivering);
+    if (settled === 'delivered' && state.delivering) {
+      state.awaitsAnswer = !idempotency;
+      return answer(state.delivering);
+    }
     throw failure;
   } finally {
     ticket?.release();
-    ctx.leases.end(req.requestId);
+    if (state.awaitsAnswer) await settleWhenAnswered(ctx, req);
+    else ctx.leases.end(req.requestId);
   }
+}
+
+/**
+ * A request without an Idempotency-Key, its result delivered with its lease held (holdDelivered): once the answer
+ * was sent, the lease is closed (charged); a client gone before that is refunded. Awaited where the transport says
+ * nothing of its sending (req.answered), else in the background. Until then the lease is renewed, and a server
+ * killed meanwhile leaves it to expire: the sweep of any server refunds the result nobody received.
+ */
+async function settleWhenAnswered(ctx: ServiceContext, req: RemoveRequest): Promise<void> {
+  const settle = async () => {
+    try {
+      if (req.signal?.aborted) {
+        const outcome = await ctx.refunder.refund(req.requestId, undefined, true);
+        if (outcome?.settled) ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
+      } else {
+        // Not closed (the database away): the lease expires and the sweep refunds a result that was received.
+        await ctx.store.deliver(req.requestId, undefined, ctx.now()).catch((error: unknown) => {
+          process.emitWarning(
+            `request ${req.requestId}: its delivery was not recorded (${toRmbgError(error).message})`,
+          );
+        });
+      }
+    } finally {
+      ctx.leases.end(req.requestId);
+    }
+  };
+  if (req.answered) void req.answered.then(settle);
+  else await settle();
 }
 
 /** How far a removal got: what a failure must undo. */
@@ -155,6 +191,8 @@ interface RemovalState {
   charged: boolean;
   /** The result whose delivery was tried. */
   delivering?: ProcessedImage;
+  /** Delivered without an Idempotency-Key: its lease is held until the answer was sent (settleWhenAnswered). */
+  awaitsAnswer?: boolean;
 }
 
 /** An Idempotency-Key's state: a success to replay, or the key reserved for this request (undefined without a key).
@@ -251,12 +289,11 @@ async function deliver(
   image: ProcessedImage,
   { price, budget }: { price: number; budget: DatabaseBudget },
 ): Promise<void> {
+  // Without a key the lease is held until the answer was sent: a kill before that must not keep the charge.
   const delivered = await budget.bound(
-    ctx.store.deliver(
-      req.requestId,
-      idempotency && { ref: idempotency, replay: toStoredReplay(image, price) },
-      ctx.now(),
-    ),
+    idempotency
+      ? ctx.store.deliver(req.requestId, { ref: idempotency, replay: toStoredReplay(image, price) }, ctx.now())
+      : ctx.store.holdDelivered(req.requestId, ctx.now()),
   );
   if (!delivered) {
     throw new RmbgError(

@@ -24,7 +24,15 @@ import {
   releaseIdempotent,
   succeedIdempotent,
 } from './idempotency-records.js';
-import { claimExpiredLease, closeLease, hasLease, openLease, recordCharge, renewLeases } from './leases.js';
+import {
+  claimExpiredLease,
+  closeLease,
+  leaseOf,
+  markDelivered,
+  openLease,
+  recordCharge,
+  renewLeases,
+} from './leases.js';
 import { countRequest } from './rate-windows.js';
 import { one, type SqlDriver, type SqlExecutor } from './sql.js';
 import type {
@@ -132,7 +140,14 @@ function requestOperations(
   driver: SqlDriver,
 ): Pick<
   Store,
-  'beginIdempotent' | 'charge' | 'deliver' | 'refund' | 'refundUnreceived' | 'releaseIdempotent' | 'settlementOf'
+  | 'beginIdempotent'
+  | 'charge'
+  | 'deliver'
+  | 'holdDelivered'
+  | 'refund'
+  | 'refundUnreceived'
+  | 'releaseIdempotent'
+  | 'settlementOf'
 > {
   const tx = transactionOf(driver);
   const chargeTurns = new AccountTurns();
@@ -163,25 +178,25 @@ function requestOperations(
         if (error instanceof KeyLost) return false;
         throw error;
       }),
+    holdDelivered: async (requestId, now = Date.now()) => (await markDelivered(driver, requestId, now)) === 1,
     refund: (requestId, ref, now = Date.now()): Promise<RefundOutcome> =>
       tx(async (db) => {
-        const { settled, refunded } = await refundIn(db, requestId, ref, now);
+        // A lease held past its delivery is not this refund's: its result may be on its way to the client.
+        const { settled, refunded } = await refundIn(db, requestId, ref, now, { undeliveredOnly: true });
         return { settled, refunded };
       }),
     refundUnreceived: (requestId, now = Date.now()): Promise<RefundOutcome> =>
       tx(async (db) => {
-        const leased = await refundIn(db, requestId, undefined, now);
-        if (leased.settled) return { settled: true, refunded: leased.refunded };
-        // Closed: delivered (refundCharge gives the charge back) or refunded already (it gives nothing).
-        const refunded = await refundCharge(db, requestId, now);
-        return { settled: refunded.subscription + refunded.payg > 0, refunded };
+        const { settled, refunded } = await refundIn(db, requestId, undefined, now);
+        return { settled, refunded };
       }),
     releaseIdempotent: (ref) =>
       tx(async (db) => {
         if ((await releaseIdempotent(db, ref)) === 1) await closeLease(db, ref.requestId);
       }),
     async settlementOf(requestId): Promise<Settlement> {
-      if (await hasLease(driver, requestId)) return 'leased';
+      const lease = await leaseOf(driver, requestId);
+      if (lease !== 'none') return lease === 'open' ? 'leased' : 'delivered';
       // Closed: a refund row says refunded; otherwise it was delivered (a request charged nothing leaves no row
       // either way, and then there is nothing to get wrong).
       const refunded = await one(
@@ -262,8 +277,15 @@ function purgeOperations(driver: SqlDriver): Pick<Store, 'purgeExpired'> {
 }
 
 /** The refund of a failed request: whoever closes the lease gives the charge back and fails the key; once. */
-async function refundIn(db: SqlExecutor, requestId: string, ref: IdempotencyRef | undefined, now: number) {
-  if ((await closeLease(db, requestId)) === 0) return { settled: false, refunded: NOTHING, keyFailed: false };
+async function refundIn(
+  db: SqlExecutor,
+  requestId: string,
+  ref: IdempotencyRef | undefined,
+  now: number,
+  { undeliveredOnly = false } = {},
+) {
+  if ((await closeLease(db, requestId, { undeliveredOnly })) === 0)
+    return { settled: false, refunded: NOTHING, keyFailed: false };
   const refunded = await refundCharge(db, requestId, now);
   const keyFailed = ref ? (await failIdempotent(db, ref, now)) === 1 : false;
   return { settled: true, refunded, keyFailed };

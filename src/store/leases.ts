@@ -40,9 +40,18 @@ export function recordCharge(
   );
 }
 
-/** The settlement's first step: 1 when this caller took the lease away (and so settles), 0 when someone else did. */
-export function closeLease(db: SqlExecutor, requestId: string): Promise<number> {
-  return db.run('DELETE FROM leases WHERE request_id = ?', [requestId]);
+/**
+ * The settlement's first step: 1 when this caller took the lease away (and so settles), 0 when someone else did.
+ * `undeliveredOnly`: not a lease held past its delivery (markDelivered), whose result may be on its way.
+ */
+export function closeLease(db: SqlExecutor, requestId: string, { undeliveredOnly = false } = {}): Promise<number> {
+  const delivered = undeliveredOnly ? ' AND delivered_at IS NULL' : '';
+  return db.run(`DELETE FROM leases WHERE request_id = ?${delivered}`, [requestId]);
+}
+
+/** Marks the request's result delivered while its lease is kept until the answer is sent: 0 when it has no lease. */
+export function markDelivered(db: SqlExecutor, requestId: string, now: number): Promise<number> {
+  return db.run('UPDATE leases SET delivered_at = ? WHERE request_id = ? AND delivered_at IS NULL', [now, requestId]);
 }
 
 /** Only the requests still running: a lease its request could not settle (the database was away) must expire. */
@@ -77,7 +86,11 @@ export async function claimExpiredLease(
   return rows[0];
 }
 
-/** Whether the request still has its lease (unsettled). */
-export async function hasLease(db: SqlExecutor, requestId: string): Promise<boolean> {
-  return (await db.all('SELECT 1 AS one FROM leases WHERE request_id = ?', [requestId])).length > 0;
+/** The request's lease: none (settled), open, or held past its delivery (markDelivered). */
+export async function leaseOf(db: SqlExecutor, requestId: string): Promise<'none' | 'open' | 'delivered'> {
+  const [row] = await db.all<{ delivered_at: number | null }>('SELECT delivered_at FROM leases WHERE request_id = ?', [
+    requestId,
+  ]);
+  if (!row) return 'none';
+  return row.delivered_at === null ? 'open' : 'delivered';
 }

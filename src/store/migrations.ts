@@ -152,11 +152,20 @@ const KEY_CHANGES = (t: Types) => `
   CREATE INDEX api_keys_key_change ON api_keys (key_change);
 `;
 
+/**
+ * Version 5: a lease kept past its delivery (delivered_at) for a request without an Idempotency-Key, until its
+ * answer was sent: a server killed meanwhile leaves it to the sweep, which refunds the result nobody received.
+ */
+const DELIVERED_LEASES = (t: Types) => `
+  ALTER TABLE leases ADD COLUMN delivered_at ${t.int};
+`;
+
 export const SQLITE_MIGRATIONS: readonly string[] = [
   FIRST_SCHEMA(SQLITE),
   LEASES_AND_RATE_WINDOWS(SQLITE.int),
   KEPT_BALANCES(SQLITE),
   KEY_CHANGES(SQLITE),
+  DELIVERED_LEASES(SQLITE),
 ];
 
 export const POSTGRES_MIGRATIONS: readonly string[] = [
@@ -164,4 +173,5 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   LEASES_AND_RATE_WINDOWS(POSTGRES.int),
   KEPT_BALANCES(POSTGRES),
   KEY_CHANGES(POSTGRES),
+  DELIVERED_LEASES(POSTGRES),
 ];

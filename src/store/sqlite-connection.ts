@@ -37,8 +37,21 @@ export interface SqliteConnection {
 
 export interface OpenOptions {
   readonly?: boolean;
-  /** How long a statement waits for another connection's lock: better-sqlite3's default (node:sqlite's is 0). */
+  /**
+   * How long a statement waits for another connection's lock, blocking its thread: better-sqlite3's default
+   * (node:sqlite's is 0). 0: it fails at once with SQLITE_BUSY (isBusy), and the caller decides how to wait.
+   */
   busyTimeoutMs?: number;
+}
+
+/** SQLITE_BUSY (another connection holds the lock), as node:sqlite (errcode) or better-sqlite3 (code) says it. */
+export function isBusy(error: unknown): boolean {
+  const { errcode, code } = (error ?? {}) as { errcode?: unknown; code?: unknown };
+  // The primary result code is the low byte: SQLITE_BUSY_RECOVERY, _SNAPSHOT and _TIMEOUT are busy too.
+  if (typeof errcode === 'number') return (errcode & 0xff) === 5;
+  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return true;
+  // A node:sqlite that gives no errcode: SQLite's own text for SQLITE_BUSY.
+  return code === 'ERR_SQLITE_ERROR' && messageOf(error).startsWith('database is locked');
 }
 
 /** Which driver this Node uses, with its version and SQLite's; or why neither loads (for `rmbg doctor`). */

@@ -206,14 +206,22 @@ export interface Store {
     now?: number,
   ): Promise<boolean>;
   /**
+   * Marks the result of a request without an Idempotency-Key delivered while its lease stays (renewed by its
+   * server) until the answer was sent; deliver() then closes it, and a refund of a result nobody received
+   * (refundUnreceived, or the sweep once the lease expired: the server killed meanwhile) gives the charge back.
+   * False when the request has no lease (settled already, as deliver's false).
+   */
+  holdDelivered(requestId: string, now?: number): Promise<boolean>;
+  /**
    * Refunds a request that failed after its charge: lease closed, charge given back, key failed, in one
-   * transaction; once. `settled` false: the lease was closed already (delivered, or refunded), nothing changed.
+   * transaction; once. `settled` false: the lease was closed already (delivered, or refunded), or is held past its
+   * delivery (holdDelivered): nothing changed.
    */
   refund(requestId: string, idempotency: IdempotencyRef | undefined, now?: number): Promise<RefundOutcome>;
   /**
-   * Refunds a request without an Idempotency-Key whose client was answered an error while its settlement was
-   * unknown: as refund() while the lease is open, and a delivered charge too, since nobody received the result
-   * (a lost delivery's COMMIT that landed). Once: a request with a refund already is left as it is.
+   * Refunds a request without an Idempotency-Key whose result nobody received (its client was answered an error
+   * while its settlement was unknown, or left before the answer was sent): as refund(), a lease held past its
+   * delivery included. Once: a request settled already is left as it is.
    */
   refundUnreceived(requestId: string, now?: number): Promise<RefundOutcome>;
   /** Forgets an in-progress key (and its lease) whose request ended before anything was charged, so the key can be retried. */
@@ -225,7 +233,7 @@ export interface Store {
   purgeExpired(now?: number): Promise<PurgeReport>;
   /**
    * Where request `requestId` stands, read after a settlement whose answer was lost (the COMMIT may have gone
-   * through): its lease still open, delivered (closed without a refund), or refunded.
+   * through): its lease still open, delivered (closed without a refund, or held past its delivery), or refunded.
    */
   settlementOf(requestId: string): Promise<Settlement>;
 

@@ -169,27 +169,35 @@ describe('a deliver whose answer is lost', () => {
         'the database is unreachable (Connection terminated unexpectedly); retry shortly',
         { retryAfterSeconds: 2 },
       );
-    let applying: Parameters<Store['deliver']> | undefined;
+    let applying: (() => Promise<unknown>) | undefined;
     let awayUntil = 0;
+    let lostOnce = false;
     const loseAnswer = () => {
       awayUntil = Date.now() + awayMs;
       return lost();
     };
-    const flaky: Store = {
-      ...store,
-      deliver: async (...args) => {
+    /** The request's delivery (deliver with a key, holdDelivered without): its first answer lost, as set. */
+    const losing =
+      <A extends unknown[]>(settle: (...args: A) => Promise<boolean>) =>
+      async (...args: A): Promise<boolean> => {
+        if (lostOnce) return settle(...args);
+        lostOnce = true;
         if (deliverFails === 'before-commit') throw loseAnswer();
         if (deliverFails === 'commit-after-reread') {
-          applying = args;
+          applying = () => settle(...args);
           throw loseAnswer();
         }
-        await store.deliver(...args);
+        await settle(...args);
         throw loseAnswer();
-      },
+      };
+    const flaky: Store = {
+      ...store,
+      deliver: losing(store.deliver),
+      holdDelivered: losing(store.holdDelivered),
       // The COMMIT whose answer was lost lands just after the re-read saw the lease still open.
       settlementOf: async (requestId) => {
         const state = await store.settlementOf(requestId);
-        if (applying) await store.deliver(...applying);
+        await applying?.();
         applying = undefined;
         return state;
       },

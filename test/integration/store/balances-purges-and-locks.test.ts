@@ -209,6 +209,34 @@ onEachStore(ENGINES, (engine, at) => {
     await at.store.refund('bad', undefined, T0);
     expect([await at.store.settlementOf('ok'), await at.store.settlementOf('bad')]).toEqual(['delivered', 'refunded']);
   });
+
+  it('a result delivered without a key keeps its lease until sent: its server killed, the sweep refunds it once', async () => {
+    const accountId = (await at.store.createAccountWithKey({ plan: 'pro', credits: 3, now: T0 })).accountId;
+    for (const id of ['killed', 'sent', 'left']) await at.store.charge(accountId, 1, lease(id, T0 + 1000), T0);
+    for (const id of ['killed', 'sent', 'left']) expect(await at.store.holdDelivered(id, T0)).toBe(true);
+    expect(await at.store.settlementOf('killed')).toBe('delivered');
+    // The immediate refund of a failure leaves a held result alone: it may be on its way to the client.
+    expect((await at.store.refund('killed', undefined, T0)).settled).toBe(false);
+    // Sent: deliver closes it. The client left first: refunded.
+    expect(await at.store.deliver('sent', undefined, T0)).toBe(true);
+    expect((await at.store.refundUnreceived('left', T0)).settled).toBe(true);
+    expect((await at.store.balance(accountId)).total).toBe(1);
+    // 'killed''s server died before its answer was sent: any server's sweep refunds it, once.
+    expect(await at.store.expireLeases(T0 + 2000)).toEqual({
+      expiredLeases: 1,
+      refundedRequests: 1,
+      failedIdempotencyKeys: 0,
+    });
+    expect(await at.store.expireLeases(T0 + 3000)).toEqual({
+      expiredLeases: 0,
+      refundedRequests: 0,
+      failedIdempotencyKeys: 0,
+    });
+    expect((await at.store.refundUnreceived('killed', T0)).settled).toBe(false);
+    expect(await at.store.balance(accountId)).toEqual({ subscription: 0, payg: 2, total: 2 });
+    expect(await at.store.settlementOf('killed')).toBe('refunded');
+    expect(await at.store.holdDelivered('killed', T0)).toBe(false);
+  });
 });
 
 describe('PostgreSQL connections', () => {

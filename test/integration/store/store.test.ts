@@ -412,7 +412,7 @@ describe('the SQLite file', () => {
     expect((await store.balance('acct_1')).total).toBe(9);
   });
 
-  it('lets a second process write while this one holds the database open (busy_timeout)', async () => {
+  it('lets a second process write while this one holds the database open (its lock waited for)', async () => {
     const a = await store.createAccountWithKey({ plan: 'pro', credits: 1 });
     const holder = spawn(
       process.execPath,
@@ -429,6 +429,8 @@ describe('the SQLite file', () => {
       ],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
     );
+    // Listened for now: the holder may exit while this process waits for its lock (the event loop runs meanwhile).
+    const exited = new Promise((resolve) => holder.once('exit', resolve));
     await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
     const started = Date.now();
     expect(await store.addCredits({ accountId: a.accountId }, 4, 'payg')).toEqual({
@@ -437,7 +439,7 @@ describe('the SQLite file', () => {
       total: 5,
     });
     expect(Date.now() - started).toBeGreaterThan(100);
-    await new Promise((resolve) => holder.once('exit', resolve));
+    await exited;
   });
 });
 

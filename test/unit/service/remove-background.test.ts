@@ -295,6 +295,30 @@ describe('failures after the charge are refunded', () => {
     expect((await store.balance(accountId)).total).toBe(5);
   });
 
+  it('without an Idempotency-Key the charge stands once the answer was sent, and is refunded if the client left first', async () => {
+    await start();
+    const leases = async () => (await sqliteRows<{ n: number }>(store.path, 'SELECT count(*) AS n FROM leases'))[0]?.n;
+    let sent: () => void = () => undefined;
+    const delivered = await service.handleRemoveRequest(
+      request({ answered: new Promise<void>((resolve) => (sent = resolve)) }),
+    );
+    // Until the answer was sent, the result's lease is held: a server killed now leaves it to the sweep.
+    expect([await store.settlementOf(delivered.requestId), await leases()]).toEqual(['delivered', 1]);
+    sent();
+    await expect.poll(leases).toBe(0);
+    expect((await store.balance(accountId)).total).toBe(4);
+
+    const client = new AbortController();
+    let left: () => void = () => undefined;
+    await service.handleRemoveRequest(
+      request({ signal: client.signal, answered: new Promise<void>((resolve) => (left = resolve)) }),
+    );
+    client.abort();
+    left();
+    await expect.poll(leases).toBe(0);
+    expect((await store.balance(accountId)).total).toBe(4);
+  });
+
   it('with an Idempotency-Key the request runs to the end after the client went away, and the retry replays it', async () => {
     await start({ behaviour: { kind: 'gated' } });
     const controller = new AbortController();
