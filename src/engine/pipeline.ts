@@ -60,6 +60,11 @@ interface EarlyDecode {
   pixels: Promise<Raw>;
 }
 
+/** The engine's own settings that change a result's pixels (settings/engine.ts), beside the caller's options. */
+export interface PipelineSettings {
+  cleanEdges: boolean;
+}
+
 /** Milliseconds per stage, for the result's `timings`. */
 export class Timer {
   readonly timings: Record<string, number> = {};
@@ -79,6 +84,7 @@ export async function runPipeline(
   options: RemoveOptions,
   signal?: AbortSignal,
   pixelWork: PixelWork = onPixelWorker,
+  settings: PipelineSettings = { cleanEdges: true },
 ): Promise<EngineResult> {
   const timer = new Timer();
   const { canvas, hasAlpha } = await shapeOf(input);
@@ -111,6 +117,7 @@ export async function runPipeline(
       findBounds: !cutout.foreground,
       format: options.format,
       background: options.bgColor,
+      cleanEdges: settings.cleanEdges,
     },
     cutout.transfer,
   );

@@ -9,6 +9,7 @@ import { AUTO_FORMAT, OUTPUT_FORMATS } from '../../api/media-types.js';
 import type { Format, OutputFormat } from '../../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { upsampleMask, type Dimensions } from './mask-upsample.js';
+import { estimateForeground } from './foreground-colour.js';
 import { encodePng, pngBandRows } from './png-encode.js';
 import { SCRATCH } from './scratch-buffers.js';
 import { bufferOf } from '../../platform/thread-transfer.js';
@@ -55,6 +56,9 @@ export interface FinishJob {
   /** The format asked for; `auto` is chosen here (api-spec rule 4). */
   format: Format;
   background: Rgba | undefined;
+  /** The soft edges' colours replaced by the foreground's estimated own (foreground-colour.ts), in `pixels` itself;
+   * absent or false: the photo's pixels as they are. */
+  cleanEdges?: boolean | undefined;
 }
 
 /** The result's format and box, and a PNG's file or JPG/WebP's composed pixels, which sharp encodes. */
@@ -176,6 +180,7 @@ export async function finishCutout(job: FinishJob): Promise<Finished> {
   try {
     const fitting = { ...job.mask, to: { width, height }, findBounds: job.findBounds };
     const { mask, bounds } = fittedMask(fitting, fromScratch(taken));
+    if (job.cleanEdges) estimateForeground({ pixels, channels, mask, width, height });
     const composeJob = { pixels, channels, mask, width, height, background };
     const format = chooseFormat(job.format, background, mask, composeJob);
     if (OUTPUT_FORMATS[format].encoder.by === 'png-bands') {
