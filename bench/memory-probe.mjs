@@ -6,7 +6,8 @@
 //   OPTIONS_JSON overrides the CLI's options, e.g. '{"size":"50MP","format":"jpg"}'; MODEL may be '' for the default;
 //   DEVICE cpu (the default) or gpu. The folder's line also gives the main thread's busy share during the run
 //   (event-loop utilisation: per-pixel JS and callbacks), the photos done and the process's CPU time over the run (all
-//   its threads); a run's first image is not timed apart. RMBG_BENCH_CHECKOUT measures another build (lib/rmbg.mjs).
+//   its threads; its system part apart); a run's first image is not timed apart. RMBG_BENCH_CHECKOUT measures another
+//   build (lib/rmbg.mjs).
 import { readFile, rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { loadRmbg, BENCH_OPTIONS } from './lib/rmbg.mjs';
@@ -44,5 +45,6 @@ console.log(
     mainThreadBusy: performance.eventLoopUtilization(loopBefore).utilization,
     photos,
     cpuMs: (({ user, system }) => (user + system) / 1000)(process.cpuUsage(cpuBefore)),
+    systemMs: process.cpuUsage(cpuBefore).system / 1000,
   }),
 );

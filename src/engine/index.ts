@@ -21,6 +21,8 @@ export interface EngineOptions extends PlacementOptions {
   userModelsDir?: string;
   /** One blank run before the engine is handed out, so the first image is no slower than the next. */
   warmUp?: boolean;
+  /** The foreground's own colour under soft edges (settings/engine.ts `cleanEdges`); on unless false. */
+  cleanEdges?: boolean;
 }
 
 async function warmUp(session: ModelRunner, runPipeline: Pipeline): Promise<void> {
@@ -82,7 +84,9 @@ export async function createEngine(
       local?: LocalOutputs,
     ): Promise<EngineResult> {
       try {
-        return await runPipeline(session, input, removeOptions, signal, undefined, local);
+        return await runPipeline(session, input, removeOptions, signal, undefined, local, {
+          cleanEdges: options.cleanEdges !== false,
+        });
       } catch (error) {
         // Anything not already classified (a libvips or ORT failure mid-run) is a processing failure.
         throw toRmbgError(error, 'processing_failed');

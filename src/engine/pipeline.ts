@@ -63,6 +63,11 @@ interface EarlyDecode {
   pixels: Promise<Raw>;
 }
 
+/** The engine's own settings that change a result's pixels (settings/engine.ts), beside the caller's options. */
+export interface PipelineSettings {
+  cleanEdges: boolean;
+}
+
 /** Milliseconds per stage, for the result's `timings`. */
 export class Timer {
   readonly timings: Record<string, number> = {};
@@ -84,6 +89,7 @@ export async function runPipeline(
   signal?: AbortSignal,
   pixelWork: PixelWork = onPixelWorker,
   local: LocalOutputs = {},
+  settings: PipelineSettings = { cleanEdges: true },
 ): Promise<EngineResult> {
   const timer = new Timer();
   const { canvas, hasAlpha } = await shapeOf(input);
@@ -126,6 +132,7 @@ export async function runPipeline(
           findBounds: !cutout.foreground,
           format: options.format,
           background: options.bgColor,
+          cleanEdges: settings.cleanEdges,
         },
         cutout.transfer,
       );

@@ -65,14 +65,20 @@ export function engineKeyOf(options: EngineOptions, modelPath: string): string {
   return JSON.stringify([...rows, options.runTimeoutMs]);
 }
 
+/** Whether the engine row `name` is a switch that is on unless turned off. */
+function defaultsOn(name: keyof typeof ENGINE_SETTINGS): boolean {
+  const row = ENGINE_SETTINGS[name];
+  return row.type === 'switch' && row.default === true;
+}
+
 /**
  * Through a server, the engine's settings cannot apply (the server runs its own model where it was started to):
  * any that was given is an error naming them, rather than a setting silently ignored.
  */
 export function refuseEngineSettings(settings: OptionsOf<typeof ENGINE_SETTINGS>): void {
   const given = ENGINE_ROW_NAMES.filter(
-    // graphCache is true unless turned off: only false was asked for.
-    (name) => settings[name] !== undefined && !(name === 'graphCache' && settings[name] === true),
+    // A switch that is on unless turned off (graphCache, cleanEdges): only false was asked for.
+    (name) => settings[name] !== undefined && !(defaultsOn(name) && settings[name] === true),
   );
   if (given.length === 0) return;
   const names = given.map((name) => `\`${name}\``).join(', ');

@@ -7,18 +7,26 @@
  * external memory, which Node copies in a transfer list (20) or refuses there (22): never list one.
  */
 export function movableBuffers(...values: unknown[]): ArrayBuffer[] {
-  const views = values.flatMap((value) =>
-    ArrayBuffer.isView(value) ? [value] : typeof value === 'object' && value ? Object.values(value) : [],
-  );
-  const buffers = views.flatMap((view) =>
-    ArrayBuffer.isView(view) &&
-    view.buffer instanceof ArrayBuffer &&
-    view.byteOffset === 0 &&
-    view.byteLength === view.buffer.byteLength
+  const buffers = viewsOf(values).flatMap((view) =>
+    view.buffer instanceof ArrayBuffer && view.byteOffset === 0 && view.byteLength === view.buffer.byteLength
       ? [view.buffer]
       : [],
   );
   return [...new Set(buffers)]; // a buffer listed twice is refused
+}
+
+/** Every buffer a typed array of `values` (or of their fields) views, whole or in part. */
+export function viewedBuffers(...values: unknown[]): ArrayBufferLike[] {
+  return [...new Set(viewsOf(values).map((view) => view.buffer))];
+}
+
+/** The typed arrays among `values` and their fields, one level down. */
+function viewsOf(values: unknown[]): ArrayBufferView[] {
+  return values
+    .flatMap((value) =>
+      ArrayBuffer.isView(value) ? [value] : typeof value === 'object' && value ? Object.values(value) : [],
+    )
+    .filter((view): view is ArrayBufferView => ArrayBuffer.isView(view));
 }
 
 /** A Buffer over a typed array's bytes, without a copy (a message delivers plain typed arrays, a job's results too). */

@@ -39,4 +39,12 @@ export const ENGINE_SETTINGS = {
     help: "optimise the model's graph at each start instead of keeping it in the user's cache folder",
     doc: "keep the model's optimised graph in the user's cache folder, so the next start skips optimising it",
   },
+  cleanEdges: {
+    type: 'switch',
+    default: true,
+    help: "keep the photo's own colours under soft edges (hair, fur), old background included",
+    doc:
+      "estimate the subject's own colour under soft edges (hair, fur), so the old background does not show as a " +
+      'halo on a new one (blur fusion: docs/photographers.md)',
+  },
 } as const satisfies SettingsTable;

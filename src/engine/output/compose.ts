@@ -14,6 +14,8 @@ export interface ComposeInput {
   background: Rgba | undefined;
   /** JPG cannot keep transparency: whatever stays transparent is flattened onto white. */
   opaque: boolean;
+  /** Where the result goes (a reused buffer of at least width×height×its channels bytes); a new one if absent. */
+  out?: Uint8Array | undefined;
 }
 
 export interface ComposeOutput {
@@ -64,16 +66,28 @@ export function maskBounds(mask: Buffer, width: number, height: number): Bounds 
   return { left, top, right, bottom };
 }
 
+/** `bytes` of `out` as a Buffer, or a new Buffer of that many bytes. */
+const outputOf = (out: Uint8Array | undefined, bytes: number): Buffer =>
+  out ? Buffer.from(out.buffer, out.byteOffset, bytes) : Buffer.allocUnsafe(bytes);
+
 /** The default result (transparent, no colour) without colour arithmetic: the same pixels as composeLoop, faster
  * (bench/RESULTS.md, "What changed in the engine, and why"). */
-function transparentLoop(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCount: number): ComposeOutput {
-  const out = Buffer.alloc(pixelCount * 4);
+function transparentLoop({ pixels, channels, mask, width, height, out: into }: ComposeInput): ComposeOutput {
+  const pixelCount = width * height;
+  const out = outputOf(into, pixelCount * 4);
   for (let i = 0; i < pixelCount; i++) {
     const src = i * channels;
     let a = mask[i] as number;
     if (channels === 4) a = ((a * (pixels[src + 3] as number)) / 255 + 0.5) | 0;
-    if (a === 0) continue;
     const dst = i * 4;
+    if (a === 0) {
+      // a reused buffer holds an earlier photo's bytes
+      out[dst] = 0;
+      out[dst + 1] = 0;
+      out[dst + 2] = 0;
+      out[dst + 3] = 0;
+      continue;
+    }
     out[dst] = pixels[src] as number;
     out[dst + 1] = pixels[src + 1] as number;
     out[dst + 2] = pixels[src + 2] as number;
@@ -84,8 +98,7 @@ function transparentLoop(pixels: Buffer, channels: 3 | 4, mask: Buffer, pixelCou
 
 export function compose(input: ComposeInput): ComposeOutput {
   const bgAlpha = input.background ? Math.round(input.background.alpha * 255) : 0;
-  if (!input.opaque && bgAlpha === 0)
-    return transparentLoop(input.pixels, input.channels, input.mask, input.width * input.height);
+  if (!input.opaque && bgAlpha === 0) return transparentLoop(input);
   return composeLoop(input);
 }
 
@@ -95,7 +108,7 @@ export function composeLoop(input: ComposeInput): ComposeOutput {
   const pixelCount = width * height;
   const bgAlpha = background ? Math.round(background.alpha * 255) : 0;
   const outChannels: 3 | 4 = opaque ? 3 : 4;
-  const out = Buffer.allocUnsafe(pixelCount * outChannels);
+  const out = outputOf(input.out, pixelCount * outChannels);
   const bgR = background?.r ?? 0;
   const bgG = background?.g ?? 0;
   const bgB = background?.b ?? 0;

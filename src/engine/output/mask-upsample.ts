@@ -30,11 +30,13 @@ function taps(from: number, to: number): { index: Int32Array; weight: Int32Array
   return { index, weight };
 }
 
-/** A one-byte-per-pixel mask of size `from` resampled to `to` (both axes upsizing, see isUpsizing). */
-export function upsampleMask(mask: Uint8Array, from: Dimensions, to: Dimensions): Buffer {
+/** A one-byte-per-pixel mask of size `from` resampled to `to` (both axes upsizing, see isUpsizing), into `into` (a
+ * reused buffer of at least to.width×to.height bytes) or a new one. */
+export function upsampleMask(mask: Uint8Array, from: Dimensions, to: Dimensions, into?: Uint8Array): Buffer {
   if (!isUpsizing(from, to))
     throw new RangeError(`upsampleMask only upsizes (${from.width}×${from.height} → ${to.width}×${to.height})`);
-  const out = Buffer.allocUnsafe(to.width * to.height);
+  const bytes = to.width * to.height;
+  const out = into ? Buffer.from(into.buffer, into.byteOffset, bytes) : Buffer.allocUnsafe(bytes);
   const columns = taps(from.width, to.width);
   const rows = taps(from.height, to.height);
   // Destination columns blending source columns i and i + 1 are spanStart[i] until spanStart[i + 1] (the

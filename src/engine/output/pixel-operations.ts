@@ -9,7 +9,9 @@ import { AUTO_FORMAT, OUTPUT_FORMATS } from '../../api/media-types.js';
 import type { Format, OutputFormat } from '../../api/options.js';
 import { compose, maskBounds, type Bounds, type ComposeOutput } from './compose.js';
 import { upsampleMask, type Dimensions } from './mask-upsample.js';
-import { encodePng } from './png-encode.js';
+import { estimateForeground } from './foreground-colour.js';
+import { encodePng, pngBandRows } from './png-encode.js';
+import { SCRATCH } from './scratch-buffers.js';
 import { bufferOf } from '../../platform/thread-transfer.js';
 
 /** RGB bytes at the model's size and the model's normalisation (model-contract.ts). */
@@ -19,6 +21,8 @@ export interface TensorJob {
   mean: number[];
   std: number[];
   scale: number;
+  /** Where the tensor goes (a lent buffer of pixelCount×3 floats: runtime/lent-buffers.ts); a new one if absent. */
+  into?: Float32Array | undefined;
 }
 
 /** A mask as a job gets it: the model's plane (0..1 floats, model-session.ts' MaskPlane) or bytes, `width`×`height`. */
@@ -52,6 +56,9 @@ export interface FinishJob {
   /** The format asked for; `auto` is chosen here (api-spec rule 4). */
   format: Format;
   background: Rgba | undefined;
+  /** The soft edges' colours replaced by the foreground's estimated own (foreground-colour.ts), in `pixels` itself;
+   * absent or false: the photo's pixels as they are. */
+  cleanEdges?: boolean | undefined;
 }
 
 /** The result's format and box, and a PNG's file or JPG/WebP's composed pixels, which sharp encodes. */
@@ -72,11 +79,11 @@ export interface ComposeJob {
 
 /** The model's normalised CHW tensor from RGB bytes, through a lookup table: the same values, without a division per
  * pixel (bench/RESULTS.md, "What changed in the engine, and why"). */
-export function modelTensor({ rgb, pixelCount, mean, std, scale }: TensorJob): Float32Array {
+export function modelTensor({ rgb, pixelCount, mean, std, scale, into }: TensorJob): Float32Array {
   const lut = new Float32Array(768);
   for (let c = 0; c < 3; c++)
     for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v * scale - (mean[c] as number)) / (std[c] as number);
-  const tensor = new Float32Array(pixelCount * 3);
+  const tensor = into ?? new Float32Array(pixelCount * 3);
   const green = pixelCount;
   const blue = pixelCount * 2;
   for (let i = 0, j = 0; i < pixelCount; i++, j += 3) {
@@ -87,9 +94,8 @@ export function modelTensor({ rgb, pixelCount, mean, std, scale }: TensorJob): F
   return tensor;
 }
 
-/** The mask plane's 0..1 floats as bytes, rounded. */
-function maskToBytes(mask: Float32Array): Buffer {
-  const bytes = Buffer.allocUnsafe(mask.length);
+/** The mask plane's 0..1 floats as bytes, rounded, into `bytes`. */
+function maskToBytes(mask: Float32Array, bytes: Uint8Array): Uint8Array {
   for (let i = 0; i < mask.length; i++) {
     const v = mask[i] as number;
     bytes[i] = v <= 0 ? 0 : v >= 1 ? 255 : v * 255 + 0.5;
@@ -97,13 +103,37 @@ function maskToBytes(mask: Float32Array): Buffer {
   return bytes;
 }
 
+/** Where a job's buffers come from: new ones (a result that leaves the thread), or the thread's scratch, each one
+ * recorded in `taken` to be given back. */
+type Allocate = (length: number) => Uint8Array;
+const fresh: Allocate = (length) => Buffer.allocUnsafe(length);
+function fromScratch(taken: Uint8Array[]): Allocate {
+  return (length) => {
+    const bytes = SCRATCH.bytes(length);
+    taken.push(bytes);
+    return bytes;
+  };
+}
+
 /** The mask as bytes, upsized to `to` when given, and its foreground's box when asked. */
-export function fitMask({ data, width, height, to, findBounds }: MaskJob): FittedMask {
-  const bytes = data instanceof Float32Array ? maskToBytes(data) : bufferOf(data);
+export function fitMask(job: MaskJob): FittedMask {
+  return fittedMask(job, fresh);
+}
+
+function fittedMask({ data, width, height, to, findBounds }: MaskJob, allocate: Allocate): FittedMask {
   const size = to ?? { width, height };
-  const fitted = size.width === width && size.height === height ? bytes : upsampleMask(bytes, { width, height }, size);
+  const same = size.width === width && size.height === height;
+  // Only the last step's buffer is the result's: the bytes before an upsizing are scratch either way.
+  const bytes = data instanceof Float32Array ? maskToBytes(data, same ? allocate(data.length) : scratchOf(data)) : data;
+  const fitted = same
+    ? bufferOf(bytes)
+    : upsampleMask(bytes, { width, height }, size, allocate(size.width * size.height));
+  if (data instanceof Float32Array && !same) SCRATCH.give(bytes);
   return { mask: fitted, bounds: findBounds ? maskBounds(fitted, size.width, size.height) : undefined };
 }
+
+/** A plane's worth of scratch bytes. */
+const scratchOf = (plane: Float32Array): Uint8Array => SCRATCH.bytes(plane.length);
 
 /** format=auto: the table's choice for a result with transparency or an opaque one (api-spec rule 4). */
 function chooseFormat(format: Format, background: Rgba | undefined, mask: Uint8Array, job: ComposeJob): OutputFormat {
@@ -118,8 +148,13 @@ function chooseFormat(format: Format, background: Rgba | undefined, mask: Uint8A
   return AUTO_FORMAT.opaque;
 }
 
-/** The composed rows `top` to `top + count` of the result; `opaque` flattens onto white (JPG). */
-export function rowComposer(job: ComposeJob, opaque: boolean): (top: number, count: number) => ComposeOutput {
+/** The composed rows `top` to `top + count` of the result; `opaque` flattens onto white (JPG). With `into`, each
+ * call's rows go there (valid until the next call: the PNG encoder's bands). */
+export function rowComposer(
+  job: ComposeJob,
+  opaque: boolean,
+  into?: Uint8Array,
+): (top: number, count: number) => ComposeOutput {
   const { width, channels, background } = job;
   const pixels = bufferOf(job.pixels);
   const mask = bufferOf(job.mask);
@@ -132,18 +167,29 @@ export function rowComposer(job: ComposeJob, opaque: boolean): (top: number, cou
       height: count,
       background,
       opaque,
+      out: into,
     });
 }
 
 /** The result from its pixels and mask: the mask fitted, the box, the format; a PNG composed band by band while
- * earlier bands deflate, or the whole image composed for sharp. */
+ * earlier bands deflate, or the whole image composed for sharp. The mask and the bands are the thread's scratch,
+ * given back at the end; only the result is new. */
 export async function finishCutout(job: FinishJob): Promise<Finished> {
   const { pixels, channels, width, height, background } = job;
-  const { mask, bounds } = fitMask({ ...job.mask, to: { width, height }, findBounds: job.findBounds });
-  const composeJob = { pixels, channels, mask, width, height, background };
-  const format = chooseFormat(job.format, background, mask, composeJob);
-  if (OUTPUT_FORMATS[format].encoder.by === 'png-bands')
-    return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false)) };
-  const composed = rowComposer(composeJob, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
-  return { format, bounds, composed: composed.pixels, channels: composed.channels };
+  const taken: Uint8Array[] = [];
+  try {
+    const fitting = { ...job.mask, to: { width, height }, findBounds: job.findBounds };
+    const { mask, bounds } = fittedMask(fitting, fromScratch(taken));
+    if (job.cleanEdges) estimateForeground({ pixels, channels, mask, width, height });
+    const composeJob = { pixels, channels, mask, width, height, background };
+    const format = chooseFormat(job.format, background, mask, composeJob);
+    if (OUTPUT_FORMATS[format].encoder.by === 'png-bands') {
+      const band = fromScratch(taken)(Math.min(height, pngBandRows(width)) * width * 4);
+      return { format, bounds, png: await encodePng(width, height, rowComposer(composeJob, false, band)) };
+    }
+    const composed = rowComposer(composeJob, !OUTPUT_FORMATS[format].keepsAlpha)(0, height);
+    return { format, bounds, composed: composed.pixels, channels: composed.channels };
+  } finally {
+    for (const bytes of taken) SCRATCH.give(bytes);
+  }
 }

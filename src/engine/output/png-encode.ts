@@ -2,7 +2,8 @@
 // (bench/RESULTS.md, "Issue #9: large photos, ORT's arena").
 
 import zlib from 'node:zlib';
-import { PNG_SIGNATURE, pngChunk } from '../image/png-chunks.js';
+import { PNG_SIGNATURE } from '../image/png-chunks.js';
+import { SCRATCH } from './scratch-buffers.js';
 
 /** Raw interleaved rows of one band (8 bits per channel), RGB or RGBA. */
 export interface Rows {
@@ -10,7 +11,8 @@ export interface Rows {
   channels: 3 | 4;
 }
 
-/** Makes `count` rows starting at row `top`. Called once per band, top to bottom. */
+/** Makes `count` rows starting at row `top`. Called once per band, top to bottom; the rows are read before the next
+ * call only, so one buffer may serve every band. */
 export type RowMaker = (top: number, count: number) => Rows;
 
 /** Run-length on Up-filtered rows: the fastest and about the smallest of zlib's strategies
@@ -18,6 +20,9 @@ export type RowMaker = (top: number, count: number) => Rows;
 const DEFLATE = { level: 1, strategy: zlib.constants.Z_RLE };
 /** Raw bytes per band: both cores get bands early, and a band's fresh dictionary costs no measurable size. */
 const BAND_BYTES = 2 << 20;
+
+/** Rows per band of an image `width` pixels wide (4 bytes a pixel at most): the RowMaker's largest call. */
+export const pngBandRows = (width: number): number => Math.max(1, Math.floor(BAND_BYTES / (width * 4)));
 /** PNG filter type 2: each byte minus the byte above it (the row above the first counts as zeros). */
 const FILTER_UP = 2;
 const ADLER_BASE = 65521;
@@ -75,9 +80,10 @@ function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
 const subtractBytes = (a: number, b: number): number => ((a | 0x80808080) - (b & 0x7f7f7f7f)) ^ ((a ^ ~b) & 0x80808080);
 
 /** A band's scanlines, Up-filtered; four bytes at a time when the rows are 4-byte aligned, being faster
- * (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). */
+ * (bench/RESULTS.md, "Issue #9: large photos, ORT's arena"). Written into a scratch buffer: the caller gives it back. */
 function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buffer | undefined): Buffer {
-  const out = Buffer.allocUnsafe(count * (rowBytes + 1));
+  const scratch = SCRATCH.bytes(count * (rowBytes + 1));
+  const out = Buffer.from(scratch.buffer, 0, scratch.length);
   const wordwise = rowBytes % 4 === 0 && pixels.byteOffset % 4 === 0 && (!rowAbove || rowAbove.byteOffset % 4 === 0);
   const words = rowBytes >> 2;
   const difference = new Uint32Array(wordwise ? words : 0);
@@ -101,6 +107,23 @@ function filterUp(pixels: Buffer, rowBytes: number, count: number, rowAbove: Buf
   return out;
 }
 
+/** The PNG file of `chunks` (each a type and its data's parts), written once into the file's buffer: each band's
+ * deflated bytes are copied once, not into a chunk and then into the file. */
+function pngFile(chunks: ReadonlyArray<readonly [string, Buffer[]]>): Buffer {
+  const dataLength = (parts: Buffer[]) => parts.reduce((sum, part) => sum + part.length, 0);
+  const total = chunks.reduce((sum, [, parts]) => sum + 12 + dataLength(parts), PNG_SIGNATURE.length);
+  const file = Buffer.allocUnsafe(total);
+  let at = PNG_SIGNATURE.copy(file, 0);
+  for (const [type, parts] of chunks) {
+    const start = at;
+    at = file.writeUInt32BE(dataLength(parts), at);
+    at += file.write(type, at, 'latin1');
+    for (const part of parts) at += part.copy(file, at);
+    at = file.writeUInt32BE(zlib.crc32(file.subarray(start + 4, at)), at); // over the type and the data
+  }
+  return file;
+}
+
 /** Bands deflating at once: one per thread of the pool, so other requests' sharp and fs work waits behind few. */
 const BANDS_IN_FLIGHT = 4;
 
@@ -110,9 +133,9 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
     throw new RangeError(`a PNG needs a width and a height of at least 1 pixel (got ${width}×${height})`);
   }
   let channels: 3 | 4 | undefined;
-  let rowAbove: Buffer | undefined;
+  let rowAbove: Buffer | undefined; // a copy: the next band's rows may overwrite this band's
   const bands: Promise<DeflatedBand>[] = [];
-  const rowsPerBand = Math.max(1, Math.floor(BAND_BYTES / (width * 4)));
+  const rowsPerBand = pngBandRows(width);
   for (let top = 0; top < height; top += rowsPerBand) {
     // Waiting for the band BANDS_IN_FLIGHT back also lets the finished bands' callbacks run.
     if (bands.length >= BANDS_IN_FLIGHT) await bands[bands.length - BANDS_IN_FLIGHT];
@@ -125,10 +148,16 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
         `band at row ${top}: expected ${count} rows of ${width}×${channels} bytes, got ${rows.pixels.length} bytes of ${rows.channels} channels`,
       );
     }
-    const band = deflateBand(filterUp(rows.pixels, rowBytes, count, rowAbove));
-    band.catch(() => undefined); // awaited below or above; a failure must not go unhandled while the loop runs on
+    const scanlines = filterUp(rows.pixels, rowBytes, count, rowAbove);
+    const band = deflateBand(scanlines);
+    // Given back once zlib is done with it, whatever the outcome (the thread pool reads it until then).
+    band.then(
+      () => SCRATCH.give(scanlines),
+      () => SCRATCH.give(scanlines),
+    );
     bands.push(band);
-    rowAbove = rows.pixels.subarray((count - 1) * rowBytes, count * rowBytes);
+    rowAbove ??= Buffer.allocUnsafe(rowBytes);
+    rows.pixels.copy(rowAbove, 0, (count - 1) * rowBytes, count * rowBytes);
   }
   const deflated = await Promise.all(bands);
   let adler = 1; // the Adler-32 of nothing
@@ -143,8 +172,11 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
   header[8] = 8; // bits per channel
   header[9] = channels === 3 ? 2 : 6; // colour type: RGB or RGBA
   // compression 0 (deflate), filter method 0 (adaptive, per row), interlace 0: left as zeros
-  const idat = deflated.map((band, i) =>
-    pngChunk('IDAT', i === 0 ? Buffer.concat([band.header, band.body]) : band.body),
-  );
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', header), ...idat, pngChunk('IDAT', trailer), pngChunk('IEND')]);
+  const idat = deflated.map((band, i) => (i === 0 ? [band.header, band.body] : [band.body]));
+  return pngFile([
+    ['IHDR', [header]],
+    ...idat.map((parts) => ['IDAT', parts] as const),
+    ['IDAT', [trailer]],
+    ['IEND', []],
+  ]);
 }

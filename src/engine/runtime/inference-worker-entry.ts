@@ -40,7 +40,7 @@ let dropQueued = false;
 async function run(id: number, input: Float32Array): Promise<void> {
   try {
     const plane = await (await loading).run(input, () => !dropQueued);
-    post({ type: 'result', id, plane }, [plane.data.buffer as ArrayBuffer]);
+    post({ type: 'result', id, plane, spent: input }, [plane.data.buffer as ArrayBuffer, input.buffer as ArrayBuffer]);
   } catch (error) {
     post({ type: 'failed', id, error: wire(error, 'processing_failed') });
   }

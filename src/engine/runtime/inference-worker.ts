@@ -9,6 +9,7 @@ import { gpuTurn } from './gpu-queue.js';
 import { inputSizeOf } from '../model/model-contract.js';
 import type { ResolvedModel } from '../model/model-registry.js';
 import type { MaskPlane, SessionOptions } from '../model/model-session.js';
+import { LENT } from './lent-buffers.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 
 /** An RmbgError as it crosses threads (structured cloning keeps neither its class nor its code). */
@@ -31,7 +32,8 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'loaded' }
   | { type: 'load-failed'; error: WireError }
-  | { type: 'result'; id: number; plane: MaskPlane }
+  /** `spent`: the run's input, which the model has read, moved back to be lent again (lent-buffers.ts). */
+  | { type: 'result'; id: number; plane: MaskPlane; spent: Float32Array }
   | { type: 'failed'; id: number; error: WireError };
 
 const ENTRY = builtModule('engine/runtime/inference-worker-entry.js');
@@ -287,6 +289,7 @@ export class WorkerSession {
           const run = this.pending.get(message.id);
           this.pending.delete(message.id);
           if (message.type === 'result') {
+            LENT.give(message.spent);
             if (worker === this.loadedWorker) this.brokenBy = undefined; // a fresh worker answered
             run?.resolve(message.plane);
           } else run?.reject(new RmbgError(message.error.code, message.error.message));

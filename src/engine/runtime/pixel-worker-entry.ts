@@ -2,21 +2,26 @@
 
 import { parentPort } from 'node:worker_threads';
 import { runPixelJob, type PixelJobInput, type PixelJobName } from './pixel-jobs.js';
-import type { PixelReply } from './pixel-workers.js';
+import type { PixelReply, PixelRequest } from './pixel-workers.js';
 import { sendStdoutToStderr } from './worker-stdout.js';
-import { movableBuffers } from '../../platform/thread-transfer.js';
+import { movableBuffers, viewedBuffers } from '../../platform/thread-transfer.js';
 
 if (!parentPort) throw new Error('pixel-worker-entry runs only as a worker thread');
 sendStdoutToStderr();
 const port = parentPort;
-port.on(
-  'message',
-  <Name extends PixelJobName>({ id, name, input }: { id: number; name: Name; input: PixelJobInput<Name> }) => {
-    runPixelJob(name, input).then(
-      // Every array a job returns was allocated here (or arrived in its message): all of them move.
-      (result) => port.postMessage({ id, result } satisfies PixelReply, movableBuffers(result)),
-      (error: unknown) =>
-        port.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies PixelReply),
-    );
-  },
-);
+port.on('message', ({ id, name, input, lent }: PixelRequest) => {
+  runPixelJob(name as PixelJobName, input as PixelJobInput<PixelJobName>).then(
+    // Every array a job returns was allocated here (or arrived in its message): all of them move, the lent ones
+    // too. A lent buffer goes back to the main thread's pool unless the result views it (then it is the result's).
+    (result) => {
+      const viewed = new Set(viewedBuffers(result));
+      const back = lent.filter((buffer) => !viewed.has(buffer));
+      const moved = new Set([...movableBuffers(result), ...lent]);
+      port.postMessage({ id, result, lent: back } satisfies PixelReply, [...moved]);
+    },
+    (error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      port.postMessage({ id, error: message, lent } satisfies PixelReply, lent);
+    },
+  );
+});

@@ -5,7 +5,9 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { RmbgError } from '../../api/errors.js';
 import { builtModule } from '../../platform/built-module.js';
+import type { TensorJob } from '../output/pixel-operations.js';
 import type { PixelJobName, PixelJobOutput, PixelWork } from './pixel-jobs.js';
+import { LEND_FROM_BYTES, LENT } from './lent-buffers.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 
 const ENTRY = builtModule('engine/runtime/pixel-worker-entry.js');
@@ -15,11 +17,21 @@ const ENTRY = builtModule('engine/runtime/pixel-worker-entry.js');
  * main thread (bench/RESULTS.md, "Issue #26, round 3"). */
 export const PIXEL_WORKERS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 4)));
 
-/** A worker's answer to job `id`: its result, or its error's message. */
+/** A job as a worker gets it: `lent` are the buffers of its input to move back with the reply. */
+export interface PixelRequest {
+  id: number;
+  name: PixelJobName;
+  input: unknown;
+  lent: ArrayBuffer[];
+}
+
+/** A worker's answer to job `id`: its result, or its error's message; `lent`: the request's buffers, moved back
+ * (less any the result views). */
 export interface PixelReply {
   id: number;
   result?: unknown;
   error?: string;
+  lent: ArrayBuffer[];
 }
 
 interface Pending {
@@ -45,12 +57,38 @@ const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic', 'raw']);
 const workers: PixelWorker[] = [];
 let nextId = 0;
 
+/** Where a job writes its result into a lent buffer rather than a new one: the model's tensor, handed back by the
+ * inference worker (inference-worker-entry.ts) once the model has read it. */
+const LENT_OUTPUT: Partial<Record<PixelJobName, (input: TensorJob) => number>> = {
+  tensor: ({ pixelCount }) => pixelCount * 3,
+};
+
+/** `value` with its large byte arrays, and its plain objects' (two levels: a job's mask), replaced by lent copies,
+ * whose buffers go in `lent`; an array whose buffer is in `moved` moves as it is. An input array that large which the
+ * caller does not give up (sharp's pixels) is copied into a lent buffer rather than cloned: a clone costs a new buffer
+ * on both threads, each a fresh mapping under fixed malloc thresholds; the copy is the one the clone made. */
+function withLentArrays(value: unknown, moved: ReadonlySet<ArrayBufferLike>, lent: ArrayBuffer[], depth = 0): unknown {
+  if (value instanceof Uint8Array) {
+    if (value.byteLength < LEND_FROM_BYTES || moved.has(value.buffer)) return value;
+    const copy = LENT.bytes(value.byteLength);
+    copy.set(value);
+    lent.push(copy.buffer as ArrayBuffer);
+    return copy;
+  }
+  if (depth >= 2 || typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype)
+    return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, field]) => [key, withLentArrays(field, moved, lent, depth + 1)]),
+  );
+}
+
 /** Starts a worker; unref'd while it has no job, so an idle one never holds the process open. */
 function startWorker(): PixelWorker {
   const worker = new Worker(ENTRY, { execArgv: workerExecArgv(process.execArgv) });
   const entry: PixelWorker = { worker, pending: new Map() };
   worker.unref();
   worker.on('message', (reply: PixelReply) => {
+    for (const buffer of reply.lent) LENT.give(buffer);
     const job = entry.pending.get(reply.id);
     if (!job) return;
     entry.pending.delete(reply.id);
@@ -89,8 +127,8 @@ function pickWorker(): PixelWorker {
   return workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
 }
 
-/** A job run on a pixel worker; the buffers in `transfer` move there (detached here), the rest is copied. Its
- * result's arrays come back moved; a worker that dies rejects its jobs. */
+/** A job run on a pixel worker; the buffers in `transfer` move there (detached here), large arrays are lent
+ * (withLentArrays), the rest is copied. Its result's arrays come back moved; a worker that dies rejects its jobs. */
 export const onPixelWorker: PixelWork = <Name extends PixelJobName>(
   name: Name,
   input: unknown,
@@ -120,6 +158,13 @@ export const onPixelWorker: PixelWork = <Name extends PixelJobName>(
       };
     target.pending.set(id, { resolve: settle(resolve as (result: unknown) => void), reject: settle(reject) });
     target.worker.ref();
-    target.worker.postMessage({ id, name, input }, transfer);
+    const lent: ArrayBuffer[] = [];
+    const lending = withLentArrays(input, new Set(transfer), lent) as Record<string, unknown>;
+    const outputLength = LENT_OUTPUT[name]?.(input as TensorJob);
+    if (outputLength !== undefined) {
+      lending.into = LENT.floats(outputLength);
+      lent.push((lending.into as Float32Array).buffer as ArrayBuffer);
+    }
+    target.worker.postMessage({ id, name, input: lending, lent } satisfies PixelRequest, [...transfer, ...lent]);
   });
 };

@@ -114,10 +114,12 @@ describe('the settings tables', () => {
     expect(() => parseImageOptions({ concurrency: '4' }, REMOVE_TABLE)).toThrow('concurrency must be a number');
     // Through a server, the engine's settings would be silently ignored: refused, named.
     const remote = { apiUrl: 'http://127.0.0.1:1', apiKey: 'k' };
-    expect(() => remoteTarget({ ...remote, threads: 2, graphCache: false })).toThrow(
-      '`threads`, `graphCache` apply on this computer only; the server at `apiUrl` runs its own model',
+    expect(() => remoteTarget({ ...remote, threads: 2, graphCache: false, cleanEdges: false })).toThrow(
+      '`threads`, `graphCache`, `cleanEdges` apply on this computer only; the server at `apiUrl` runs its own model',
     );
-    expect(remoteTarget({ ...remote, graphCache: true })).toEqual(expect.objectContaining({ apiUrl: remote.apiUrl }));
+    expect(remoteTarget({ ...remote, graphCache: true, cleanEdges: true })).toEqual(
+      expect.objectContaining({ apiUrl: remote.apiUrl }),
+    );
   });
 
   it('give the engine its environment variables when the caller gives no value: RMBG_MODEL, RMBG_DEVICE', () => {

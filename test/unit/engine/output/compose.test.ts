@@ -20,6 +20,18 @@ function randomInput(seed: number, channels: 3 | 4): ComposeInput {
 }
 
 describe('compose', () => {
+  it('gives the same pixels into a reused buffer that holds an earlier image, on both paths', () => {
+    for (let seed = 1; seed <= 100; seed++) {
+      const input = randomInput(seed, seed % 2 === 0 ? 4 : 3);
+      const earlier = Buffer.alloc(input.width * input.height * 4 + 8, 0xa5); // a pooled buffer is often larger
+      for (const opaque of [false, true]) {
+        const fresh = compose({ ...input, opaque });
+        const reused = compose({ ...input, opaque, out: Buffer.from(earlier) });
+        expect(reused.pixels.equals(fresh.pixels), `seed ${seed}, opaque ${opaque}`).toBe(true);
+      }
+    }
+  });
+
   it('gives the same pixels on its fast path as the general loop, for RGB and RGBA inputs', () => {
     for (let seed = 1; seed <= 200; seed++) {
       const input = randomInput(seed, seed % 2 === 0 ? 4 : 3);
