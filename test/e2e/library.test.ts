@@ -387,7 +387,7 @@ describe('removeBackgrounds with watch: true', () => {
     }
     const mask = path.join(outDir, 'astronaut.mask.png');
     expect(events.at(-1)).toMatchObject({ type: 'file', status: 'done', output: mask, mask });
-    expect(readdirSync(outDir).filter((name) => !name.startsWith('.'))).toEqual(['astronaut.mask.png', 'review.html']);
+    expect(readdirSync(outDir).filter((name) => !name.startsWith('.'))).toEqual(['astronaut.mask.png']);
     expect(await sharp(mask).metadata()).toMatchObject({ width: 512, height: 512, channels: 1 });
   });
 });
