@@ -68,7 +68,9 @@ export const OPTION_FIELDS = [
     localValues: LOCAL_FORMAT_NAMES,
     default: 'auto',
     description:
-      'auto: PNG if the result has transparency, JPG if opaque. On this computer only: psd (the photo as a layer, the cutout as its layer mask), tiff (the photo with an unassociated alpha, its depth and ICC profile kept).',
+      'auto: PNG if the result has transparency, JPG if opaque. On this computer only: psd (the photo ' +
+      'as a layer, the cutout as its layer mask), tiff (the photo with an unassociated alpha, its depth ' +
+      'and ICC profile kept).',
   },
   { name: 'crop', kind: 'boolean', default: false, description: 'Trim empty borders to the foreground box.' },
   {

@@ -38,7 +38,9 @@ export const HEADER_DESCRIPTIONS: Record<HeaderName, string> = {
   foregroundWidth: 'Width of the foreground box on the normalized input canvas, in pixels.',
   foregroundHeight: 'Height of the foreground box on the normalized input canvas, in pixels.',
   confidence:
-    "Extension (not in the API spec): how far the cutout can be trusted, 0 to 1 with up to 3 decimals, from its mask's share of ambiguous pixels and its foreground's size; under 0.5, check it. Absent from a replay stored before it was kept.",
+    'Extension (not in the API spec): how far the cutout can be trusted, 0 to 1 with up to 3 decimals, ' +
+    "from its mask's share of ambiguous pixels and its foreground's size; under 0.5, check it. Absent " +
+    'from a replay stored before it was kept.',
   rateLimitLimit: 'Requests allowed per one-minute window for this API key.',
   rateLimitRemaining: 'Requests left in the current window.',
   rateLimitReset: 'Seconds until the current window ends.',

@@ -21,7 +21,8 @@ export function runsLocally(flags: Pick<RemoveFlags, 'local'>, config: Config): 
 
 /** Said once on stderr when local mode was chosen for the user rather than asked for. */
 export const LOCAL_BY_DEFAULT_NOTE =
-  "rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
+  'rmbg: no API URL configured: removing backgrounds on this computer (as --local). To use a server, ' +
+  "pass --api-url, set RMBG_API_URL or run 'rmbg config set api-url URL'.";
 
 /** `photos`: how many photos the job holds, once they are found (undefined with --watch): a local engine's auto
  * weighs the GPU's slower start against it (engine/placement/place-session.ts). */

@@ -116,7 +116,8 @@ function addRemoveCommand(program: Command): void {
     .description('remove the background of images (files, folders, or - for stdin to stdout)')
     .argument(
       '<inputs...>',
-      `image files, folders, or - for stdin: ${PHOTO_FORMATS_TEXT} (the API takes JPG, PNG and WebP: with --api-url the others are converted on this computer before upload)`,
+      `image files, folders, or - for stdin: ${PHOTO_FORMATS_TEXT} (the API takes JPG, PNG and WebP: with ` +
+        `--api-url the others are converted on this computer before upload)`,
     );
   addSettingFlags(remove, BATCH_SETTINGS);
   addImageOptions(remove);

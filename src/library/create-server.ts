@@ -77,7 +77,8 @@ export async function startLocalService(options: ServerOptions = {}): Promise<Lo
         acquirePidLock(
           join(folder, 'serve.lock'),
           (holder) =>
-            `another rmbg serve (${holder}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` or \`store\` (several servers share a PostgreSQL \`store\`)`,
+            `another rmbg serve (${holder}) uses the SQLite store in ${folder}; stop it or choose another \`dataDir\` ` +
+            `or \`store\` (several servers share a PostgreSQL \`store\`)`,
           (holder) => {
             // Serving on would let two servers settle one store's leases: this one stops, as if asked to.
             const why =

@@ -76,7 +76,8 @@ export class AuthThrottle {
     const retryAfterSeconds = Math.max(1, Math.ceil((window.start + WINDOW_MS - now) / 1000));
     return new RmbgError(
       'rate_limited',
-      `too many requests with a missing or invalid API key from this address (at most ${this.maxFailuresPerMinute} a minute); retry in ${retryAfterSeconds} s with a valid key`,
+      `too many requests with a missing or invalid API key from this address (at most ${this.maxFailuresPerMinute} ` +
+        `a minute); retry in ${retryAfterSeconds} s with a valid key`,
       { retryAfterSeconds },
     );
   }

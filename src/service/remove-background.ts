@@ -364,7 +364,8 @@ function conflict(begun: Exclude<IdempotencyBegin, { state: 'new' | 'succeeded' 
     case 'expired':
       return new RmbgError(
         'idempotency_key_expired',
-        `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${LIMIT_TEXT.replayWindow} ago and can no longer be replayed; use a new key for a new billable request`,
+        `Idempotency-Key '${key}' belongs to ${original}, which succeeded more than ${LIMIT_TEXT.replayWindow} ` +
+          `ago and can no longer be replayed; use a new key for a new billable request`,
       );
     case 'failed':
       return new RmbgError(

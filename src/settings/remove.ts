@@ -49,13 +49,18 @@ export const CALL_SETTINGS = {
   mask: {
     type: 'switch',
     default: false,
-    help: "on this computer: also write the cutout's alpha as a grayscale PNG at the photo's full size, uncropped (photo.mask.png beside photo.png; 16-bit for a 16-bit photo)",
+    help:
+      "on this computer: also write the cutout's alpha as a grayscale PNG at the photo's full size, uncropped " +
+      '(photo.mask.png beside photo.png; 16-bit for a 16-bit photo)',
   },
   raw: {
     type: 'choice',
     choices: ['preview', 'develop'],
     default: 'preview',
-    help: "camera RAW files: preview reads the camera's own full-size JPEG inside the RAW (fast; a RAW whose preview is smaller than its sensor is developed), develop develops the RAW with LibRaw (camera white balance, sRGB)",
+    help:
+      "camera RAW files: preview reads the camera's own full-size JPEG inside the RAW (fast; a RAW whose " +
+      'preview is smaller than its sensor is developed), develop develops the RAW with LibRaw (camera ' +
+      'white balance, sRGB)',
   },
 } as const satisfies SettingsTable;
 
@@ -87,7 +92,10 @@ export const BATCH_SETTINGS = {
     type: 'choice',
     choices: ['raw', 'jpeg', 'both'],
     default: 'raw',
-    help: 'a camera RAW and a JPEG of one shot in one folder (IMG_0001.CR2 + IMG_0001.JPG): process the RAW (its JPEG is left, and counted in the summary), the JPEG, or both (written as IMG_0001.CR2.png and IMG_0001.JPG.png)',
+    help:
+      'a camera RAW and a JPEG of one shot in one folder (IMG_0001.CR2 + IMG_0001.JPG): process the RAW ' +
+      '(its JPEG is left, and counted in the summary), the JPEG, or both (written as IMG_0001.CR2.png ' +
+      'and IMG_0001.JPG.png)',
   },
   overwrite: { type: 'switch', help: 'replace existing outputs (default: skip them, which is how a re-run resumes)' },
   concurrency: {
@@ -108,13 +116,18 @@ export const BATCH_SETTINGS = {
     unit: 'milliseconds',
     flag: '--run-timeout',
     flagInSeconds: true,
-    help: "on this computer: time limit of one model run (a hung GPU or kernel), the GPU's first run (shader compilation) included; past it the photo fails and the model's worker is set aside",
+    help:
+      "on this computer: time limit of one model run (a hung GPU or kernel), the GPU's first run (shader " +
+      "compilation) included; past it the photo fails and the model's worker is set aside",
   },
   retryFailed: { type: 'switch', help: 'retry files the journal records as failed for a reason a retry will not fix' },
   reviewBelow: {
     type: 'fraction',
     default: SUSPECT_BELOW,
-    help: "cutouts whose confidence (0..1, from the mask) is under this are flagged: counted in the summary and shown first in the output folder's review.html; the default flags what the rule of many ambiguous edge pixels or a tiny foreground would",
+    help:
+      'cutouts whose confidence (0..1, from the mask) is under this are flagged: counted in the summary ' +
+      "and shown first in the output folder's review.html; the default flags what the rule of many ambiguous " +
+      'edge pixels or a tiny foreground would',
   },
   reviewPage: {
     type: 'switch',

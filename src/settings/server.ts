@@ -154,7 +154,9 @@ export const SERVER_SETTINGS = {
     type: 'text',
     placeholder: 'token',
     env: 'RMBG_METRICS_TOKEN',
-    help: 'let GET /metrics be read from any address with "Authorization: Bearer <token>"; on the command line it shows in `ps`: prefer the environment or --metrics-token-file',
+    help:
+      'let GET /metrics be read from any address with "Authorization: Bearer <token>"; on the command ' +
+      'line it shows in `ps`: prefer the environment or --metrics-token-file',
     doc: 'let GET /metrics be read from any address with "Authorization: Bearer <token>"',
     defaultText: 'none: /metrics answers loopback callers only',
   },

@@ -182,7 +182,10 @@ async function migrate(config: pg.ClientConfig, settings: PostgresSettings): Pro
         if (code !== '55P03' && code !== '57014') throw error;
         throw new RmbgError(
           'io_error',
-          `another server has held the store's migration lock for over ${bound} ms (migration_timeout): it is migrating the schema, or stopped or froze while migrating (PostgreSQL ends its session after idle_in_transaction_session_timeout); retry once it has finished, or raise migration_timeout in the store URL`,
+          `another server has held the store's migration lock for over ${bound} ms (migration_timeout): it ` +
+            `is migrating the schema, or stopped or froze while migrating (PostgreSQL ends its session after ` +
+            `idle_in_transaction_session_timeout); retry once it has finished, or raise migration_timeout in ` +
+            `the store URL`,
           { cause: error },
         );
       });
@@ -201,7 +204,9 @@ async function migrate(config: pg.ClientConfig, settings: PostgresSettings): Pro
           if (code !== '55P03' && code !== '57014') throw error;
           throw new RmbgError(
             'io_error',
-            `migrating the schema to version ${version + 1} took over ${bound} ms (migration_timeout: ${messageOf(error)}); nothing was changed; raise migration_timeout in the store URL for a large database, or stop what holds its tables`,
+            `migrating the schema to version ${version + 1} took over ${bound} ms (migration_timeout: ${messageOf(error)}); ` +
+              `nothing was changed; raise migration_timeout in the store URL for a large database, or stop what ` +
+              `holds its tables`,
             { cause: error },
           );
         });

@@ -130,8 +130,11 @@ function allocatorReport(): DoctorReport['allocator'] {
     thresholds: "dynamic thresholds (a long run's memory grows: glibc keeps the image-sized buffers it frees)",
     fix:
       process.env[tuning.RESTARTED] !== undefined
-        ? 'glibc dropped the GLIBC_TUNABLES rmbg restarted with: it ignores malloc settings in a privileged process (setcap, setuid); run rmbg without privileges (a port above 1023, or the sysctl net.ipv4.ip_unprivileged_port_start) (docs/deploy.md)'
-        : `Node.js ${process.version} cannot restart rmbg with them fixed (22.15 and later can; rmbg serve runs in a child process that has them): ${startWith}`,
+        ? 'glibc dropped the GLIBC_TUNABLES rmbg restarted with: it ignores malloc settings in a privileged ' +
+          'process (setcap, setuid); run rmbg without privileges (a port above 1023, or the sysctl net.ipv4.ip_unprivileged_port_start) ' +
+          '(docs/deploy.md)'
+        : `Node.js ${process.version} cannot restart rmbg with them fixed (22.15 and later can; rmbg serve ` +
+          `runs in a child process that has them): ${startWith}`,
   };
 }
 

@@ -44,7 +44,8 @@ export async function run(opts: Record<string, unknown>, positional: string[]): 
   if (opts.json) process.stdout.write(`${JSON.stringify(added, null, 2)}\n`);
   else
     process.stdout.write(
-      `added model ${name} (${(added.bytes / 1e6).toFixed(1)} MB, sha256 ${added.sha256.slice(0, 12)}…) to ${dir}\nuse it with: rmbg remove PHOTO --local --model ${name}\n`,
+      `added model ${name} (${(added.bytes / 1e6).toFixed(1)} MB, sha256 ${added.sha256.slice(0, 12)}…) ` +
+        `to ${dir}\nuse it with: rmbg remove PHOTO --local --model ${name}\n`,
     );
   return EXIT.ok;
 }

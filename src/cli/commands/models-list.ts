@@ -44,7 +44,9 @@ export async function modelRows(dataDir: string | undefined) {
       path: model.path,
       source: `${entry.pulled ? 'pulled' : 'added'} from ${entry.addedFrom}`,
       ...(entry.pulled && { licence: entry.pulled.licence }),
-      contract: `${entry.preset ? `preset ${entry.preset}; ` : ''}input ${width}×${height}, mean ${mean.join(',')}, std ${std.join(',')} on ${range ?? '0-255'}, activation ${entry.activation ?? 'none'}`,
+      contract:
+        `${entry.preset ? `preset ${entry.preset}; ` : ''}input ${width}×${height}, mean ${mean.join(',')}, ` +
+        `std ${std.join(',')} on ${range ?? '0-255'}, activation ${entry.activation ?? 'none'}`,
     };
   });
   return Promise.all([...builtIn, ...own]);

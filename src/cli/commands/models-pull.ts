@@ -77,7 +77,8 @@ async function pullUnlessPulled(model: CatalogueModel, dir: string, from: string
     });
     progress.stop();
     process.stderr.write(
-      `rmbg: pulled ${name} (${(installed.bytes / 1e6).toFixed(1)} MB, ${model.pin.algorithm} ${model.pin.hex} as pinned, sha256 ${installed.sha256}) into ${dir}\n`,
+      `rmbg: pulled ${name} (${(installed.bytes / 1e6).toFixed(1)} MB, ${model.pin.algorithm} ${model.pin.hex} ` +
+        `as pinned, sha256 ${installed.sha256}) into ${dir}\n`,
     );
   } catch (error) {
     progress.stop();

@@ -141,7 +141,8 @@ function checkInputs(inputs: string[], flags: RemoveFlags): void {
   if (flags.retryReview && (flags.model === undefined || flags.watch || inputs.includes('-')))
     throw new RmbgError(
       'usage_error',
-      "--retry-review runs the cutouts the output folder's journal flags again with another model: give --model NAME and the same inputs and -o as the first run (not - or --watch)",
+      "--retry-review runs the cutouts the output folder's journal flags again with another model: give " +
+        '--model NAME and the same inputs and -o as the first run (not - or --watch)',
     );
   if (flags.apiKey === '-' && inputs.includes('-'))
     throw new RmbgError(
@@ -193,7 +194,8 @@ function retryReviewNote(flags: RemoveFlags, items: InputItem[]): string {
   const flagged = items.filter((item) => isFlaggedRecord(records.get(item.path), below)).length;
   return flagged === 0
     ? `--retry-review: the journal flags no cutout of these inputs (confidence under ${below}); nothing to run again`
-    : `--retry-review: running the ${flagged} flagged cutout${flagged === 1 ? '' : 's'} (confidence under ${below}) again with the model ${flags.model}, overwriting them; the others are left as they are`;
+    : `--retry-review: running the ${flagged} flagged cutout${flagged === 1 ? '' : 's'} (confidence under ` +
+        `${below}) again with the model ${flags.model}, overwriting them; the others are left as they are`;
 }
 
 /** The exit code a finished batch means (see the command's help). */

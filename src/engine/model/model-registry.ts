@@ -80,7 +80,8 @@ export function resolveModel(nameOrPath?: string, userModelsDir?: string): Resol
     .join(', ');
   throw new RmbgError(
     'usage_error',
-    `unknown model '${wanted}'; known models: ${known}; to pull with 'rmbg models pull NAME': ${pullableNames}; or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`,
+    `unknown model '${wanted}'; known models: ${known}; to pull with 'rmbg models pull NAME': ${pullableNames}; ` +
+      `or a path to an .onnx file (add your own with 'rmbg models add NAME FILE --preset …')`,
   );
 }
 

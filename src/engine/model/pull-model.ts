@@ -201,7 +201,8 @@ export async function pullModel(
     discardPart(part);
     throw new RmbgError(
       'model_unavailable',
-      `${model.name} from ${source} does not match its pinned ${model.pin.algorithm}: expected ${model.pin.hex}, got ${got}; nothing was installed and the partial download was removed`,
+      `${model.name} from ${source} does not match its pinned ${model.pin.algorithm}: expected ${model.pin.hex}, ` +
+        `got ${got}; nothing was installed and the partial download was removed`,
     );
   }
   const file = `${model.name}.onnx`;

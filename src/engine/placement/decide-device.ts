@@ -159,7 +159,10 @@ function tooSmallForGpu(known: GpuVerdict | undefined, photos: number, { verdict
   if (!known)
     return 'a job of one photo ends sooner on the CPU than the GPU could be measured (a job of more photos measures it)';
   const estimate = estimateJob(known, photos);
-  return `this job ends sooner on the CPU, as the GPU starts slower (${describeEstimate(estimate)}; from ${describeVerdict(known)}, remembered in ${verdictFile})`;
+  return (
+    `this job ends sooner on the CPU, as the GPU starts slower (${describeEstimate(estimate)}; from ` +
+    `${describeVerdict(known)}, remembered in ${verdictFile})`
+  );
 }
 
 /** WebGPU works, but only on a software adapter: never "the GPU" (it is slower than the CPU provider). */

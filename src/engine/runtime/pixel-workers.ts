@@ -51,7 +51,8 @@ interface PixelWorker {
 export const PIXEL_JOB_LIMIT_MS = 60_000;
 
 /** Jobs whose worker ends after them: libheif's and LibRaw's WebAssembly heaps grow to the largest image decoded
- * (about 200 MB for a 12 MP HEIC, 14 bytes a pixel for a RAW) and never shrink, so the worker that decoded one goes and its memory with it; starting another costs ms. */
+ * (about 200 MB for a 12 MP HEIC, 14 bytes a pixel for a RAW) and never shrink, so the worker that decoded one
+ * goes and its memory with it; starting another costs ms. */
 const RETIRES_WORKER: ReadonlySet<PixelJobName> = new Set(['heic', 'raw']);
 
 const workers: PixelWorker[] = [];
