@@ -3,6 +3,7 @@
 
 import { BATCH_SETTINGS } from '../settings/remove.js';
 import { concurrencyOf, type Remover } from './remover.js';
+import type { RawPairs } from './discover-inputs.js';
 import type { MaskOutput } from './output-paths.js';
 import type { BatchOptions } from './run-batch.js';
 
@@ -18,6 +19,7 @@ export interface BatchRows {
   retryReview?: boolean | undefined;
   mask?: boolean | undefined;
   maskOnly?: boolean | undefined;
+  rawPairs?: RawPairs | undefined;
 }
 
 /** Which mask files the rows ask for (--mask-only wins over --mask). */
@@ -40,6 +42,7 @@ export function batchRowsOf(
   | 'reviewPage'
   | 'retryReview'
   | 'mask'
+  | 'rawPairs'
 > {
   return {
     outputDir: rows.outDir,
@@ -51,5 +54,6 @@ export function batchRowsOf(
     reviewPage: Boolean(rows.reviewPage),
     retryReview: Boolean(rows.retryReview),
     mask: maskOutputOf(rows),
+    rawPairs: rows.rawPairs ?? BATCH_SETTINGS.rawPairs.default,
   };
 }

@@ -11,7 +11,7 @@ import { canonicalOptions, type RemoveOptions } from '../api/options.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { writeFileAtomic, removeStaleTempFiles } from './atomic-write.js';
 import type { BatchEvent, BatchSettings, BatchSummary, FileEvent } from './batch-events.js';
-import type { InputItem, PassedOver } from './discover-inputs.js';
+import type { InputItem, PassedOver, RawPairs } from './discover-inputs.js';
 import { readInput } from './read-input.js';
 import { Journal, type JournalRecord } from './journal.js';
 import {
@@ -50,6 +50,8 @@ export interface BatchOptions {
   retryReview?: boolean;
   /** The mask file beside each cutout, or instead of it (on this computer only). */
   mask?: MaskOutput;
+  /** Which half of a RAW+JPEG pair the inputs' discovery kept: said in the start event's settings. */
+  rawPairs?: RawPairs;
   /** Aborting stops scheduling; files in flight finish (their signal is not aborted). */
   stop?: AbortSignal;
   /** Aborting cancels files in flight too (second Ctrl-C). */
@@ -127,7 +129,8 @@ class BatchRun {
 
   /** The settings in force: the remover's, and the batch's own as this run holds them. */
   private settings(): BatchSettings {
-    const { remover, recursive, overwrite, retryFailed, reviewPage, retryReview, arrivals } = this.batch;
+    const { remover, recursive, overwrite, retryFailed, reviewPage, retryReview, arrivals, mask, rawPairs } =
+      this.batch;
     return {
       ...remover.settings,
       outDir: this.outputDir,
@@ -139,6 +142,9 @@ class BatchRun {
       reviewBelow: this.reviewBelow,
       reviewPage: Boolean(reviewPage),
       retryReview: Boolean(retryReview),
+      mask: mask !== undefined,
+      maskOnly: mask === 'only',
+      rawPairs,
     };
   }
 
