@@ -173,7 +173,7 @@ async function findInputs(
     outputDir: outDir,
     rawPairs: flags.rawPairs,
   });
-  const { items } = found;
+  const { items, ...passedOver } = found;
   counted(flags.watch ? undefined : items.length);
   if (items.length === 0 && !flags.watch)
     throw new RmbgError(
@@ -183,7 +183,7 @@ async function findInputs(
           .map((line) => `; ${line}`)
           .join(''),
     );
-  const planned = await planBatch({ flags: { ...flags, outDir }, items, passedOver: found, options });
+  const planned = await planBatch({ flags: { ...flags, outDir }, items, passedOver, options });
   return planned ?? { ...found, watched };
 }
 
