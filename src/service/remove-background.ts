@@ -17,6 +17,7 @@
 // Every store call waits within the request's database budget (answer-bound.ts): past it the client gets 503 and
 // what the call leaves unsettled is settled by the refunder's background rounds or the lease sweep.
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { RmbgError, toRmbgError } from '../api/errors.js';
 import { LIMIT_TEXT, LIMITS } from '../api/limits.js';
 import { validateIdempotencyKey } from '../api/options.js';
@@ -170,12 +171,7 @@ async function settleWhenAnswered(ctx: ServiceContext, req: RemoveRequest): Prom
         const outcome = await ctx.refunder.refund(req.requestId, undefined, true);
         if (outcome?.settled) ctx.observer.refunded?.(outcome.refunded.subscription + outcome.refunded.payg);
       } else {
-        // Not closed (the database away): the lease expires and the sweep refunds a result that was received.
-        await ctx.store.deliver(req.requestId, undefined, ctx.now()).catch((error: unknown) => {
-          process.emitWarning(
-            `request ${req.requestId}: its delivery was not recorded (${toRmbgError(error).message})`,
-          );
-        });
+        await recordDelivery(ctx, req.requestId);
       }
     } finally {
       ctx.leases.end(req.requestId);
@@ -183,6 +179,30 @@ async function settleWhenAnswered(ctx: ServiceContext, req: RemoveRequest): Prom
   };
   if (req.answered) void req.answered.then(settle);
   else await settle();
+}
+
+/** Pauses between tries to close a delivered lease: within the lease's time, so its renewals keep it ours. */
+const DELIVERY_RETRY_MS = [1_000, 2_000, 4_000, 8_000];
+
+/**
+ * Closes the lease of a result whose answer was sent (the charge stands), tried again while the database is away
+ * (a frozen connection is given up, the next try takes a new one). Never closed, the lease expires and the sweep
+ * refunds a result that was received: the server's loss, never the client's.
+ */
+async function recordDelivery(ctx: ServiceContext, requestId: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ctx.store.deliver(requestId, undefined, ctx.now()); // false: settled already, by an earlier try
+      return;
+    } catch (error) {
+      const pause = DELIVERY_RETRY_MS[attempt];
+      if (pause === undefined) {
+        process.emitWarning(`request ${requestId}: its delivery was not recorded (${toRmbgError(error).message})`);
+        return;
+      }
+      await delay(pause, undefined, { ref: false });
+    }
+  }
 }
 
 /** How far a removal got: what a failure must undo. */

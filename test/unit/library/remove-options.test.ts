@@ -19,7 +19,7 @@ function failure(run: () => unknown): { code: string; message: string } {
 }
 
 const ALLOWED =
-  'allowed options: size, format, crop, bgColor, apiUrl, apiKey, timeoutMs, keepMetadata, keepGps, mask, model, device, threads, spinWait, graphCache, cleanEdges, signal';
+  'allowed options: size, format, crop, bgColor, apiUrl, apiKey, timeoutMs, keepMetadata, keepGps, mask, raw, model, device, threads, spinWait, graphCache, cleanEdges, signal';
 
 describe('parseImageOptions', () => {
   it('reads the camelCase options into the engine options, the CLI defaults for the rest', () => {
