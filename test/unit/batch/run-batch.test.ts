@@ -180,6 +180,8 @@ describe('a first run', () => {
       reviewBelow: 0.5,
       reviewPage: false,
       retryReview: false,
+      mask: false,
+      maskOnly: false,
     };
     expect(events[0]).toEqual({ type: 'start', total: 3, settings });
     expect(events.at(-1)).toBe(summary);

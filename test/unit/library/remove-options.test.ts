@@ -66,7 +66,7 @@ describe('parseImageOptions', () => {
     const batch = joinTables(BATCH_SETTINGS, CALL_TABLE);
     expect(parseImageOptions({ outDir: 'out', watch: true }, batch)).toEqual(CALLER_DEFAULT_OPTIONS);
     expect(failure(() => parseImageOptions({ outdir: 'out' }, batch)).message).toBe(
-      `unknown option 'outdir'; ${ALLOWED.replace('bgColor, ', 'bgColor, outDir, recursive, watch, maskOnly, overwrite, concurrency, runTimeoutMs, retryFailed, reviewBelow, reviewPage, retryReview, ')}`,
+      `unknown option 'outdir'; ${ALLOWED.replace('bgColor, ', 'bgColor, outDir, recursive, watch, maskOnly, rawPairs, overwrite, concurrency, runTimeoutMs, retryFailed, reviewBelow, reviewPage, retryReview, ')}`,
     );
   });
 });
