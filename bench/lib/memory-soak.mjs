@@ -1,6 +1,6 @@
 // Soaks of the real CLI, its resident memory read as it goes: `rmbg serve` under requests of mixed photos, sizes and
 // formats (one in ten a truncated file, 400), and `rmbg remove` over a folder. Shared by bench/memory-soak.mjs and
-// test/e2e/memory-soak.test.ts.
+// test/e2e/memory-soak.test.ts and memory-soak-serve.test.ts.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';

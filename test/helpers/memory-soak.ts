@@ -1,0 +1,54 @@
+// The memory soaks' shared parts (test/e2e/memory-soak*.test.ts): the photos, the model, the user's environment and
+// how an RSS curve is read. The soaks are two files so that the suite runs them side by side.
+
+import { afterAll, beforeAll, inject } from 'vitest';
+// @ts-expect-error: the bench's plain JavaScript has no types
+import { meanRss } from '../../bench/lib/memory-soak.mjs';
+// @ts-expect-error: the bench's plain JavaScript has no types
+import { preparePhotos } from '../../bench/lib/photo-set.mjs';
+import { removeTempDirs, tempDir } from './cli.js';
+import { warmKeyModel } from './fast-models.js';
+import { envWithoutMallocSettings } from './malloc-settings.js';
+
+export interface Sample {
+  requests: number;
+  rss: number;
+}
+
+/** The set-up's Node of a maintained line (test/setup/maintained-node.ts), or '' where there is none. */
+export const NODE = inject('maintainedNode');
+const MiB = 2 ** 20;
+
+/** The environment of a run as a user's: no RMBG_* of the developer's, and none of glibc's malloc settings. */
+export const ENV = envWithoutMallocSettings();
+
+/** RSS early in the run (its 30th to 80th photo) and at its end (the last 50), in MiB: means over the windows, as
+ * the memory a photo's buffers awaiting the collector hold comes and goes. */
+export function earlyAndLateMiB(samples: Sample[]): { early: number; late: number } {
+  const last = samples.at(-1)?.requests ?? 0;
+  return { early: meanRss(samples, 30, 80) / MiB, late: meanRss(samples, last - 50, last) / MiB };
+}
+
+/** RSS growth from early in the run to its end, in MiB. */
+export function growthMiB(samples: Sample[]): number {
+  const { early, late } = earlyAndLateMiB(samples);
+  return late - early;
+}
+
+/** Leveled off: at most this much more at the end than early on (without the fix: +60 to +140 MiB; with it under
+ * 10 on a quiet machine, up to 35 on one running other soaks beside). */
+export const MAX_GROWTH_MIB = 40;
+/** A soak's time limit: a loaded 2-core machine runs the serve soak in up to 5 minutes. */
+export const SOAK_TIMEOUT_MS = 480_000;
+
+/** The soak's photos (the bench's mixed set) and the warm-key model, made once per file. */
+export function soakInputs(): { photos: string[]; model: string } {
+  const inputs = { photos: [] as string[], model: '' };
+  beforeAll(async () => {
+    const work = tempDir('rmbg-soak-');
+    inputs.photos = (await preparePhotos(work)).photos.map((photo: { file: string }) => photo.file);
+    inputs.model = warmKeyModel();
+  });
+  afterAll(removeTempDirs);
+  return inputs;
+}
