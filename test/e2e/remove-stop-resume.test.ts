@@ -5,8 +5,9 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jpegPhoto } from '../helpers/hostile-images.js';
 import { ensureBuilt, jsonLines, removeTempDirs, rmbg, tempDir } from '../helpers/cli.js';
+import { warmKeyModel } from '../helpers/fast-models.js';
+import { jpegPhoto } from '../helpers/hostile-images.js';
 import { type InferenceGate, inferenceGate } from '../helpers/inference-gate.js';
 import {
   expectCutout,
@@ -34,11 +35,18 @@ async function photoFolder(names: Array<keyof typeof SIZES>): Promise<string> {
 // gate closed with close(n) holds exactly the (n+1)th file not skipped in the model.
 const BATCH = ['remove', 'in', '-o', 'out', '--local', '--size', 'preview', '--concurrency', '1', '--json'];
 
-const rerun = (work: string) => rmbg(BATCH, { cwd: work });
+/** The warm-key model: what is tested is the batch around the model's runs, which take it milliseconds. */
+const MODEL_ENV = { RMBG_MODEL: warmKeyModel() };
+
+const rerun = (work: string) => rmbg(BATCH, { cwd: work, env: MODEL_ENV });
 
 /** The batch, its model runs obeying `gate` (closed before it starts), and a wait for words on its stderr. */
 function gatedRun(work: string, gate: InferenceGate) {
-  const child = rmbg([...BATCH, '--device', 'cpu'], { cwd: work, nodeArgs: gate.nodeArgs, env: gate.env });
+  const child = rmbg([...BATCH, '--device', 'cpu'], {
+    cwd: work,
+    nodeArgs: gate.nodeArgs,
+    env: { ...MODEL_ENV, ...gate.env },
+  });
   let stderr = '';
   const listeners = new Set<() => void>();
   child.stderr!.on('data', (chunk: Buffer) => {
