@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
+import { RecordedDurationSequencer } from './test/setup/file-order.js';
 
 /** The options every project takes, and the runner's fixture config too (test/fixtures/runner/vitest.config.ts). */
 export const SHARED_OPTIONS: NonNullable<ViteUserConfig['test']> = {
@@ -25,6 +26,7 @@ export default defineConfig({
   test: {
     ...SHARED_OPTIONS,
     reporters: ['default'],
+    sequence: { sequencer: RecordedDurationSequencer },
     projects: [
       {
         extends: true,
