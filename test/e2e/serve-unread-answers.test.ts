@@ -12,6 +12,7 @@ import {
   call,
   createKey,
   ensureBuilt,
+  largeAnswerBody,
   errorCode,
   startIdentityServe,
   tempDataDir,
@@ -42,19 +43,7 @@ beforeAll(async () => {
   await ensureBuilt();
   dataDir = tempDataDir();
   server = await startIdentityServe(dataDir, ['--send-timeout', String(SEND_TIMEOUT_S), '--rate-limit', '1000']);
-  // Noise does not compress: the answer is far larger than what the sockets' buffers hold.
-  const photo = await sharp({
-    create: {
-      width: 3000,
-      height: 3000,
-      channels: 3,
-      background: '#808080',
-      noise: { type: 'gaussian', mean: 128, sigma: 60 },
-    },
-  })
-    .jpeg({ quality: 90 })
-    .toBuffer();
-  body = Buffer.from(JSON.stringify({ image_file_b64: photo.toString('base64'), size: 'full', format: 'png' }));
+  body = await largeAnswerBody();
   paid = await createKey(dataDir, 10);
   const first = await call(`${server.url}/v1.0/removebg`, {
     method: 'POST',

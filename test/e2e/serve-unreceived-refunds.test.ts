@@ -5,12 +5,12 @@
 // answer is far larger than what the sockets' buffers hold.
 
 import net from 'node:net';
-import sharp from 'sharp';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   balance,
   createKey,
   ensureBuilt,
+  largeAnswerBody,
   startIdentityServe,
   tempDataDir,
   type ServeProcess,
@@ -20,19 +20,7 @@ const started: ServeProcess[] = [];
 let body: Buffer;
 beforeAll(async () => {
   await ensureBuilt();
-  const photo = await sharp({
-    create: {
-      width: 3000,
-      height: 3000,
-      channels: 3,
-      background: '#808080',
-      noise: { type: 'gaussian', mean: 128, sigma: 60 },
-    },
-  })
-    .jpeg({ quality: 90 })
-    .toBuffer();
-  // Full size as PNG: noise does not compress, so the answer is about 36 MB.
-  body = Buffer.from(JSON.stringify({ image_file_b64: photo.toString('base64'), size: 'full', format: 'png' }));
+  body = await largeAnswerBody();
 }, 60_000);
 afterAll(() => Promise.all(started.map((server) => server.stop())));
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
+import sharp from 'sharp';
 import { afterAll, beforeAll } from 'vitest';
 import { servingPid } from '../../bench/lib/serving-process.mjs';
 import { rmbg as runCli } from './cli.js';
@@ -184,4 +185,21 @@ export async function balance(
     }
   ).data.attributes;
   return { total: credits.total, subscription: credits.subscription, payg: credits.payg };
+}
+
+/** A removal's JSON body whose answer is far larger than the sockets' buffers hold: a 9 MP noise photo at full size
+ * as PNG (noise does not compress: about 36 MB), for the tests of answers sent slowly or not at all. */
+export async function largeAnswerBody(): Promise<Buffer> {
+  const photo = await sharp({
+    create: {
+      width: 3000,
+      height: 3000,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 60 },
+    },
+  })
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  return Buffer.from(JSON.stringify({ image_file_b64: photo.toString('base64'), size: 'full', format: 'png' }));
 }
