@@ -35,6 +35,16 @@ export function growthMiB(samples: Sample[]): number {
   return late - early;
 }
 
+/** Growth of the RSS's floor, in MiB: the lowest reading late in the run (its last 50 photos) less the lowest early on
+ * (the 30th to 80th). For a run read while photos are in flight (the folder's, at each JSON line): their buffers
+ * add up to ±40 MiB to any one reading, while memory kept for good raises every reading, the lowest too. */
+export function floorGrowthMiB(samples: Sample[]): number {
+  const last = samples.at(-1)?.requests ?? 0;
+  const lowest = (from: number, to: number) =>
+    Math.min(...samples.filter(({ requests }) => requests >= from && requests <= to).map(({ rss }) => rss));
+  return (lowest(last - 50, last) - lowest(30, 80)) / MiB;
+}
+
 /** Leveled off: at most this much more at the end than early on (without the fix: +54 to +140 MiB, the serve soak's
  * growth done by its 80th request; with it under 15 on a quiet machine, up to 35 beside other soaks). */
 export const MAX_GROWTH_MIB = 40;
