@@ -47,7 +47,7 @@ for (let round = 0; round < rounds; round++) {
     runs[variant].push(run);
     console.error(
       `round ${round + 1} ${variant}: ${run.photos} photos, wall ${(run.ms / 1000).toFixed(2)} s, ` +
-        `system ${(run.systemMs / 1000).toFixed(2)} s, CPU ${(run.cpuMs / 1000).toFixed(2)} s, peak RSS ${run.maxRss >> 20} MiB`,
+        `system ${(run.systemMs / 1000).toFixed(2)} s, ${run.minorFaults} faults, CPU ${(run.cpuMs / 1000).toFixed(2)} s, peak RSS ${run.maxRss >> 20} MiB`,
     );
   }
 }
@@ -75,6 +75,12 @@ console.log(
         seconds(med('dynamic', 'cpuMs')),
         seconds(med('fixed', 'cpuMs')),
         ratio(med('fixed', 'cpuMs') / med('dynamic', 'cpuMs')),
+      ],
+      [
+        'minor page faults',
+        med('dynamic', 'minorFaults').toLocaleString('en'),
+        med('fixed', 'minorFaults').toLocaleString('en'),
+        ratio(med('fixed', 'minorFaults') / med('dynamic', 'minorFaults')),
       ],
       [
         'peak RSS',
