@@ -4,13 +4,14 @@
 // comes (dynamic thresholds) and with the fixed thresholds that bin/malloc-tuning.js gives rmbg, in one run.
 // Prints a Markdown table for bench/RESULTS.md: RSS after 30 requests, at the end, and the growth between.
 //
-// Usage: node bench/memory-soak.mjs [--requests=300] [--model=warm-key|NAME|PATH] [--no-remove]
+// Usage: node bench/memory-soak.mjs [--requests=300] [--model=warm-key|NAME|PATH] [--no-remove] [--preload=PATH]
+//   --preload: another allocator as a third set-up (lib/malloc-variants.mjs).
 //   The "dynamic" runs need a Node that cannot restart rmbg (20); on a later one both runs are fixed.
 import { mkdirSync, mkdtempSync, linkSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ROOT } from './lib/inputs.mjs';
+import { mallocVariants } from './lib/malloc-variants.mjs';
 import { mib, table } from './lib/markdown.mjs';
 import { soakRemove, soakServe } from './lib/memory-soak.mjs';
 import { preparePhotos } from './lib/photo-set.mjs';
@@ -18,16 +19,12 @@ import { writeWarmKeyModel } from './lib/warm-key-model.mjs';
 
 const flag = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const requests = Number(flag('requests', 300));
-const { MALLOC_TUNABLES } = createRequire(import.meta.url)(join(ROOT, 'bin', 'malloc-tuning.js'));
 const work = mkdtempSync(join(tmpdir(), 'rmbg-memory-soak-'));
 const modelFlag = flag('model', 'isnet-medium-fp32');
 const model = modelFlag === 'warm-key' ? writeWarmKeyModel(join(work, 'warm-key.onnx')) : modelFlag;
 const photos = (await preparePhotos(join(ROOT, 'bench', '.work'))).photos.map((photo) => photo.file);
 
-const VARIANTS = [
-  { label: "glibc's dynamic thresholds", env: { GLIBC_TUNABLES: '' } },
-  { label: `fixed (GLIBC_TUNABLES=${MALLOC_TUNABLES})`, env: { GLIBC_TUNABLES: MALLOC_TUNABLES } },
-];
+const VARIANTS = mallocVariants();
 
 /** RSS after the 30th photo, at the end, the peak, and the growth between. */
 function row(what, label, rss) {
