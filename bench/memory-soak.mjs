@@ -6,7 +6,6 @@
 //
 // Usage: node bench/memory-soak.mjs [--requests=300] [--model=warm-key|NAME|PATH] [--no-remove] [--preload=PATH]
 //   --preload: another allocator as a third set-up (lib/malloc-variants.mjs).
-//   The "dynamic" runs need a Node that cannot restart rmbg (20); on a later one both runs are fixed.
 import { mkdirSync, mkdtempSync, linkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';

@@ -5,13 +5,19 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ROOT } from './inputs.mjs';
 
-const { MALLOC_TUNABLES } = createRequire(import.meta.url)(join(ROOT, 'bin', 'malloc-tuning.js'));
+const { MALLOC_TUNABLES, RESTARTED } = createRequire(import.meta.url)(join(ROOT, 'bin', 'malloc-tuning.js'));
+/** Each run keeps the allocator it is given: rmbg does not restart itself (or serve in a child) with its own. */
+const AS_GIVEN = { [RESTARTED]: '1' };
 
 /** Each set-up's short name, its label for a table, and the environment a run gets. */
 export function mallocVariants(argv = process.argv) {
   const variants = [
-    { name: 'dynamic', label: "glibc's dynamic thresholds", env: { GLIBC_TUNABLES: '' } },
-    { name: 'fixed', label: `fixed (GLIBC_TUNABLES=${MALLOC_TUNABLES})`, env: { GLIBC_TUNABLES: MALLOC_TUNABLES } },
+    { name: 'dynamic', label: "glibc's dynamic thresholds", env: { ...AS_GIVEN, GLIBC_TUNABLES: '' } },
+    {
+      name: 'fixed',
+      label: `fixed (GLIBC_TUNABLES=${MALLOC_TUNABLES})`,
+      env: { ...AS_GIVEN, GLIBC_TUNABLES: MALLOC_TUNABLES },
+    },
   ];
   const preload = argv.find((arg) => arg.startsWith('--preload='))?.slice('--preload='.length);
   if (preload) {
@@ -19,7 +25,7 @@ export function mallocVariants(argv = process.argv) {
     variants.push({
       name: library,
       label: `${library} (LD_PRELOAD)`,
-      env: { GLIBC_TUNABLES: '', LD_PRELOAD: preload },
+      env: { ...AS_GIVEN, GLIBC_TUNABLES: '', LD_PRELOAD: preload },
     });
   }
   return variants;
