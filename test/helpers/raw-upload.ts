@@ -2,6 +2,7 @@
 // an attacker uploads, with how much of the body it had sent when the answer began. A raw socket, so a write
 // failing after the answer arrived (the server stopped reading) cannot hide the answer, as it can in node:http.
 
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export interface UploadAnswer {
@@ -59,6 +60,20 @@ export function uploadUntilAnswered(
     };
     pump();
   });
+}
+
+/** The most a loopback connection's kernel buffers can hold unread: the sender's send buffer and the receiver's
+ * receive buffer at their largest (Linux's tcp_wmem and tcp_rmem; 4 and 6 MiB, the kernel's defaults, elsewhere).
+ * A client can write this much before a server that reads nothing of the body answers. */
+export function socketBufferBytes(): number {
+  const largest = (name: string, fallback: number) => {
+    try {
+      return Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]) || fallback;
+    } catch {
+      return fallback;
+    }
+  };
+  return largest('tcp_wmem', 4 << 20) + largest('tcp_rmem', 6 << 20);
 }
 
 /** The error code of an answer's JSON error body. */
