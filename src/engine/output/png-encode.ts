@@ -31,9 +31,8 @@ const EMPTY_FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 const SYNC_FLUSH_MARKER = Buffer.from([0x00, 0x00, 0xff, 0xff]);
 
 interface DeflatedBand {
-  /** Raw deflate data ending with a sync flush, in zlib's output chunks: no zlib header, no final block, no
-   * checksum. */
-  body: Buffer[];
+  /** Raw deflate data ending with a sync flush: no zlib header, no final block, no checksum. */
+  body: Buffer;
   /** zlib header of the band's stream (every band's is the same, same level). */
   header: Buffer;
   adler: number;
@@ -54,68 +53,26 @@ export function adler32Combine(adler1: number, adler2: number, length2: number):
   return (sum1 | (sum2 << 16)) >>> 0;
 }
 
-/** zlib's output chunk: under the mmap threshold that bin/malloc-tuning.js fixes (128 KiB), so malloc serves each
- * from its heap, reused, where a band-sized chunk would be a fresh mapping faulted in page by page and then copied
- * into another (bench/RESULTS.md, "Issue #47: the pixel work's buffers reused"). */
-const DEFLATE_CHUNK_BYTES = 64 << 10;
-/** A band's stream ends with a sync flush's marker, the empty final block, and the Adler-32. */
-const BAND_TAIL_BYTES = SYNC_FLUSH_MARKER.length + EMPTY_FINAL_BLOCK.length + 4;
-
-/** The last `count` bytes of `parts`, joined. */
-function tailOf(parts: Buffer[], count: number): Buffer {
-  const tail = Buffer.alloc(count);
-  let end = count;
-  for (let i = parts.length - 1; i >= 0 && end > 0; i--) {
-    const part = parts[i] as Buffer;
-    const take = Math.min(end, part.length);
-    part.copy(tail, end - take, part.length - take);
-    end -= take;
-  }
-  return tail;
-}
-
-/** `parts` without their first `head` and last `tail` bytes: views, nothing copied. */
-function trimmed(parts: Buffer[], head: number, tail: number): Buffer[] {
-  const total = parts.reduce((sum, part) => sum + part.length, 0);
-  const kept: Buffer[] = [];
-  let at = 0;
-  for (const part of parts) {
-    const from = Math.max(head - at, 0);
-    const to = Math.min(total - tail - at, part.length);
-    if (to > from) kept.push(part.subarray(from, to));
-    at += part.length;
-  }
-  return kept;
-}
-
 /** One band deflated on the thread pool, its final block and Adler-32 cut off (the checksum kept to combine). */
 function deflateBand(scanlines: Buffer): Promise<DeflatedBand> {
+  // One output chunk for the whole band (deflate's worst case is a little over the input): no callback every 16 KB.
+  const chunkSize = scanlines.length + (scanlines.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
-    const stream = zlib.createDeflate({
-      ...DEFLATE,
-      flush: zlib.constants.Z_SYNC_FLUSH,
-      chunkSize: DEFLATE_CHUNK_BYTES,
-    });
-    const parts: Buffer[] = [];
-    stream.on('data', (part: Buffer) => parts.push(part));
-    stream.on('error', reject);
-    stream.on('end', () => {
-      const tail = tailOf(parts, BAND_TAIL_BYTES);
-      const length = parts.reduce((sum, part) => sum + part.length, 0);
+    zlib.deflate(scanlines, { ...DEFLATE, flush: zlib.constants.Z_SYNC_FLUSH, chunkSize }, (error, stream) => {
+      if (error) return reject(error);
+      const end = stream.length;
       const framed =
-        length >= 2 + BAND_TAIL_BYTES &&
-        tail.subarray(0, SYNC_FLUSH_MARKER.length).equals(SYNC_FLUSH_MARKER) &&
-        tail.subarray(SYNC_FLUSH_MARKER.length, BAND_TAIL_BYTES - 4).equals(EMPTY_FINAL_BLOCK);
+        stream.subarray(end - 6, end - 4).equals(EMPTY_FINAL_BLOCK) &&
+        stream.subarray(end - 10, end - 6).equals(SYNC_FLUSH_MARKER);
       if (!framed)
         return reject(new Error('zlib ended a band in an unexpected way; the PNG encoder cannot join its bands'));
       resolve({
-        header: Buffer.concat(trimmed(parts, 0, length - 2)),
-        body: trimmed(parts, 2, EMPTY_FINAL_BLOCK.length + 4),
-        adler: tail.readUInt32BE(BAND_TAIL_BYTES - 4),
+        header: stream.subarray(0, 2),
+        body: stream.subarray(2, end - 6),
+        adler: stream.readUInt32BE(end - 4),
         length: scanlines.length,
       });
     });
-    stream.end(scanlines);
   });
 }
 
@@ -215,7 +172,7 @@ export async function encodePng(width: number, height: number, makeRows: RowMake
   header[8] = 8; // bits per channel
   header[9] = channels === 3 ? 2 : 6; // colour type: RGB or RGBA
   // compression 0 (deflate), filter method 0 (adaptive, per row), interlace 0: left as zeros
-  const idat = deflated.map((band, i) => (i === 0 ? [band.header, ...band.body] : band.body));
+  const idat = deflated.map((band, i) => (i === 0 ? [band.header, band.body] : [band.body]));
   return pngFile([
     ['IHDR', [header]],
     ...idat.map((parts) => ['IDAT', parts] as const),

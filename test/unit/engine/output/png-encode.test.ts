@@ -104,17 +104,21 @@ describe('encodePng', () => {
   });
 
   it("rejects with a band's deflate error, and leaves nothing unhandled while the encoder waits on another band", async () => {
-    // zlib cannot be made to fail with real input, so the second band's deflate stream reports an error at once
-    // while the first one really runs: the encoder is then waiting on the first. vitest fails the run on any
-    // unhandled rejection.
-    const createDeflate = zlib.createDeflate;
+    // zlib cannot be made to fail with real input, so the second band's deflate reports an error at once while
+    // the first one really runs: the encoder is then waiting on the first. vitest fails the run on any unhandled
+    // rejection.
+    const deflate = zlib.deflate;
     let calls = 0;
-    vi.spyOn(zlib, 'createDeflate').mockImplementation((options) => {
-      const stream = createDeflate(options);
+    const secondFails = ((
+      data: Buffer,
+      options: zlib.ZlibOptions,
+      callback: (error: Error | null, result: Buffer) => void,
+    ) => {
       calls++;
-      if (calls === 2) setImmediate(() => stream.destroy(new Error('deflate failed')));
-      return stream;
-    });
+      if (calls === 2) setImmediate(() => callback(new Error('deflate failed'), Buffer.alloc(0)));
+      else deflate(data, options, callback);
+    }) as unknown as typeof zlib.deflate;
+    vi.spyOn(zlib, 'deflate').mockImplementation(secondFails);
     const pixels = image(1000, 5000, 4, 5); // ten bands: more than the encoder keeps in flight
     const encoding = encodePng(1000, 5000, (top, count) => ({
       pixels: pixels.subarray(top * 4000, (top + count) * 4000),
