@@ -99,12 +99,6 @@ export async function soakServe({
   }
 }
 
-/** The mean RSS of the samples after `from` to `to` requests (inclusive). */
-export function meanRss(samples, from, to) {
-  const window = samples.filter((sample) => sample.requests >= from && sample.requests <= to);
-  return window.reduce((sum, sample) => sum + sample.rss, 0) / window.length;
-}
-
 /**
  * `rmbg remove DIR --local --json` of `checkout` with `node` (`env` added, e.g. RMBG_MODEL), its RSS read at each
  * photo's JSON line; resolves with the samples and the summary line. A failed photo or exit rejects.

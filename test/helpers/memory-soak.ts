@@ -3,8 +3,6 @@
 
 import { afterAll, beforeAll, inject } from 'vitest';
 // @ts-expect-error: the bench's plain JavaScript has no types
-import { meanRss } from '../../bench/lib/memory-soak.mjs';
-// @ts-expect-error: the bench's plain JavaScript has no types
 import { preparePhotos } from '../../bench/lib/photo-set.mjs';
 import { removeTempDirs, tempDir } from './cli.js';
 import { warmKeyModel } from './fast-models.js';
@@ -22,11 +20,22 @@ const MiB = 2 ** 20;
 /** The environment of a run as a user's: no RMBG_* of the developer's, and none of glibc's malloc settings. */
 export const ENV = envWithoutMallocSettings();
 
-/** RSS early in the run (its 30th to 80th photo) and at its end (the last 50), in MiB: means over the windows, as
- * the memory a photo's buffers awaiting the collector hold comes and goes. */
-export function earlyAndLateMiB(samples: Sample[]): { early: number; late: number } {
+/** The RSS readings early in the run (its 30th to 80th request or photo) and at its end (the last 50), in MiB: the
+ * two windows every soak compares. */
+function earlyAndLateReadings(samples: Sample[]): { early: number[]; late: number[] } {
   const last = samples.at(-1)?.requests ?? 0;
-  return { early: meanRss(samples, 30, 80) / MiB, late: meanRss(samples, last - 50, last) / MiB };
+  const within = (from: number, to: number) =>
+    samples.filter(({ requests }) => requests >= from && requests <= to).map(({ rss }) => rss / MiB);
+  return { early: within(30, 80), late: within(last - 50, last) };
+}
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
+/** RSS early in the run and at its end, in MiB: means over the windows, as the memory a photo's buffers awaiting
+ * the collector hold comes and goes. */
+export function earlyAndLateMiB(samples: Sample[]): { early: number; late: number } {
+  const { early, late } = earlyAndLateReadings(samples);
+  return { early: mean(early), late: mean(late) };
 }
 
 /** RSS growth from early in the run to its end, in MiB. */
@@ -35,14 +44,12 @@ export function growthMiB(samples: Sample[]): number {
   return late - early;
 }
 
-/** Growth of the RSS's floor, in MiB: the lowest reading late in the run (its last 50 photos) less the lowest early on
- * (the 30th to 80th). For a run read while photos are in flight (the folder's, at each JSON line): their buffers
- * add up to ±40 MiB to any one reading, while memory kept for good raises every reading, the lowest too. */
+/** Growth of the RSS's floor, in MiB: the lowest reading late in the run less the lowest early on. For a run read
+ * while photos are in flight (the folder's, at each JSON line): their buffers add up to ±40 MiB to any one reading,
+ * while memory kept for good raises every reading, the lowest too. */
 export function floorGrowthMiB(samples: Sample[]): number {
-  const last = samples.at(-1)?.requests ?? 0;
-  const lowest = (from: number, to: number) =>
-    Math.min(...samples.filter(({ requests }) => requests >= from && requests <= to).map(({ rss }) => rss));
-  return (lowest(last - 50, last) - lowest(30, 80)) / MiB;
+  const { early, late } = earlyAndLateReadings(samples);
+  return Math.min(...late) - Math.min(...early);
 }
 
 /** Leveled off: at most this much more at the end than early on (without the fix: +54 to +140 MiB, the serve soak's
