@@ -3,6 +3,8 @@
 
 import { afterAll, beforeAll, inject } from 'vitest';
 // @ts-expect-error: the bench's plain JavaScript has no types
+import { median } from '../../bench/lib/inputs.mjs';
+// @ts-expect-error: the bench's plain JavaScript has no types
 import { preparePhotos } from '../../bench/lib/photo-set.mjs';
 import { removeTempDirs, tempDir } from './cli.js';
 import { warmKeyModel } from './fast-models.js';
@@ -43,8 +45,6 @@ export function growthMiB(samples: Sample[]): number {
   const { early, late } = earlyAndLateMiB(samples);
   return late - early;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 
 /** Growth of the RSS's median, in MiB: the middle reading late in the run less the middle one early on. For a run
  * read while photos are in flight (the folder's, at each JSON line): their buffers move any one reading by up to
