@@ -53,10 +53,11 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const med = (name, key) => median(runs.get(name).map((run) => run[key]));
+const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;
 const MEASURES = [
-  ['wall', 'ms', (ms) => `${(ms / 1000).toFixed(2)} s`],
-  ['system time', 'systemMs', (ms) => `${(ms / 1000).toFixed(2)} s`],
-  ['CPU time', 'cpuMs', (ms) => `${(ms / 1000).toFixed(2)} s`],
+  ['wall', 'ms', seconds],
+  ['system time', 'systemMs', seconds],
+  ['CPU time', 'cpuMs', seconds],
   ['minor page faults', 'minorFaults', (count) => count.toLocaleString('en')],
   ['peak RSS', 'maxRss', (bytes) => `${bytes >> 20} MiB`],
 ];
